@@ -1,0 +1,111 @@
+"""Command line: `kerneltrace <command>`. Thin: each command parses arguments and calls one stage."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+from . import __version__
+from .errors import KernelTraceError
+from .load import DEFAULT_DATASET
+
+
+def _add_dataset(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dataset", type=Path, default=DEFAULT_DATASET, metavar="DIR",
+                   help="dataset folder (default: the bundled dataset/)")
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from .diagnostics import count_errors, format_report
+    from .validate import validate_path
+
+    fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "human")
+    diags = validate_path(args.dataset)
+    if not args.warnings:
+        shown = [d for d in diags if d.is_error]
+    else:
+        shown = diags
+    report = format_report(shown, fmt)
+    if report:
+        print(report)
+    errors = count_errors(diags)
+    if fmt != "json":
+        print(f"kerneltrace validate: {args.dataset}: " + ("OK" if not errors else f"{errors} error(s)"),
+              file=sys.stderr)
+    return 1 if errors else 0
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    from .site import build_site
+
+    build_site(args.dataset, args.out, strict=not args.no_strict)
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from .site import serve_site
+
+    serve_site(args.dataset, args.addr)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .importer import run_import
+
+    return run_import(args.paths, args.dataset, dry_run=args.dry_run, workload_uuid=args.workload)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kerneltrace", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"kerneltrace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("validate", help="check the dataset; exit 1 on any error",
+                       description="Schema and semantic checks of every record. Prints file:line $.field: message, "
+                                   "with a hint. Writes GitHub annotations when run inside GitHub Actions.")
+    _add_dataset(p)
+    p.add_argument("--format", choices=["human", "json", "github"], help="output format (default: human; github in Actions)")
+    p.add_argument("--no-warnings", dest="warnings", action="store_false", help="print errors only")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("build", help="render the site and build it with mkdocs --strict")
+    _add_dataset(p)
+    p.add_argument("--out", type=Path, default=Path("site"), metavar="DIR", help="where the built site goes (default: site/)")
+    p.add_argument("--no-strict", action="store_true", help="do not fail on mkdocs warnings")
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("serve", help="render the site and preview it live")
+    _add_dataset(p)
+    p.add_argument("--addr", default="127.0.0.1:8000", help="address to serve on (default: 127.0.0.1:8000)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("import", help="rewrite files in other dialects as canonical dataset files",
+                       description="Reads Kernel Signature (seed 001), schema-set (seed 002) and FlashInfer-Trace "
+                                   "files and writes canonical files into the dataset; says what could not be carried over.")
+    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders to import")
+    _add_dataset(p)
+    p.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
+    p.add_argument("--workload", metavar="UUID",
+                   help="workload uuid to attach legacy benchmark-result records to (they name none)")
+    p.set_defaults(func=cmd_import)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KernelTraceError as e:
+        print(f"kerneltrace {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"kerneltrace {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""The loaded dataset: typed records indexed by name, plus what loading found wrong."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from .diagnostics import Diagnostic
+from .records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Trace,
+                      Workload)
+
+
+@dataclass
+class Dataset:
+    root: Path
+    definitions: dict[str, Definition] = field(default_factory=dict)
+    workloads: list[Workload] = field(default_factory=list)
+    solutions: dict[str, Solution] = field(default_factory=dict)
+    traces: list[Trace] = field(default_factory=list)
+    models: dict[str, CallingRecord] = field(default_factory=dict)
+    agent_traces: list[AgentTrace] = field(default_factory=list)
+    einsums: dict[str, EinsumCascade] = field(default_factory=dict)
+    hardware: dict[str, HardwareSpec] = field(default_factory=dict)
+    # Problems found while reading (syntax, schema, duplicates); validate() adds the rest.
+    load_diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Names of records that were present but rejected by their schema, per kind, so that
+    # references to them are not also reported as references to something missing.
+    rejected: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    @cached_property
+    def workloads_by_definition(self) -> dict[str, list[Workload]]:
+        out: dict[str, list[Workload]] = defaultdict(list)
+        for w in self.workloads:
+            out[w.definition].append(w)
+        return dict(out)
+
+    @cached_property
+    def solutions_by_definition(self) -> dict[str, list[Solution]]:
+        out: dict[str, list[Solution]] = defaultdict(list)
+        for s in self.solutions.values():
+            out[s.definition].append(s)
+        return dict(out)
+
+    @cached_property
+    def traces_by_definition(self) -> dict[str, list[Trace]]:
+        out: dict[str, list[Trace]] = defaultdict(list)
+        for t in self.traces:
+            out[t.definition].append(t)
+        return dict(out)
+
+    def is_known(self, kind: str, name: str) -> bool:
+        """True if a record of this kind and name exists, valid or rejected by its schema."""
+        index = {"definition": self.definitions, "solution": self.solutions, "hardware": self.hardware}[kind]
+        return name in index or name in self.rejected[kind]

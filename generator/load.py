@@ -1,0 +1,229 @@
+"""Read the dataset folder once into typed records (load stage).
+
+One pass over the files; each record is parsed, normalised from other dialects, checked
+against its JSON Schema and turned into an immutable record that remembers its file and
+line. Nothing here raises on bad data: problems become diagnostics on the Dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+from . import dialects
+from .dataset import Dataset
+from .diagnostics import ERROR, WARNING, Diagnostic
+from .records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Source, Trace,
+                      Workload)
+from .schema_check import schema_diagnostics
+
+DEFAULT_DATASET = Path(__file__).resolve().parent.parent / "dataset"
+
+# Top-level folder -> (file suffix, depth of the file below the folder, what it holds).
+LAYOUT = {
+    "definitions": (".json", 2, "definitions/<type>/<definition>.json"),
+    "workloads": (".jsonl", 2, "workloads/<type>/<definition>.jsonl"),
+    "solutions": (".json", 4, "solutions/<author>/<type>/<definition>/<solution>.json"),
+    "traces": (".jsonl", 3, "traces/<author>/<type>/<definition>.jsonl"),
+    "models": (".json", 1, "models/<model>.json"),
+    "hardware": (".json", 1, "hardware/<hardware>.json"),
+    "agent_traces": (".json", 2, "agent_traces/<author>/<solution>.json"),
+    "einsums": (".yaml", 2, "einsums/<type>/<definition>.yaml"),
+    "blob": (None, None, "blob/workloads/<type>/<definition>/<uuid>.safetensors"),
+}
+# Files anywhere that are not data (editor and OS clutter, docs).
+IGNORED_NAMES = {".DS_Store", "README.md", ".gitkeep", ".gitattributes"}
+
+
+class _Loader:
+    def __init__(self, root: Path):
+        self.ds = Dataset(root=root)
+        self.root = root
+
+    # -- reporting -------------------------------------------------------------------------
+    def report(self, path: str, line: int, pointer: str, severity: str, message: str, hint: str = "") -> None:
+        self.ds.load_diagnostics.append(Diagnostic(path, line, pointer, severity, message, hint))
+
+    # -- reading ---------------------------------------------------------------------------
+    def read_text(self, rel: str) -> Optional[str]:
+        try:
+            with open(self.root / rel, encoding="utf-8") as f:
+                return f.read()
+        except UnicodeDecodeError as e:
+            self.report(rel, 0, "", ERROR, f"file is not UTF-8 text ({e.reason} at byte {e.start})",
+                        "save the file as UTF-8")
+        except OSError as e:
+            self.report(rel, 0, "", ERROR, f"cannot read file: {e.strerror}", "check the file's permissions")
+        return None
+
+    def parse(self, rel: str, text: str, line: int = 1) -> tuple[bool, Any]:
+        try:
+            return True, json.loads(text)
+        except json.JSONDecodeError as e:
+            self.report(rel, line + e.lineno - 1, "", ERROR, f"invalid JSON: {e.msg} (column {e.colno})",
+                        "fix the JSON syntax (a trailing comma or a missing quote is the usual cause)")
+        except RecursionError:
+            self.report(rel, line, "", ERROR, "invalid JSON: nested too deeply", "flatten the structure")
+        return False, None
+
+    def json_document(self, rel: str) -> Iterator[tuple[Any, Source]]:
+        """The one JSON value of a .json file, with its source (keeps the text to locate fields)."""
+        text = self.read_text(rel)
+        if text is None:
+            return
+        ok, data = self.parse(rel, text)
+        if ok:
+            yield data, Source(rel, 1, text)
+
+    def json_lines(self, rel: str) -> Iterator[tuple[Any, Source]]:
+        """Each non-blank line of a .jsonl file, with its source line."""
+        text = self.read_text(rel)
+        if text is None:
+            return
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            ok, data = self.parse(rel, line, number)
+            if ok:
+                yield data, Source(rel, number)
+
+    # -- records ---------------------------------------------------------------------------
+    def checked(self, kind: str, norm: dialects.Normalised, source: Source) -> bool:
+        """Schema-check a normalised value; True if it may become a record."""
+        if norm.dialect:
+            self.report(source.path, source.line, "", WARNING,
+                        f"written in the {norm.dialect} dialect; read as canonical" +
+                        (f" ({'; '.join(norm.notes)})" if norm.notes else ""),
+                        f"run 'kerneltrace import {source.path}' to rewrite it in the canonical format")
+        problems = schema_diagnostics(kind, norm.data, source)
+        self.ds.load_diagnostics.extend(problems)
+        return not problems
+
+    def reject(self, kind: str, data: Any, key: str = "name") -> None:
+        if isinstance(data, dict) and isinstance(data.get(key), str):
+            self.ds.rejected[kind].add(data[key])
+
+    def add_unique(self, index: dict, name: str, record: Any, kind: str) -> None:
+        if name in index:
+            first = index[name].source
+            self.report(record.source.path, record.source.line, "/name", ERROR,
+                        f"duplicate {kind} name '{name}' (first defined in {first.path}:{first.line})",
+                        f"give each {kind} a unique name")
+            return
+        index[name] = record
+
+    def load_definition(self, rel: str) -> None:
+        stem = Path(rel).stem
+        for raw, source in self.json_document(rel):
+            norm = dialects.normalise_definition(raw, stem)
+            if norm.dialect and source.text is not None:
+                source = Source(source.path, source.line)  # the text no longer matches the data
+            if self.checked("definition", norm, source):
+                self.add_unique(self.ds.definitions, norm.data["name"], Definition.from_data(norm.data, source),
+                                "definition")
+            else:
+                self.reject("definition", norm.data)
+
+    def load_workloads(self, rel: str) -> None:
+        for raw, source in self.json_lines(rel):
+            norm = dialects.normalise_workload(raw)
+            if self.checked("workload", norm, source):
+                self.ds.workloads.append(Workload.from_data(norm.data, source))
+
+    def load_solution(self, rel: str) -> None:
+        for raw, source in self.json_document(rel):
+            norm = dialects.normalise_solution(raw)
+            if norm.dialect:
+                source = Source(source.path, source.line)
+            if self.checked("solution", norm, source):
+                self.add_unique(self.ds.solutions, norm.data["name"], Solution.from_data(norm.data, source),
+                                "solution")
+            else:
+                self.reject("solution", norm.data)
+
+    def load_traces(self, rel: str) -> None:
+        for raw, source in self.json_lines(rel):
+            norm = dialects.normalise_trace(raw)
+            if self.checked("trace", norm, source):
+                self.ds.traces.append(Trace.from_data(norm.data, source))
+
+    def load_model(self, rel: str) -> None:
+        for raw, source in self.json_document(rel):
+            if self.checked("model", dialects.Normalised(raw), source):
+                stem = Path(rel).stem
+                self.ds.models[stem] = CallingRecord.from_data(stem, raw, source)
+
+    def load_hardware(self, rel: str) -> None:
+        for raw, source in self.json_document(rel):
+            if self.checked("hardware", dialects.Normalised(raw), source):
+                self.add_unique(self.ds.hardware, raw["name"], HardwareSpec.from_data(raw, source), "hardware")
+            else:
+                self.reject("hardware", raw)
+
+    def load_agent_trace(self, rel: str) -> None:
+        parts = Path(rel).parts
+        for raw, source in self.json_document(rel):
+            if self.checked("agent_trace", dialects.Normalised(raw), source):
+                self.ds.agent_traces.append(AgentTrace.from_data(parts[1], Path(rel).stem, raw, source))
+
+    def load_einsum(self, rel: str) -> None:
+        text = self.read_text(rel)
+        if text is not None:
+            parts = Path(rel).parts
+            cascade = EinsumCascade(Path(rel).stem, parts[1], text, Source(rel, 1, text))
+            self.ds.einsums[cascade.definition] = cascade
+
+    # -- walking ---------------------------------------------------------------------------
+    def run(self) -> Dataset:
+        loaders: dict[str, Callable[[str], None]] = {
+            "definitions": self.load_definition, "workloads": self.load_workloads,
+            "solutions": self.load_solution, "traces": self.load_traces, "models": self.load_model,
+            "hardware": self.load_hardware, "agent_traces": self.load_agent_trace, "einsums": self.load_einsum,
+        }
+        # Definitions first so that nothing depends on file-system order; then the rest.
+        for folder in ("definitions", "workloads", "solutions", "traces", "models", "hardware", "agent_traces",
+                       "einsums"):
+            for rel in self.files_in(folder):
+                loaders[folder](rel)
+        self.check_top_level()
+        return self.ds
+
+    def files_in(self, folder: str) -> list[str]:
+        suffix, depth, layout = LAYOUT[folder]
+        base = self.root / folder
+        if not base.is_dir():
+            return []
+        found = []
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for name in sorted(filenames):
+                if name in IGNORED_NAMES or name.startswith("."):
+                    continue
+                rel = Path(dirpath, name).relative_to(self.root).as_posix()
+                if not name.endswith(suffix):
+                    self.report(rel, 0, "", WARNING, f"unexpected file in {folder}/ (not {suffix}); ignored",
+                                f"files here are laid out as {layout}")
+                elif len(Path(rel).parts) - 1 != depth:
+                    self.report(rel, 0, "", ERROR, f"file is at the wrong depth for {folder}/; not loaded",
+                                f"move it to {layout}")
+                else:
+                    found.append(rel)
+        return found
+
+    def check_top_level(self) -> None:
+        if not self.root.is_dir():
+            self.report(str(self.root), 0, "", ERROR, "dataset folder does not exist",
+                        "pass --dataset DIR pointing at a folder with definitions/, workloads/, ...")
+            return
+        for entry in sorted(os.listdir(self.root)):
+            if entry in LAYOUT or entry in IGNORED_NAMES or entry.startswith("."):
+                continue
+            self.report(entry, 0, "", WARNING, f"unknown entry '{entry}' at the dataset root; ignored",
+                        "known folders: " + ", ".join(LAYOUT))
+
+
+def load(root: Path | str = DEFAULT_DATASET) -> Dataset:
+    """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`."""
+    return _Loader(Path(root)).run()

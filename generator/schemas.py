@@ -1,0 +1,53 @@
+"""The JSON Schemas (generator/schema/*.json): the data contract, and the shared vocabulary.
+
+Every list of allowed values (types, dtypes, statuses, ...) lives in schema/common.json;
+Python reads it from there so that there is only one place to change.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+SCHEMA_DIR = Path(__file__).parent / "schema"
+
+# Record kind -> schema file stem. The order is the order of the schema reference page.
+RECORD_KINDS = ("definition", "workload", "solution", "trace", "model", "agent_trace", "einsum", "hardware")
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict:
+    """The parsed schema document `schema/<name>.json`."""
+    with open(SCHEMA_DIR / f"{name}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+@lru_cache(maxsize=None)
+def _registry() -> Registry:
+    resources = []
+    for name in RECORD_KINDS + ("common",):
+        doc = load_schema(name)
+        resources.append((doc["$id"], Resource.from_contents(doc)))
+    return Registry().with_resources(resources)
+
+
+@lru_cache(maxsize=None)
+def validator_for(kind: str) -> Draft202012Validator:
+    """A compiled validator for one record kind (cached: building one is the slow part)."""
+    return Draft202012Validator(load_schema(kind), registry=_registry())
+
+
+def _enum(name: str) -> tuple[str, ...]:
+    return tuple(load_schema("common")["$defs"][name]["enum"])
+
+
+DEFINITION_TYPES = _enum("definition_type")
+DTYPES = _enum("dtype")
+TRACE_STATUSES = _enum("trace_status")
+LANGUAGES = _enum("language")
+FRAMEWORKS = _enum("framework")
+TAG_NAMESPACES = ("stage", "model", "quantization", "status", "tp", "ep")
