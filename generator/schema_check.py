@@ -16,7 +16,7 @@ from jsonschema.exceptions import best_match
 
 from .diagnostics import ERROR, Diagnostic, make_pointer
 from .records import Source
-from .schemas import validator_for
+from .schemas import fast_check_for, validator_for
 
 _TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}
@@ -96,6 +96,8 @@ def _leaves(err: ValidationError) -> Iterator[ValidationError]:
 
 def schema_diagnostics(kind: str, data: Any, source: Source, pointer_prefix: str = "") -> list[Diagnostic]:
     """Every schema error of `data` against the `kind` schema, as diagnostics."""
+    if fast_check_for(kind)(data):
+        return []
     out = []
     for err in validator_for(kind).iter_errors(data):
         for leaf in _leaves(err):

@@ -41,6 +41,15 @@ def validator_for(kind: str) -> Draft202012Validator:
     return Draft202012Validator(load_schema(kind), registry=_registry())
 
 
+@lru_cache(maxsize=None)
+def fast_check_for(kind: str):
+    """A compiled yes/no check for one record kind, agreeing with validator_for(kind)."""
+    from .fastschema import FastSchema
+
+    docs = {load_schema(n)["$id"]: load_schema(n) for n in RECORD_KINDS + ("common",)}
+    return FastSchema(docs).compile_id(load_schema(kind)["$id"])
+
+
 def _enum(name: str) -> tuple[str, ...]:
     return tuple(load_schema("common")["$defs"][name]["enum"])
 

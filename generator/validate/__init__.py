@@ -1,0 +1,31 @@
+"""Validate stage: schema errors (found while loading) plus semantic checks.
+
+`validate(ds)` returns every diagnostic, sorted; it never raises on bad data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..dataset import Dataset
+from ..diagnostics import Diagnostic, sort_diagnostics
+from ..load import load
+from .definitions import check_definitions
+from .others import check_agent_traces, check_einsums, check_hardware, check_models
+from .solutions import check_solutions
+from .traces import check_traces
+from .workloads import check_workloads
+
+CHECKS = (check_definitions, check_workloads, check_solutions, check_traces, check_models, check_agent_traces,
+          check_hardware, check_einsums)
+
+
+def validate(ds: Dataset) -> list[Diagnostic]:
+    diags = list(ds.load_diagnostics)
+    for check in CHECKS:
+        diags.extend(check(ds))
+    return sort_diagnostics(diags)
+
+
+def validate_path(root: Path | str) -> list[Diagnostic]:
+    return validate(load(root))

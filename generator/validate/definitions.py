@@ -1,0 +1,124 @@
+"""Semantic checks of definitions (the schema has already passed)."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from ..dataset import Dataset
+from ..diagnostics import Diagnostic
+from ..diagnostics import make_pointer as ptr
+from ..records import Definition
+from .common import error, path_parts, warning
+from .pycode import find_function, parse_constraint, parse_module, uses_torch_functional
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+
+
+def check_definitions(ds: Dataset) -> Iterator[Diagnostic]:
+    for d in ds.definitions.values():
+        yield from check_location(d)
+        yield from check_name(d)
+        yield from check_axes(d)
+        yield from check_constraints(d)
+        yield from check_reference(d)
+        yield from check_tags(d)
+
+
+def check_location(d: Definition) -> Iterator[Diagnostic]:
+    parts = path_parts(d)
+    if parts[-1][: -len(".json")] != d.name:
+        yield error(d, "/name", f"name '{d.name}' does not match the file name '{parts[-1]}'",
+                    f"rename the file to {d.name}.json or change the name")
+    if parts[1] != d.type:
+        yield error(d, "/type", f"type '{d.type}' does not match the folder definitions/{parts[1]}/",
+                    f"move the file to definitions/{d.type}/{d.name}.json")
+
+
+def check_name(d: Definition) -> Iterator[Diagnostic]:
+    if not NAME_RE.match(d.name):
+        yield error(d, "/name", f"name '{d.name}' does not follow the convention {{type}}_{{props}}_{{constants}}",
+                    "use lowercase letters and digits joined by '_', e.g. gqa_paged_decode_h32_kv8_d128_ps1")
+        return
+    numbers = set(re.findall(r"\d+", d.name))
+    missing = [f"{n}={v}" for n, v in d.const_axes.items() if str(v) not in numbers]
+    if missing:
+        yield warning(d, "/name", f"name '{d.name}' does not show the constant axes {', '.join(missing)}",
+                      "put the constants that tell definitions apart in the name, e.g. _h4096 or _d128")
+
+
+def check_axes(d: Definition) -> Iterator[Diagnostic]:
+    used = set()
+    for group in ("inputs", "outputs"):
+        for t in getattr(d, group).values():
+            for i, axis in enumerate(t.shape):
+                used.add(axis)
+                if axis not in d.axes:
+                    yield error(d, ptr(group, t.name, "shape", i), f"axis '{axis}' of {group[:-1]} '{t.name}' is not declared",
+                                f"add '{axis}' to axes, or use one of: {', '.join(d.axes)}")
+    for name in set(d.inputs) & set(d.outputs):
+        yield error(d, ptr("outputs", name), f"'{name}' is both an input and an output",
+                    "give the output its own name (destination-passing solutions take both)")
+    constraint_names = set()
+    for c in d.constraints:
+        constraint_names |= parse_constraint(c).names
+    for axis in d.axes.values():
+        if axis.parent is not None:
+            if axis.parent == axis.name:
+                yield error(d, ptr("axes", axis.name, "parent"), f"axis '{axis.name}' is its own parent",
+                            "remove 'parent' or name another axis")
+            elif axis.parent not in d.axes:
+                yield error(d, ptr("axes", axis.name, "parent"), f"parent '{axis.parent}' of axis '{axis.name}' is not declared",
+                            f"use one of: {', '.join(a for a in d.axes if a != axis.name)}")
+        if axis.name not in used and axis.name not in constraint_names and not any(
+                a.parent == axis.name for a in d.axes.values()):
+            yield warning(d, ptr("axes", axis.name), f"axis '{axis.name}' is used by no tensor, constraint or child axis",
+                          "remove it, or use it in a shape or a constraint")
+
+
+def check_constraints(d: Definition) -> Iterator[Diagnostic]:
+    known = set(d.axes) | set(d.inputs)
+    for i, text in enumerate(d.constraints):
+        parsed = parse_constraint(text)
+        if parsed.problem:
+            yield error(d, ptr("constraints", i), f"constraint {text!r} {parsed.problem}",
+                        "write a Python expression over axes and inputs, e.g. 'H_qo == H_kv * H_r'")
+            continue
+        for name in sorted(parsed.names - known):
+            yield error(d, ptr("constraints", i), f"constraint {text!r} names '{name}', which is neither an axis nor an input",
+                        f"known names: {', '.join(sorted(known))}")
+
+
+def check_reference(d: Definition) -> Iterator[Diagnostic]:
+    tree, problem, line = parse_module(d.reference)
+    if tree is None:
+        yield error(d, "/reference", f"reference {problem} (line {line} of the reference)",
+                    "fix the Python syntax of the reference")
+        return
+    fn = find_function(tree, "run")
+    inputs = tuple(d.inputs)
+    if fn is None:
+        yield error(d, "/reference", "reference defines no top-level function 'run'",
+                    f"define def run({', '.join(inputs)}): ... returning a dict of the outputs")
+        return
+    if fn.params != inputs or fn.has_varargs:
+        yield error(d, "/reference", f"reference run({', '.join(fn.params)}) does not take the inputs in order",
+                    f"define it as run({', '.join(inputs)})")
+    outputs = frozenset(d.outputs)
+    for keys in fn.return_keys:
+        if keys != outputs:
+            missing, extra = sorted(outputs - keys), sorted(keys - outputs)
+            what = "; ".join(x for x in (f"missing {', '.join(missing)}" if missing else "",
+                                         f"unknown {', '.join(extra)}" if extra else "") if x)
+            yield error(d, "/reference", f"reference run returns a dict that does not hold exactly the outputs ({what})",
+                        f"return {{{', '.join(repr(o) for o in d.outputs)}}} with every output")
+    line = uses_torch_functional(tree)
+    if line:
+        yield warning(d, "/reference", f"reference uses torch.nn.functional (line {line} of the reference)",
+                      "write the computation step by step in plain PyTorch: the reference is the specification")
+
+
+def check_tags(d: Definition) -> Iterator[Diagnostic]:
+    statuses = d.tag_values("status")
+    if len(statuses) > 1:
+        yield error(d, "/tags", f"more than one status tag: {', '.join(statuses)}", "keep one status: tag")

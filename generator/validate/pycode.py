@@ -1,0 +1,106 @@
+"""Static checks of Python text: constraints (expressions) and reference/solution functions."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+# Node types a constraint may use: arithmetic, comparisons, boolean logic, names, numbers.
+_CONSTRAINT_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub, ast.UAdd,
+                     ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow,
+                     ast.Compare, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Name, ast.Load,
+                     ast.Constant, ast.Attribute, ast.Subscript, ast.Call, ast.Tuple, ast.Slice)
+# Calls a constraint may make (on inputs, e.g. 'kv_indptr.shape[0] == batch_size + 1').
+_CONSTRAINT_CALLS = {"len", "min", "max", "abs"}
+
+
+@dataclass(frozen=True)
+class ParsedConstraint:
+    tree: Optional[ast.Expression]
+    names: frozenset[str]
+    problem: str = ""  # why it is not a valid constraint, '' if it is
+
+
+def parse_constraint(text: str) -> ParsedConstraint:
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as e:
+        return ParsedConstraint(None, frozenset(), f"is not a Python expression ({e.msg})")
+    names = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, _CONSTRAINT_NODES):
+            return ParsedConstraint(None, frozenset(), f"uses {type(node).__name__}, which constraints do not allow")
+        if isinstance(node, ast.Call):
+            if not (isinstance(node.func, ast.Name) and node.func.id in _CONSTRAINT_CALLS) and not isinstance(
+                    node.func, ast.Attribute):
+                return ParsedConstraint(None, frozenset(), "calls a function other than len/min/max/abs")
+        if isinstance(node, ast.Name) and node.id not in _CONSTRAINT_CALLS:
+            names.add(node.id)
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool)):
+            return ParsedConstraint(None, frozenset(), f"uses the constant {node.value!r}; only numbers are allowed")
+    return ParsedConstraint(tree, frozenset(names))
+
+
+def evaluate_constraint(parsed: ParsedConstraint, values: dict[str, int]) -> Optional[bool]:
+    """Truth of an axes-only constraint under `values`; None if it cannot be decided."""
+    if parsed.tree is None or not parsed.names <= values.keys():
+        return None
+    try:
+        result = eval(compile(parsed.tree, "<constraint>", "eval"),
+                      {"__builtins__": {}, "len": len, "min": min, "max": max, "abs": abs}, dict(values))
+    except Exception:  # e.g. division by zero with a bad axis value: undecidable here
+        return None
+    return bool(result)
+
+
+@dataclass(frozen=True)
+class FunctionInfo:
+    params: tuple[str, ...]  # positional parameter names
+    has_varargs: bool
+    line: int  # line of the 'def' within the text
+    return_keys: tuple[frozenset[str], ...]  # key sets of `return {...}` dict literals
+
+
+def parse_module(text: str) -> tuple[Optional[ast.Module], str, int]:
+    """(tree, problem, line): the parsed module, or why it does not parse and where."""
+    try:
+        return ast.parse(text), "", 0
+    except SyntaxError as e:
+        return None, f"does not parse: {e.msg}", e.lineno or 0
+    except ValueError as e:  # e.g. NUL bytes
+        return None, f"does not parse: {e}", 0
+
+
+def find_function(tree: ast.Module, name: str) -> Optional[FunctionInfo]:
+    """The top-level function `name` (the last definition wins, as in Python)."""
+    found = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            found = node
+    if found is None:
+        return None
+    args = found.args
+    params = tuple(a.arg for a in args.posonlyargs + args.args)
+    keys = []
+    for node in ast.walk(found):
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Dict):
+            if all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys):
+                keys.append(frozenset(k.value for k in node.value.keys))
+    return FunctionInfo(params, args.vararg is not None, found.lineno, tuple(keys))
+
+
+def uses_torch_functional(tree: ast.Module) -> int:
+    """Line of the first use of torch.nn.functional (import or attribute chain), 0 if none."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if node.module.startswith("torch.nn.functional") or (
+                    node.module == "torch.nn" and any(a.name == "functional" for a in node.names)):
+                return node.lineno
+        if isinstance(node, ast.Import) and any(a.name.startswith("torch.nn.functional") for a in node.names):
+            return node.lineno
+        if isinstance(node, ast.Attribute) and node.attr == "functional":
+            v = node.value
+            if isinstance(v, ast.Attribute) and v.attr == "nn":
+                return node.lineno
+    return 0

@@ -1,0 +1,90 @@
+"""Semantic checks of solutions: location, sources, entry point and its signature."""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+from ..dataset import Dataset
+from ..diagnostics import Diagnostic
+from ..diagnostics import make_pointer as ptr
+from ..records import Definition, Solution
+from .common import bad_relative_path, error, path_parts, warning
+from .pycode import find_function, parse_module
+
+
+def check_solutions(ds: Dataset) -> Iterator[Diagnostic]:
+    for s in ds.solutions.values():
+        d = ds.definitions.get(s.definition)
+        if d is None and not ds.is_known("definition", s.definition):
+            yield error(s, "/definition", f"solution of unknown definition '{s.definition}' (orphan)",
+                        "add the definition, or fix the name")
+        yield from check_location(s, d)
+        yield from check_sources(s)
+        if d is not None:
+            yield from check_entry_point(s, d)
+
+
+def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
+    parts = path_parts(s)  # solutions/<author>/<type>/<definition>/<name>.json
+    expected_type = d.type if d is not None else parts[2]
+    expected = f"solutions/{s.author}/{expected_type}/{s.definition}/{s.name}.json"
+    if s.source.path != expected:
+        field = ("/author" if parts[1] != s.author else "/definition" if parts[3] != s.definition
+                 else "/name" if parts[4] != s.name + ".json" else "/definition")
+        yield error(s, field, f"solution is stored at {s.source.path}, but its author, definition and name place it at {expected}",
+                    f"move the file to {expected} or fix the fields")
+
+
+def check_sources(s: Solution) -> Iterator[Diagnostic]:
+    seen = set()
+    for i, path in enumerate(s.data["sources"]):
+        path = path["path"]
+        problem = bad_relative_path(path)
+        if problem:
+            yield error(s, ptr("sources", i, "path"), f"source path {path!r} {problem}", "use a relative path such as main.py or kernels/gemm.cu")
+        if path in seen:
+            yield error(s, ptr("sources", i, "path"), f"source path {path!r} appears twice", "give each source file its own path")
+        seen.add(path)
+
+
+def check_entry_point(s: Solution, d: Definition) -> Iterator[Diagnostic]:
+    if s.entry_file not in s.sources:
+        yield error(s, "/spec/entry_point", f"entry file '{s.entry_file}' is not among the sources",
+                    f"sources: {', '.join(s.sources)}")
+        return
+    text = s.sources[s.entry_file]
+    index = list(s.sources).index(s.entry_file)
+    if not s.entry_file.endswith(".py"):
+        # Compiled sources: the binding decides the signature; check the symbol exists.
+        if not re.search(rf"\b{re.escape(s.entry_function)}\s*\(", text):
+            yield error(s, ptr("sources", index, "content"), f"entry function '{s.entry_function}' is not found in {s.entry_file}",
+                        "define the function named in spec.entry_point")
+        return
+    tree, problem, line = parse_module(text)
+    if tree is None:
+        yield error(s, ptr("sources", index, "content"), f"{s.entry_file} {problem} (line {line})", "fix the Python syntax")
+        return
+    fn = find_function(tree, s.entry_function)
+    if fn is None:
+        yield error(s, "/spec/entry_point", f"{s.entry_file} defines no top-level function '{s.entry_function}'",
+                    "define it, or fix spec.entry_point")
+        return
+    if s.destination_passing_style:
+        expected, style = tuple(d.inputs) + tuple(d.outputs), "destination-passing (inputs, then outputs)"
+    else:
+        expected, style = tuple(d.inputs), "value-returning (inputs only)"
+    if fn.has_varargs:
+        return
+    if len(fn.params) != len(expected):
+        other = ("value-returning" if s.destination_passing_style else "destination-passing")
+        yield error(s, "/spec/entry_point",
+                    f"{s.entry_function}({', '.join(fn.params)}) takes {len(fn.params)} parameters; a {style} "
+                    f"solution of {d.name} takes {len(expected)}: ({', '.join(expected)})",
+                    f"fix the signature, or set spec.destination_passing_style for a {other} solution"
+                    if len(fn.params) == (len(d.inputs) if s.destination_passing_style else len(d.inputs) + len(d.outputs))
+                    else "take the definition's inputs in order" + (", then its outputs" if s.destination_passing_style else ""))
+    elif fn.params != expected:
+        diffs = [f"'{p}' for '{e}'" for p, e in zip(fn.params, expected) if p != e]
+        yield warning(s, "/spec/entry_point", f"{s.entry_function} names its parameters differently from the definition: {', '.join(diffs)}",
+                      "arguments are passed by position; matching names make the code easier to check")

@@ -1,0 +1,73 @@
+"""Semantic checks of traces: what they name exists, status-dependent fields, consistent numbers.
+
+This runs on up to millions of lines: each check is a few dict lookups.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..dataset import Dataset
+from ..diagnostics import Diagnostic
+from ..records import Trace
+from .common import error, path_parts
+
+# Which evaluation parts each status carries: (correctness, performance).
+STATUS_FIELDS = {"PASSED": (True, True), "INCORRECT_NUMERICAL": (True, False)}
+NEITHER = (False, False)
+SPEEDUP_RTOL = 1e-3  # speedups are stored rounded; allow for it
+
+
+def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
+    workloads = {(w.definition, w.uuid): w for w in ds.workloads}
+    for t in ds.traces:
+        d = ds.definitions.get(t.definition)
+        if d is None:
+            if not ds.is_known("definition", t.definition):
+                yield error(t, "/definition", f"trace of unknown definition '{t.definition}' (orphan)",
+                            "add the definition, or fix the name")
+        else:
+            w = workloads.get((t.definition, t.workload_uuid))
+            if w is None:
+                yield error(t, "/workload/uuid", f"workload '{t.workload_uuid}' is not a workload of {t.definition}",
+                            f"add it to workloads/{d.type}/{t.definition}.jsonl, or fix the uuid")
+            elif dict(w.axes) != t.data["workload"]["axes"]:
+                yield error(t, "/workload/axes", f"axes differ from those of workload '{t.workload_uuid}' ({dict(w.axes)})",
+                            "copy the workload exactly as it is in the workloads file")
+        s = ds.solutions.get(t.solution)
+        if s is None:
+            if not ds.is_known("solution", t.solution):
+                yield error(t, "/solution", f"trace of unknown solution '{t.solution}'", "add the solution, or fix the name")
+        else:
+            if s.definition != t.definition:
+                yield error(t, "/solution", f"solution '{t.solution}' implements '{s.definition}', not '{t.definition}'",
+                            "a trace's solution must implement its definition")
+            yield from check_location(t, s.author, d.type if d else None)
+        yield from check_evaluation(t)
+
+
+def check_location(t: Trace, author: str, type_: str | None) -> Iterator[Diagnostic]:
+    parts = path_parts(t)  # traces/<author>/<type>/<definition>.jsonl
+    expected = f"traces/{author}/{type_ or parts[2]}/{t.definition}.jsonl"
+    if t.source.path != expected:
+        yield error(t, "/definition", f"trace of {t.solution} by {author} is stored in {t.source.path}",
+                    f"append it to {expected}")
+
+
+def check_evaluation(t: Trace) -> Iterator[Diagnostic]:
+    ev = t.data["evaluation"]
+    needs_correctness, needs_performance = STATUS_FIELDS.get(t.status, NEITHER)
+    for part, needed in (("correctness", needs_correctness), ("performance", needs_performance)):
+        present = ev.get(part) is not None
+        if needed and not present:
+            yield error(t, f"/evaluation/{part}", f"status {t.status} requires evaluation.{part}",
+                        f"add the {part} measurements, or change the status")
+        elif present and not needed:
+            yield error(t, f"/evaluation/{part}", f"status {t.status} must not carry evaluation.{part}",
+                        f"remove {part} (or set it to null)")
+    if t.latency_ms and t.reference_latency_ms and t.speedup_factor:
+        expected = t.reference_latency_ms / t.latency_ms
+        if abs(t.speedup_factor - expected) > SPEEDUP_RTOL * expected + 1e-9:
+            yield error(t, "/evaluation/performance/speedup_factor",
+                        f"speedup_factor {t.speedup_factor:g} is not reference_latency_ms / latency_ms = {expected:g}",
+                        "store speedup_factor = reference_latency_ms / latency_ms")
