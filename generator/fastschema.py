@@ -143,6 +143,8 @@ class FastSchema:
         return lambda v: any(_equal(v, e) for e in arg)
 
     def kw_const(self, arg, schema, doc_id):
+        if isinstance(arg, str):
+            return lambda v: v == arg and isinstance(v, str)
         return lambda v: _equal(v, arg)
 
     def kw_propertyNames(self, arg, schema, doc_id):

@@ -7,6 +7,7 @@ line. Nothing here raises on bad data: problems become diagnostics on the Datase
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from pathlib import Path
@@ -131,6 +132,8 @@ class _Loader:
             norm = dialects.normalise_workload(raw)
             if self.checked("workload", norm, source):
                 self.ds.workloads.append(Workload.from_data(norm.data, source))
+            elif isinstance(norm.data, dict):
+                self.reject("workload", norm.data.get("workload"), key="uuid")
 
     def load_solution(self, rel: str) -> None:
         for raw, source in self.json_document(rel):
@@ -226,4 +229,12 @@ class _Loader:
 
 def load(root: Path | str = DEFAULT_DATASET) -> Dataset:
     """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`."""
-    return _Loader(Path(root)).run()
+    # Loading makes millions of small, acyclic containers; the cyclic collector would walk
+    # them again and again as the heap grows, so cost would grow faster than the data.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _Loader(Path(root)).run()
+    finally:
+        if was_enabled:
+            gc.enable()

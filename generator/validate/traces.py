@@ -29,8 +29,10 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
         else:
             w = workloads.get((t.definition, t.workload_uuid))
             if w is None:
-                yield error(t, "/workload/uuid", f"workload '{t.workload_uuid}' is not a workload of {t.definition}",
-                            f"add it to workloads/{d.type}/{t.definition}.jsonl, or fix the uuid")
+                # A workload rejected by its schema is reported where it is, not here again.
+                if t.workload_uuid not in ds.rejected["workload"]:
+                    yield error(t, "/workload/uuid", f"workload '{t.workload_uuid}' is not a workload of {t.definition}",
+                                f"add it to workloads/{d.type}/{t.definition}.jsonl, or fix the uuid")
             elif dict(w.axes) != t.data["workload"]["axes"]:
                 yield error(t, "/workload/axes", f"axes differ from those of workload '{t.workload_uuid}' ({dict(w.axes)})",
                             "copy the workload exactly as it is in the workloads file")
