@@ -109,8 +109,8 @@ class _Loader:
     def add_unique(self, index: dict, name: str, record: Any, kind: str) -> None:
         if name in index:
             first = index[name].source
-            self.report(record.source.path, record.source.line, "/name", ERROR,
-                        f"duplicate {kind} name '{name}' (first defined in {first.path}:{first.line})",
+            self.report(record.source.path, record.source.line_of("/name"), "/name", ERROR,
+                        f"duplicate {kind} name '{name}' (first defined in {first.path}:{first.line_of('/name')})",
                         f"give each {kind} a unique name")
             return
         index[name] = record
@@ -229,12 +229,16 @@ class _Loader:
 
 def load(root: Path | str = DEFAULT_DATASET) -> Dataset:
     """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`."""
-    # Loading makes millions of small, acyclic containers; the cyclic collector would walk
-    # them again and again as the heap grows, so cost would grow faster than the data.
+    # Loading makes millions of small, acyclic, long-lived containers; the cyclic collector
+    # would walk them again and again as the heap grows, so cost would grow faster than the
+    # data. Pause it while loading, then freeze the records out of its reach (refcounting
+    # still frees them).
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _Loader(Path(root)).run()
+        ds = _Loader(Path(root)).run()
+        gc.freeze()
+        return ds
     finally:
         if was_enabled:
             gc.enable()

@@ -1,0 +1,71 @@
+"""Escaping contributor text for markdown pages.
+
+Everything that comes from the dataset (names, tags, descriptions, constraints) passes
+through one of these filters before it reaches a page, so that text can never become
+markup: no raw HTML, no links, no attribute lists, no headings or lists it did not ask for.
+
+Characters that mean something to Python-Markdown or its extensions are written as numeric
+character references (`<` -> `&#60;`). Markdown passes references through untouched and the
+browser shows the original character, so the reader sees exactly what the contributor wrote.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Characters with a meaning anywhere in a line: inline HTML and entities, code spans,
+# emphasis, links and images, attribute lists, table cells, headings' closing hashes,
+# backslash escapes. Quotes are included so that the text is also safe inside an attribute.
+_INLINE_ACTIVE = frozenset('&<>"\'`*_[]!{}|#\\~$')
+# Characters that only matter at the start of a line (lists, headings, quotes, admonitions,
+# details, setext underlines, numbered lists as in '1.').
+_LINE_START_ACTIVE = frozenset("-+=>:?.")
+_WHITESPACE = re.compile(r"\s+")
+_BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
+_LEADING_DIGITS = re.compile(r"^(\d+)([.)])")
+
+
+def _ref(ch: str) -> str:
+    return f"&#{ord(ch)};"
+
+
+def _escape_chars(text: str) -> str:
+    return "".join(_ref(ch) if ch in _INLINE_ACTIVE else ch for ch in text)
+
+
+def _escape_line(line: str) -> str:
+    """One line that may start a markdown block: also neutralise its first character."""
+    line = line.strip()
+    if not line:
+        return ""
+    match = _LEADING_DIGITS.match(line)
+    if match:  # '1. text' would become a numbered list
+        digits, mark = match.groups()
+        return digits + _ref(mark) + _escape_chars(line[match.end():])
+    first = line[0]
+    if first in _LINE_START_ACTIVE:
+        return _ref(first) + _escape_chars(line[1:])
+    return _escape_chars(line)
+
+
+def escape_inline(value: object) -> str:
+    """Text for one line of markdown (a table cell, a heading, a list item, a link's text).
+
+    Whitespace, newlines included, collapses to single spaces: a table cell cannot span lines.
+    """
+    return _escape_line(_WHITESPACE.sub(" ", str(value)))
+
+
+def escape_block(value: object) -> str:
+    """Text for a markdown block: paragraphs (separated by blank lines) are kept, each line
+    is escaped, and indentation is dropped so that nothing turns into a code block."""
+    text = str(value).replace("\r\n", "\n").replace("\r", "\n").strip()
+    paragraphs = _BLANK_LINES.split(text) if text else []
+    return "\n\n".join("\n".join(_escape_line(line) for line in p.split("\n") if line.strip())
+                       for p in paragraphs)
+
+
+def fence_for(code: str, char: str = "`") -> str:
+    """A code fence longer than any run of `char` in `code`, so the code cannot close it."""
+    longest = max((len(m.group()) for m in re.finditer(re.escape(char) + "+", code)), default=0)
+    return char * max(3, longest + 1)

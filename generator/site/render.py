@@ -1,0 +1,150 @@
+"""Render the generated pages of the site: markdown text from the dataset and the schemas.
+
+`render_pages` is pure (dataset in, {relative path: text} out); `write_pages` puts the pages
+on disk in one step. Templates hold layout only: every number and list is prepared here, and
+every string from the dataset passes through an escaping filter (see escape.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+
+from ..dataset import Dataset
+from ..records import Definition, TensorSpec
+from .escape import escape_block, escape_inline, fence_for
+from .schema_doc import schema_reference, vocabulary
+
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+
+
+@dataclass(frozen=True)
+class DefinitionRow:
+    """One definition with what the pages show about it (tags sorted, counts computed)."""
+
+    definition: Definition
+    page: str  # path of its page, relative to the generated folder
+    models: tuple[str, ...]
+    stages: tuple[str, ...]
+    tags: tuple[str, ...]
+    workload_count: int
+    solution_count: int
+    trace_count: int
+
+
+@dataclass(frozen=True)
+class Totals:
+    definitions: int
+    workloads: int
+    solutions: int
+    traces: int
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # the output is markdown; contributor text is escaped by the filters below
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["md"] = escape_inline
+    env.filters["md_block"] = escape_block
+    env.filters["fence"] = fence_for
+    env.filters["url"] = lambda path: quote(str(path))
+    env.filters["shape"] = _shape
+    return env
+
+
+def _shape(tensor: TensorSpec) -> str:
+    return "[" + ", ".join(tensor.shape) + "]"
+
+
+def definition_page(name: str) -> str:
+    return f"definitions/{name}.md"
+
+
+def definition_rows(ds: Dataset) -> list[DefinitionRow]:
+    """Every definition, sorted by name."""
+    workloads, solutions, traces = ds.workloads_by_definition, ds.solutions_by_definition, ds.traces_by_definition
+    return [
+        DefinitionRow(
+            definition=d, page=definition_page(name), models=tuple(sorted(d.models)),
+            stages=tuple(sorted(d.stages)), tags=tuple(sorted(d.tags)),
+            workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
+            trace_count=len(traces.get(name, ())),
+        )
+        for name, d in sorted(ds.definitions.items())
+    ]
+
+
+def totals(ds: Dataset) -> Totals:
+    return Totals(len(ds.definitions), len(ds.workloads), len(ds.solutions), len(ds.traces))
+
+
+def render_pages(ds: Dataset) -> dict[str, str]:
+    """All generated pages, as {path relative to site_src/generated/: markdown text}, sorted by path."""
+    env = _environment()
+    rows = definition_rows(ds)
+    pages = {
+        "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds)),
+        "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
+    }
+    page_template = env.get_template("definition.md.j2")
+    for row in rows:
+        pages[row.page] = page_template.render(row=row, d=row.definition)
+    return dict(sorted(pages.items()))
+
+
+def _is_same(pages: dict[str, str], folder: Path) -> bool:
+    if not folder.is_dir():
+        return False
+    present = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    if present != sorted(pages):
+        return False
+    return all((folder / rel).read_text(encoding="utf-8") == text for rel, text in pages.items())
+
+
+def current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_pages(pages: dict[str, str], target: Path) -> bool:
+    """Replace the folder `target` by exactly `pages`, in one rename; False if it already held them.
+
+    The pages are written to a hidden sibling folder first (mkdocs skips dot-folders), so a
+    reader of `target` (mkdocs serve) sees the old pages or the new ones, never half of each.
+    """
+    if _is_same(pages, target):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fresh = Path(tempfile.mkdtemp(prefix=f".{target.name}.new-", dir=target.parent))
+    old = None
+    try:
+        os.chmod(fresh, 0o777 & ~current_umask())
+        for rel, text in pages.items():
+            path = fresh / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8", newline="\n")
+        if target.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
+            os.replace(target, old)  # onto an empty folder: allowed
+        os.replace(fresh, target)
+    except BaseException:
+        if old is not None and not target.exists():
+            os.replace(old, target)
+        shutil.rmtree(fresh, ignore_errors=True)
+        raise
+    finally:
+        if old is not None and old.exists():
+            shutil.rmtree(old, ignore_errors=True)
+    return True

@@ -1,0 +1,305 @@
+"""The site: real `mkdocs build --strict` runs on the bundled dataset and on small tmp datasets.
+
+Each build takes about a second. Builds run in a copy of the project's mkdocs.yml and site_src/
+under tmp_path (build_site's `project_root`), so the tests never touch the checkout's
+site_src/generated/ and can run next to a `kerneltrace serve`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+from pathlib import Path
+
+import markdown
+import pytest
+import yaml
+
+from generator import cli
+from generator.errors import KernelTraceError
+from generator.load import DEFAULT_DATASET, load
+from generator.schemas import DTYPES, RECORD_KINDS, load_schema
+from generator.site import build_site
+from generator.site import build as site_build
+from generator.site.escape import escape_block, escape_inline, fence_for
+from generator.site.render import write_pages
+
+REPO = Path(__file__).resolve().parent.parent
+EVIL = "<script>alert(1)</script>"
+
+
+def make_project(root: Path) -> Path:
+    """A copy of the site sources (mkdocs.yml, site_src/ without generated pages) at `root`."""
+    root.mkdir(parents=True)
+    shutil.copy2(REPO / "mkdocs.yml", root / "mkdocs.yml")
+    shutil.copytree(REPO / "site_src", root / "site_src", ignore=shutil.ignore_patterns("generated", ".*"))
+    return root
+
+
+def build(dataset: Path, base: Path, name: str = "site") -> Path:
+    """Build the site for `dataset` in a fresh project copy under `base`; returns the output folder."""
+    project = make_project(base / f"project-{name}")
+    out = base / name
+    build_site(dataset, out, strict=True, project_root=project)
+    return out
+
+
+def write_json(path: Path, data) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+
+
+def definition(name: str, **overrides) -> dict:
+    data = {
+        "name": name, "type": "misc", "tags": ["stage:decode", "model:tiny-model"],
+        "description": "Copies x.",
+        "axes": {"N": {"type": "var", "description": "Length."}, "D": {"type": "const", "value": 8}},
+        "inputs": {"x": {"shape": ["N", "D"], "dtype": "float32", "description": "Input."},
+                   "scale": {"shape": [], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["N", "D"], "dtype": "float32"}},
+        "reference": "def run(x, scale):\n    return {'y': x * scale}\n",
+        "constraints": ["N >= 1"],
+    }
+    data.update(overrides)
+    return data
+
+
+def html_files(site: Path) -> dict[str, str]:
+    return {p.relative_to(site).as_posix(): p.read_text(encoding="utf-8") for p in sorted(site.rglob("*.html"))}
+
+
+def article(page: str) -> str:
+    """The page's content, without the theme's header, navigation and footer."""
+    return page[page.index("<article"):page.index("</article>")]
+
+
+@pytest.fixture(scope="module")
+def bundled_site(tmp_path_factory) -> Path:
+    return build(DEFAULT_DATASET, tmp_path_factory.mktemp("bundled"))
+
+
+# -- pages -----------------------------------------------------------------------------------
+
+def test_bundled_dataset_has_a_page_per_definition(bundled_site):
+    names = sorted(load(DEFAULT_DATASET).definitions)
+    index = article((bundled_site / "generated" / "definitions.html").read_text(encoding="utf-8"))
+    pages = sorted(p.stem for p in (bundled_site / "generated" / "definitions").glob("*.html"))
+    assert pages == names
+    for name in names:
+        assert f'href="definitions/{name}.html"' in index
+    if not names:
+        assert "No definitions yet" in index
+    for page in ("index.html", "contributing.html", "generated/schema.html", "404.html"):
+        assert (bundled_site / page).is_file()
+
+
+def test_definition_page_shows_the_spec(tmp_path):
+    write_json(tmp_path / "dataset" / "definitions" / "misc" / "copy_d8.json", definition("copy_d8"))
+    (tmp_path / "dataset" / "workloads" / "misc").mkdir(parents=True)
+    (tmp_path / "dataset" / "workloads" / "misc" / "copy_d8.jsonl").write_text(
+        "".join(json.dumps({"definition": "copy_d8", "workload": {"uuid": f"w{i}", "axes": {"N": i + 1},
+                                                                  "inputs": {"x": {"type": "random"}}}}) + "\n"
+                for i in range(3)), encoding="utf-8")
+    site = build(tmp_path / "dataset", tmp_path)
+
+    index = article((site / "generated" / "definitions.html").read_text(encoding="utf-8"))
+    row = re.search(r"<tr>\s*<td><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
+    cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    assert cells == ["copy_d8", "misc", "tiny-model", "decode", "model:tiny-model, stage:decode", "3", "0"]
+
+    page = article((site / "generated" / "definitions" / "copy_d8.html").read_text(encoding="utf-8"))
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for expected in ("Copies x.", "Length.", "[N, D]", "scalar", "N >= 1", "def run(x, scale):"):
+        assert expected in text
+    assert '<div class="highlight">' in page  # the reference is a highlighted code block
+
+
+def test_empty_dataset_says_no_definitions_yet(tmp_path):
+    (tmp_path / "dataset").mkdir()
+    site = build(tmp_path / "dataset", tmp_path)
+    index = article((site / "generated" / "definitions.html").read_text(encoding="utf-8"))
+    assert "No definitions yet" in index
+    assert "<table>" not in index
+    assert not (site / "generated" / "definitions").exists()
+
+
+def test_contributor_text_cannot_inject_markup(tmp_path):
+    evil = definition(
+        "evil",
+        description=f"{EVIL}\n\n# not a heading\n- not a list\n[link](javascript:alert(2)) {{: onclick=\"alert(3)\" }}",
+        axes={"N": {"type": "var", "description": "<b>bold</b> | not a cell"}},
+        inputs={"x": {"shape": ["N"], "dtype": "float32", "description": "<img src=x onerror=alert(4)>"}},
+        outputs={"y": {"shape": ["N"], "dtype": "float32"}},
+        reference="def run(x):\n    # ``` is not the end of the block </code><script>alert(5)</script>\n"
+                  "    return {'y': x}\n",
+        constraints=["N > 0 ` <i>"],
+    )
+    write_json(tmp_path / "dataset" / "definitions" / "misc" / "evil.json", evil)
+    site = build(tmp_path / "dataset", tmp_path)
+
+    page = article((site / "generated" / "definitions" / "evil.html").read_text(encoding="utf-8"))
+    for raw in ("<script>alert", "<b>bold", "<img src=x", "<i>", 'href="javascript'):
+        assert raw not in page
+    assert re.search(r"<[^>]*\son\w+\s*=", page) is None  # no event handler attribute on any element
+    assert page.count("<h1") == 1 and page.count("<ul>") == 2  # the page's own heading and lists only
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for shown in (EVIL, "# not a heading", "- not a list", "[link](javascript:alert(2))", "<b>bold</b> | not a cell",
+                  "<img src=x onerror=alert(4)>", "N > 0 ` <i>", "</code><script>alert(5)</script>", "return {'y': x}"):
+        assert shown in text
+    # The search index holds the same text, escaped as well.
+    docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    assert any("alert(1)" in doc["text"] for doc in docs)
+    assert not any("<script>alert" in doc["text"] or "<script>alert" in doc["title"] for doc in docs)
+
+
+def test_schema_reference_lists_every_record_kind(bundled_site):
+    page = article((bundled_site / "generated" / "schema.html").read_text(encoding="utf-8"))
+    for kind in RECORD_KINDS:
+        title = load_schema(kind)["title"]
+        assert re.search(rf'<h2 id="{kind}">{re.escape(title)}<', page), kind
+        assert f"JSON Schema: {kind}.json" in page
+    for dtype in DTYPES:
+        assert f"<code>{html.escape(dtype).replace('_', '&#95;')}</code>" in page
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    for field in ("axes.<name>.value", "inputs.<name>.dtype", "evaluation.performance.latency_ms",
+                  "workload.inputs.<name>.tensor_key", "if type is const", "Shared vocabulary"):
+        assert field in text
+    assert "definitions/<type>/<definition>.json" in text
+
+
+# -- what the site loads ---------------------------------------------------------------------
+
+# Attributes through which a page loads something (not <a href>, which only links).
+LOADING_ATTRIBUTE = re.compile(
+    r"<(?:script|img|iframe|source|audio|video|embed|track|input)\b[^>]*?\s(?:src|srcset)\s*=\s*[\"']?\s*"
+    r"(?:https?:)?//"
+    r"|<link\b[^>]*?\shref\s*=\s*[\"']?\s*(?:https?:)?//"
+    r"|<object\b[^>]*?\sdata\s*=\s*[\"']?\s*(?:https?:)?//", re.I)
+CSS_REMOTE = re.compile(r"url\(\s*[\"']?\s*(?:https?:)?//|@import\s+[\"']?\s*(?:https?:)?//", re.I)
+
+
+def test_site_loads_nothing_from_other_hosts(bundled_site):
+    pages = html_files(bundled_site)
+    assert pages
+    for rel, text in pages.items():
+        match = LOADING_ATTRIBUTE.search(text)
+        assert match is None, f"{rel} loads from another host: {text[match.start():match.start() + 120]}"
+        links = re.findall(r"<a\b[^>]*\shref=\"(https?://[^\"]*)\"", text)
+        assert links == [], f"{rel} links to other hosts: {links}"
+    for css in bundled_site.rglob("*.css"):
+        text = css.read_text(encoding="utf-8")
+        assert CSS_REMOTE.search(text) is None, css
+    for path in bundled_site.rglob("*"):
+        if path.suffix in (".html", ".css", ".js", ".json"):
+            text = path.read_text(encoding="utf-8")
+            for host in ("fonts.googleapis.com", "fonts.gstatic.com", "googletagmanager.com", "cdn.jsdelivr.net"):
+                assert host not in text, f"{path} mentions {host}"
+
+
+def test_same_dataset_gives_the_same_bytes(bundled_site, tmp_path):
+    again = build(DEFAULT_DATASET, tmp_path, "again")
+    first = {p.relative_to(bundled_site).as_posix(): p for p in bundled_site.rglob("*") if p.is_file()}
+    second = {p.relative_to(again).as_posix(): p for p in again.rglob("*") if p.is_file()}
+    assert sorted(first) == sorted(second)
+    # sitemap.xml(.gz) included: the build date is pinned (SOURCE_DATE_EPOCH) unless the caller sets one.
+    different = [rel for rel in sorted(first) if first[rel].read_bytes() != second[rel].read_bytes()]
+    assert different == []
+
+
+# -- failures --------------------------------------------------------------------------------
+
+def test_dataset_with_errors_is_refused(tmp_path):
+    bad = tmp_path / "dataset" / "definitions" / "misc" / "bad.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('{"name": "bad",', encoding="utf-8")
+    out = tmp_path / "site"
+    with pytest.raises(KernelTraceError, match=r"1 error; run 'kerneltrace validate"):
+        build_site(tmp_path / "dataset", out, project_root=make_project(tmp_path / "project"))
+    assert not out.exists()
+
+
+def test_mkdocs_warning_fails_the_strict_build_and_keeps_the_old_site(tmp_path):
+    (tmp_path / "dataset").mkdir()
+    project = make_project(tmp_path / "project")
+    out = tmp_path / "site"
+    build_site(tmp_path / "dataset", out, project_root=project)
+    before = (out / "index.html").read_bytes()
+
+    (project / "site_src" / "contributing.md").write_text("# Contributing\n\nSee [this](missing.md).\n")
+    with pytest.raises(KernelTraceError) as error:
+        build_site(tmp_path / "dataset", out, strict=True, project_root=project)
+    message = str(error.value)
+    assert message.startswith("mkdocs failed: Aborted with 1 warnings in strict mode")
+    assert "missing.md" in message
+    assert (out / "index.html").read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dataset", "project", "site"]  # no leftovers
+
+    build_site(tmp_path / "dataset", out, strict=False, project_root=project)  # warns, builds
+
+
+def test_out_dir_that_is_not_a_site_is_not_replaced(tmp_path):
+    (tmp_path / "dataset").mkdir()
+    out = tmp_path / "precious"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(KernelTraceError, match="does not look like a built site"):
+        build_site(tmp_path / "dataset", out, project_root=make_project(tmp_path / "project"))
+    assert (out / "notes.txt").read_text() == "keep me"
+
+
+def test_cli_build(tmp_path, monkeypatch, capsys):
+    (tmp_path / "dataset").mkdir()
+    monkeypatch.setattr(site_build, "PROJECT_ROOT", make_project(tmp_path / "project"))
+    assert cli.main(["build", "--dataset", str(tmp_path / "dataset"), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    for step in ("loading", "loaded 0 definitions", "rendered 2 pages", "running mkdocs build --strict",
+                 "site written to"):
+        assert step in err
+    assert (tmp_path / "out" / "index.html").is_file()
+
+    assert cli.main(["build", "--dataset", str(tmp_path / "missing"), "--out", str(tmp_path / "out")]) == 2
+    assert "kerneltrace build: error: the dataset at" in capsys.readouterr().err
+
+
+# -- pieces ----------------------------------------------------------------------------------
+
+def site_markdown(text: str) -> str:
+    """`text` converted by Python-Markdown with the site's extensions (from mkdocs.yml)."""
+    config = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+    names, options = [], {}
+    for entry in config["markdown_extensions"]:
+        name, opts = next(iter(entry.items())) if isinstance(entry, dict) else (entry, None)
+        names.append(name)
+        options[name] = opts or {}
+    return markdown.markdown(text, extensions=names, extension_configs=options)
+
+
+@pytest.mark.parametrize("text", ["<b>x</b>", "a | b", "[x](y)", "![i](j)", "*a* _b_ __c__", "`c`", "x {: #id }",
+                                  "a\\b", "&amp; &#60;", "~~s~~", "$x$", "<https://example.org>", "# h", "- item",
+                                  "1. item", "> quote", "!!! note", "??? note", "line\nbreak"])
+def test_escaped_text_stays_text(text):
+    inline = escape_inline(text)
+    assert html.unescape(inline) == " ".join(text.split())
+    assert re.fullmatch(r"<p>[^<>]*</p>", site_markdown(inline)), site_markdown(inline)
+    cell = site_markdown(f"| a | b |\n| --- | --- |\n| {inline} | end |\n")
+    assert "<td>end</td>" in cell and html.unescape(re.findall(r"<td>(.*?)</td>", cell)[0]) == " ".join(text.split())
+
+    block = escape_block(f"first\n\n{text}\n  {text}")
+    rendered = site_markdown(block)
+    assert re.fullmatch(r"<p>first</p>\n<p>[^<>]*</p>", rendered), rendered
+
+
+def test_fence_is_longer_than_any_backtick_run():
+    assert fence_for("plain") == "```"
+    assert fence_for("a ```` b") == "`````"
+
+
+def test_write_pages_swaps_the_folder_and_skips_unchanged(tmp_path):
+    target = tmp_path / "generated"
+    assert write_pages({"a.md": "A", "sub/b.md": "B"}, target)
+    assert not write_pages({"a.md": "A", "sub/b.md": "B"}, target)
+    assert write_pages({"c.md": "C"}, target)
+    assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")) == ["c.md"]
+    assert [p.name for p in tmp_path.iterdir()] == ["generated"]
