@@ -1,0 +1,589 @@
+"""`kerneltrace import PATH...`: rewrite records in other dialects as canonical dataset files.
+
+Reads .json and .jsonl files (folders recursively, in sorted order), recognises each record
+(definition, solution, workload line, trace line, benchmark result, kernel calling record),
+normalises it with `dialects`, checks it against its JSON Schema and writes it where the
+dataset layout puts it:
+
+    definitions/<type>/<name>.json
+    solutions/<author>/<type>/<definition>/<name>.json
+    workloads/<type>/<definition>.jsonl                  (lines appended)
+    traces/<author>/<type>/<definition>.jsonl            (lines appended)
+    models/<model>.json
+
+Writes are atomic (temporary file + rename). An existing file with different content is
+never overwritten; identical files and lines are skipped. For each input it says what could
+not be carried over. Bad input gives a message naming the file and line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from . import dialects
+from .records import Source
+from .schema_check import schema_diagnostics
+from .schemas import DEFINITION_TYPES
+
+SUFFIXES = (".json", ".jsonl")
+_IGNORED = {".DS_Store", ".gitkeep", ".gitattributes"}
+
+
+@dataclass
+class _Item:
+    """One record read from an input file."""
+
+    raw: Any
+    kind: str  # definition | solution | workload | trace | benchmark | model
+    path: Path  # the input file
+    line: int  # 1-based line of a .jsonl record, 1 for a .json document
+    arg: int  # index of the PATH argument it came from
+    type_hint: Optional[str] = None
+    data: Any = None
+    dialect: Optional[str] = None
+    notes: list[str] = field(default_factory=list)
+    ok: bool = True
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.line}" if self.path.suffix == ".jsonl" else str(self.path)
+
+
+@dataclass
+class _Target:
+    """What goes into one dataset file."""
+
+    rel: str
+    lines: bool  # .jsonl (append lines) or .json (one document)
+    items: list[_Item] = field(default_factory=list)
+
+
+def _kind(obj: Any) -> Optional[str]:
+    if not isinstance(obj, dict):
+        return None
+    if "kernel_id" in obj or ("compiled" in obj and "source" in obj):
+        return "benchmark"
+    if "framework" in obj and "kernels" in obj:
+        return "model"
+    if "spec" in obj and "sources" in obj:
+        return "solution"
+    if isinstance(obj.get("evaluation"), dict):
+        return "trace"
+    if "workload" in obj and "definition" in obj:
+        return "workload"
+    if any(k in obj for k in ("op_type", "op", "axes", "inputs", "input", "reference", "reference_code", "code")):
+        return "definition"
+    return None
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, dict):
+        keys = ", ".join(list(obj)[:6]) or "no fields"
+        return f"an object with {keys}"
+    return {list: "a list", str: "a string", bool: "true or false", type(None): "null"}.get(type(obj), "a number")
+
+
+def _dump_document(obj: Any) -> str:
+    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+
+
+def _dump_line(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+class _Importer:
+    def __init__(self, root: Path, dry_run: bool, workload_uuid: Optional[str]):
+        self.root = root
+        self.dry_run = dry_run
+        self.workload_uuid = workload_uuid
+        self.items: list[_Item] = []
+        self.failed = 0  # records (or files) that could not be imported
+        self.written = 0
+        self.input_files: list[Path] = []
+        self.errors_by_file: dict[Path, list[str]] = defaultdict(list)
+
+    # -- messages ----------------------------------------------------------------------------
+    def error(self, where: Any, message: str) -> None:
+        print(f"{where}: error: {message}", file=sys.stderr)
+
+    def fail(self, item: _Item, message: str) -> None:
+        item.ok = False
+        self.failed += 1
+        self.error(item.where, message)
+
+    # -- reading -----------------------------------------------------------------------------
+    def collect(self, arg: int, path: Path) -> None:
+        if not path.exists():
+            self.failed += 1
+            self.error(path, "no such file or folder")
+            return
+        if path.is_dir():
+            files = []
+            for dirpath, dirnames, filenames in os.walk(path):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                files.extend(Path(dirpath, n) for n in sorted(filenames)
+                             if n.endswith(SUFFIXES) and not n.startswith(".") and n not in _IGNORED)
+            if not files:
+                print(f"{path}: nothing to import (no .json or .jsonl files)")
+            for f in files:
+                self.read_file(arg, f)
+        elif path.suffix in SUFFIXES:
+            self.read_file(arg, path)
+        else:
+            self.failed += 1
+            self.error(path, "not a .json or .jsonl file; kerneltrace import reads JSON records only")
+
+    def read_file(self, arg: int, path: Path) -> None:
+        self.input_files.append(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            self.failed += 1
+            self.error(path, f"not UTF-8 text ({e.reason} at byte {e.start}); save it as UTF-8")
+            return
+        except OSError as e:
+            self.failed += 1
+            self.error(path, f"cannot read: {e.strerror}")
+            return
+        hint = path.parent.name if path.parent.name in DEFINITION_TYPES else None
+        if path.suffix == ".jsonl":
+            for number, line in enumerate(text.splitlines(), start=1):
+                if line.strip():
+                    ok, value = self.parse(path, line, number)
+                    if ok:
+                        self.add(arg, path, number, value, hint)
+            return
+        ok, value = self.parse(path, text, 1)
+        if not ok:
+            return
+        if isinstance(value, list) and value and all(_kind(v) in ("benchmark", "trace", "workload") for v in value):
+            # a JSON list of result records (one benchmark run dumped as an array)
+            for v in value:
+                self.add(arg, path, 1, v, hint)
+        else:
+            self.add(arg, path, 1, value, hint)
+
+    def parse(self, path: Path, text: str, line: int) -> tuple[bool, Any]:
+        try:
+            return True, json.loads(text)
+        except json.JSONDecodeError as e:
+            self.failed += 1
+            self.error(f"{path}:{line + e.lineno - 1}",
+                       f"invalid JSON: {e.msg} (column {e.colno}); fix the syntax (a trailing comma or a missing "
+                       f"quote is the usual cause)")
+        except RecursionError:
+            self.failed += 1
+            self.error(f"{path}:{line}", "invalid JSON: nested too deeply")
+        return False, None
+
+    def add(self, arg: int, path: Path, line: int, value: Any, hint: Optional[str]) -> None:
+        kind = _kind(value)
+        if kind is None:
+            self.failed += 1
+            where = f"{path}:{line}" if path.suffix == ".jsonl" else str(path)
+            self.error(where, f"not a record kerneltrace import knows ({_describe(value)}); expected a definition, "
+                              f"solution, workload, trace, benchmark result or kernel calling record")
+            return
+        self.items.append(_Item(value, kind, path, line, arg, hint))
+
+    # -- normalising -------------------------------------------------------------------------
+    def normalise(self) -> None:
+        flashinfer_args = set()
+        for item in self.items:
+            if item.kind == "definition":
+                norm = dialects.normalise_definition(item.raw, item.path.stem, item.type_hint)
+            elif item.kind == "workload":
+                norm = dialects.normalise_workload(item.raw)
+            elif item.kind in ("trace", "benchmark"):
+                norm = dialects.normalise_trace(item.raw, self.workload_uuid)
+            elif item.kind == "model":
+                norm = dialects.Normalised(item.raw)
+            else:
+                continue
+            item.data, item.dialect, item.notes = norm.data, norm.dialect, list(norm.notes)
+            if norm.dialect == dialects.FLASHINFER_TRACE:
+                flashinfer_args.add(item.arg)
+        for item in self.items:
+            if item.kind == "solution":
+                # flashinfer-bench omits destination_passing_style when it is its default (true); in a
+                # folder whose other records are FlashInfer-Trace, read an absent field that way.
+                norm = dialects.normalise_solution(item.raw, flashinfer=item.arg in flashinfer_args)
+                item.data, item.dialect, item.notes = norm.data, norm.dialect, list(norm.notes)
+
+    # -- placing -----------------------------------------------------------------------------
+    def check(self, item: _Item, kind: str) -> bool:
+        problems = schema_diagnostics(kind, item.data, Source(str(item.path), item.line))
+        for d in problems:
+            where = d.file if d.line == 0 else f"{d.file}:{d.line}"
+            field_ = d.pointer.replace("/", ".").lstrip(".") or "record"
+            self.error(where, f"{field_}: {d.message}" + (f" (hint: {d.hint})" if d.hint else ""))
+        if problems:
+            item.ok = False
+            self.failed += 1
+            print(f"{item.where}: not imported: the {kind} does not pass the canonical schema after normalising "
+                  f"(errors above)", file=sys.stderr)
+        return not problems
+
+    def dataset_definition_type(self, name: str) -> Optional[str]:
+        base = self.root / "definitions"
+        if not base.is_dir():
+            return None
+        for folder in sorted(base.iterdir()):
+            if (folder / f"{name}.json").is_file():
+                return folder.name
+        return None
+
+    def dataset_solution_author(self, definition: str, name: str) -> Optional[str]:
+        base = self.root / "solutions"
+        if not base.is_dir():
+            return None
+        for found in sorted(base.glob(f"*/*/{definition}/{name}.json")):
+            return found.relative_to(base).parts[0]
+        return None
+
+    def author_from_place(self, path: Path) -> Optional[str]:
+        """The author folder of a trace file that already sits in this dataset's traces/<author>/<type>/."""
+        try:
+            parts = path.resolve().relative_to((self.root / "traces").resolve()).parts
+        except (OSError, ValueError):
+            return None
+        return parts[0] if len(parts) == 3 else None
+
+    def dataset_definition(self, name: str, type_: str) -> Optional[dict]:
+        try:
+            data = json.loads((self.root / "definitions" / type_ / f"{name}.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return dialects.normalise_definition(data, name).data
+
+    def dataset_workload(self, type_: str, definition: str, uuid: str) -> Optional[dict]:
+        try:
+            text = (self.root / "workloads" / type_ / f"{definition}.jsonl").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        for line in text.splitlines():
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and isinstance(obj.get("workload"), dict) and obj["workload"].get("uuid") == uuid:
+                return obj["workload"]
+        return None
+
+    def place(self) -> dict[str, _Target]:
+        targets: dict[str, _Target] = {}
+
+        def put(rel: str, lines: bool, item: _Item) -> None:
+            targets.setdefault(rel, _Target(rel, lines)).items.append(item)
+
+        definitions: dict[str, tuple[str, dict]] = {}  # imported: name -> (type, data)
+        for item in self.items:
+            if item.kind == "definition" and self.check(item, "definition"):
+                name, type_ = item.data["name"], item.data["type"]
+                if name in definitions and definitions[name][1] != item.data:
+                    self.fail(item, f"definition '{name}' is imported twice with different content")
+                    continue
+                definitions[name] = (type_, item.data)
+                put(f"definitions/{type_}/{name}.json", False, item)
+
+        def type_of(definition: str) -> Optional[str]:
+            if definition in definitions:
+                return definitions[definition][0]
+            return self.dataset_definition_type(definition)
+
+        def spec_of(definition: str) -> Optional[dict]:
+            if definition in definitions:
+                return definitions[definition][1]
+            t = self.dataset_definition_type(definition)
+            return self.dataset_definition(definition, t) if t else None
+
+        def missing_definition(item: _Item, what: str, definition: Any) -> None:
+            self.fail(item, f"{what} names definition '{definition}', which is neither in the dataset "
+                            f"({self.root}) nor among the imported files; import the definition first")
+
+        solutions: dict[str, str] = {}  # imported: name -> author
+        for item in self.items:
+            if item.kind != "solution":
+                continue
+            self.fix_dps(item, spec_of)
+            if not self.check(item, "solution"):
+                continue
+            d = item.data
+            t = type_of(d["definition"])
+            if t is None:
+                missing_definition(item, f"solution '{d['name']}'", d["definition"])
+                continue
+            solutions[d["name"]] = d["author"]
+            put(f"solutions/{d['author']}/{t}/{d['definition']}/{d['name']}.json", False, item)
+
+        workloads: dict[tuple[str, str], dict] = {}  # imported: (definition, uuid) -> workload
+        for item in self.items:
+            if item.kind == "workload" and self.check(item, "workload"):
+                d = item.data
+                t = type_of(d["definition"])
+                if t is None:
+                    missing_definition(item, f"workload '{d['workload']['uuid']}'", d["definition"])
+                    continue
+                workloads[(d["definition"], d["workload"]["uuid"])] = d["workload"]
+                put(f"workloads/{t}/{d['definition']}.jsonl", True, item)
+
+        skipped_benchmarks = [i for i in self.items if i.kind == "benchmark" and self.workload_uuid is None]
+        if skipped_benchmarks:
+            self.failed += len(skipped_benchmarks)
+            for path in dict.fromkeys(i.path for i in skipped_benchmarks):
+                n = sum(1 for i in skipped_benchmarks if i.path == path)
+                print(f"{path}: skipped: benchmark results name no workload; rerun with --workload UUID "
+                      f"({n} record(s) not written)", file=sys.stderr)
+            for i in skipped_benchmarks:
+                i.ok = False
+
+        for item in self.items:
+            if item.kind not in ("trace", "benchmark") or not item.ok:
+                continue
+            d = item.data
+            definition = d.get("definition") if isinstance(d, dict) else None
+            if item.kind == "benchmark" and isinstance(definition, str):
+                t = type_of(definition)
+                found = workloads.get((definition, self.workload_uuid)) or (
+                    self.dataset_workload(t, definition, self.workload_uuid) if t else None)
+                if found is not None:
+                    d["workload"] = found
+                    item.notes = [n for n in item.notes if not n.startswith(dialects.WORKLOAD_MISSING_NOTE)]
+                    item.notes.append(f"workload: taken from workload '{self.workload_uuid}' of '{definition}'")
+                else:
+                    item.notes = [n if not n.startswith(dialects.WORKLOAD_MISSING_NOTE) else
+                                  f"{dialects.WORKLOAD_MISSING_NOTE} benchmark results name no workload and "
+                                  f"'{self.workload_uuid}' is not a workload of '{definition}' in the dataset or "
+                                  f"the imported files; recorded with that uuid, no axes and no inputs"
+                                  for n in item.notes]
+            if not self.check(item, "trace"):
+                continue
+            t = type_of(definition)
+            if t is None:
+                missing_definition(item, "trace", definition)
+                continue
+            author = (solutions.get(d["solution"]) or self.dataset_solution_author(definition, d["solution"])
+                      or self.author_from_place(item.path))
+            if author is None:
+                self.fail(item, f"trace names solution '{d['solution']}', which is neither in the dataset nor among "
+                                f"the imported files, so its author (the traces/<author>/ folder) is unknown; "
+                                f"import the solution first")
+                continue
+            put(f"traces/{author}/{t}/{definition}.jsonl", True, item)
+
+        for item in self.items:
+            if item.kind == "model" and self.check(item, "model"):
+                put(f"models/{item.path.stem}.json", False, item)
+        return targets
+
+    def fix_dps(self, item: _Item, spec_of) -> None:
+        """Where a solution does not say whether its entry point is destination-passing, read its
+        signature: as many parameters as inputs means value-returning; inputs + outputs, DPS."""
+        d = item.data
+        if not isinstance(d, dict) or not isinstance(d.get("spec"), dict) or not isinstance(d.get("sources"), list):
+            return
+        spec = d["spec"]
+        raw_spec = item.raw.get("spec") if isinstance(item.raw, dict) else None
+        if isinstance(raw_spec, dict) and "destination_passing_style" in raw_spec:
+            return  # said explicitly
+        entry = spec.get("entry_point")
+        if spec.get("language") not in ("python", "triton") or not isinstance(entry, str) or "::" not in entry:
+            return
+        definition = spec_of(d.get("definition")) if isinstance(d.get("definition"), str) else None
+        if not definition:
+            return
+        file_, func = entry.rsplit("::", 1)
+        code = next((s.get("content") for s in d["sources"] if isinstance(s, dict) and s.get("path") == file_), None)
+        try:
+            tree = ast.parse(code) if isinstance(code, str) else None
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            tree = None
+        fn = next((n for n in (tree.body if tree else []) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.name == func), None)
+        if fn is None:
+            return
+        n_params = len(fn.args.posonlyargs) + len(fn.args.args)
+        n_in, n_out = len(definition["inputs"]), len(definition["outputs"])
+        dps = True if n_params == n_in + n_out else False if n_params == n_in else None
+        if dps is None or dps == spec.get("destination_passing_style", False):
+            return
+        new_spec = dict(spec, destination_passing_style=dps)
+        item.data = dict(d, spec=new_spec)
+        item.notes = [n for n in item.notes if "destination_passing_style" not in n]
+        item.notes.append(f"spec.destination_passing_style absent; {func}() takes {n_params} arguments "
+                          f"({n_in} inputs{' + ' + str(n_out) + ' outputs' if dps else ''}), so it is written as "
+                          f"{str(dps).lower()}")
+
+    # -- writing -----------------------------------------------------------------------------
+    def write(self, targets: dict[str, _Target]) -> None:
+        verb = "would write" if self.dry_run else "wrote"
+        for rel in sorted(targets):
+            target = targets[rel]
+            path = self.root / rel
+            if target.lines:
+                text, added = self.merged_lines(path, target)
+                if text is None:
+                    if any(i.ok for i in target.items):
+                        print(f"unchanged {path} (every line is already there)")
+                    continue
+                if not self.dry_run:
+                    _atomic_write(path, text)
+                self.written += 1
+                print(f"{verb} {path} ({added} line(s))")
+            else:
+                item = target.items[0]
+                new = _dump_document(item.data)
+                for other in target.items[1:]:
+                    if other.data != item.data:
+                        self.fail(other, f"{rel} is also imported from {item.where} with different content; "
+                                         f"not written twice")
+                if path.exists() and not any(_same_file(path, i.path) for i in target.items):
+                    try:
+                        old = json.loads(path.read_text(encoding="utf-8"))
+                        same = old == item.data
+                    except (OSError, ValueError):
+                        same = False
+                    if same:
+                        print(f"unchanged {path} (identical file exists)")
+                        continue
+                    for i in target.items:
+                        if i.ok:
+                            self.fail(i, f"refusing to overwrite {path}: it exists with different content; "
+                                         f"remove or rename it first")
+                    continue
+                if path.exists():
+                    try:
+                        if path.read_text(encoding="utf-8") == new:
+                            print(f"unchanged {path}")
+                            continue
+                    except (OSError, UnicodeDecodeError):
+                        pass
+                if not self.dry_run:
+                    _atomic_write(path, new)
+                self.written += 1
+                print(f"{verb} {path}")
+
+    def merged_lines(self, path: Path, target: _Target) -> tuple[Optional[str], int]:
+        """The new text of a .jsonl file: existing lines kept, new records appended (identical ones
+        skipped). A workload uuid that exists with different content is refused. When the file is
+        itself one of the inputs, its lines are rewritten in place as canonical lines."""
+        in_place = [i for i in target.items if _same_file(path, i.path)]
+        try:
+            existing = path.read_text(encoding="utf-8") if path.exists() else ""
+        except (OSError, UnicodeDecodeError) as e:
+            for i in target.items:
+                self.fail(i, f"cannot read {path} to append to it: {e}")
+            return None, 0
+        lines = existing.splitlines()
+        changed = 0
+        if in_place:
+            by_line = {i.line: i for i in in_place}
+            for number in range(1, len(lines) + 1):
+                i = by_line.get(number)
+                if i is not None and i.dialect:
+                    lines[number - 1] = _dump_line(i.data)
+                    changed += 1
+        seen: set[str] = set()  # existing records, as sorted-key JSON, to skip identical ones
+        uuids: dict[str, Any] = {}
+        for line in lines:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            seen.add(json.dumps(obj, sort_keys=True))
+            if isinstance(obj, dict) and isinstance(obj.get("workload"), dict) and obj.get("evaluation") is None:
+                uuids[obj["workload"].get("uuid")] = obj
+        added = 0
+        in_place_ids = {id(i) for i in in_place}
+        for item in target.items:
+            if id(item) in in_place_ids or not item.ok:
+                continue
+            key = json.dumps(item.data, sort_keys=True)
+            if key in seen:
+                continue  # identical line already there
+            if item.kind == "workload":
+                uuid = item.data["workload"]["uuid"]
+                if uuid in uuids:
+                    self.fail(item, f"refusing to change {path}: workload '{uuid}' exists there with different "
+                                    f"content")
+                    continue
+                uuids[uuid] = item.data
+            lines.append(_dump_line(item.data))
+            seen.add(key)
+            added += 1
+        if not added and not changed:
+            return None, 0
+        return "\n".join(lines) + "\n", added + changed
+
+    # -- reporting ---------------------------------------------------------------------------
+    def report_notes(self) -> None:
+        by_file: dict[Path, dict[str, int]] = {}
+        dialect_by_file: dict[Path, list[str]] = defaultdict(list)
+        for item in self.items:
+            notes = by_file.setdefault(item.path, {})
+            if item.kind == "benchmark" and self.workload_uuid is None:
+                continue  # not written at all; the skip message says why
+            if item.dialect and item.dialect not in dialect_by_file[item.path]:
+                dialect_by_file[item.path].append(item.dialect)
+            for n in item.notes:
+                notes[n] = notes.get(n, 0) + 1
+        for path, notes in by_file.items():
+            dialect = " and ".join(dialect_by_file[path]) or "canonical"
+            if not notes:
+                continue
+            print(f"{path}: read as {dialect}; not carried over or changed:")
+            for note, count in notes.items():
+                print(f"  - {note}" + (f" ({count} records)" if count > 1 else ""))
+
+
+def run_import(paths: list[Path], dataset_root: Path, dry_run: bool = False,
+               workload_uuid: Optional[str] = None) -> int:
+    """Import files in other dialects into `dataset_root`; 0 on success, 1 if anything was not imported."""
+    imp = _Importer(Path(dataset_root), dry_run, workload_uuid)
+    for arg, path in enumerate(paths):
+        imp.collect(arg, Path(path))
+    imp.normalise()
+    try:
+        targets = imp.place()
+        imp.write(targets)
+    except OSError as e:
+        imp.failed += 1
+        print(f"kerneltrace import: error: cannot write into {dataset_root}: {e.strerror or e}", file=sys.stderr)
+    imp.report_notes()
+    summary = f"kerneltrace import: {imp.written} file(s) {'to write' if dry_run else 'written'}"
+    if imp.failed:
+        summary += f"; {imp.failed} record(s) or file(s) could not be imported"
+    print(summary, file=sys.stderr if imp.failed else sys.stdout)
+    return 1 if imp.failed else 0
