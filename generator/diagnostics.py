@@ -85,8 +85,14 @@ def format_report(diags: list[Diagnostic], fmt: str = "human") -> str:
     if fmt == "json":
         return json.dumps([asdict(d) for d in diags], indent=2)
     if fmt == "github":
-        return "\n".join(d.format_github() for d in diags)
+        return _printable("\n".join(d.format_github() for d in diags))
     lines = [d.format_human() for d in diags]
     errors = count_errors(diags)
     lines.append(f"{errors} error(s), {len(diags) - errors} warning(s)")
-    return "\n".join(lines)
+    return _printable("\n".join(lines))
+
+
+def _printable(text: str) -> str:
+    # Lone surrogates (from JSON escapes like "\ud800", or file names that are not UTF-8)
+    # cannot be written to a UTF-8 stream; show them as escapes instead of failing.
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")

@@ -166,14 +166,15 @@ class FastSchema:
         search = re.compile(arg).search
         return lambda v: not isinstance(v, str) or search(v) is not None
 
+    # Bounds are written as jsonschema tests them ("fails if v < arg"), so NaN passes both.
     def kw_minimum(self, arg, schema, doc_id):
-        return lambda v: not _TYPES["number"](v) or v >= arg
+        return lambda v: not _TYPES["number"](v) or not v < arg
 
     def kw_maximum(self, arg, schema, doc_id):
-        return lambda v: not _TYPES["number"](v) or v <= arg
+        return lambda v: not _TYPES["number"](v) or not v > arg
 
     def kw_exclusiveMinimum(self, arg, schema, doc_id):
-        return lambda v: not _TYPES["number"](v) or v > arg
+        return lambda v: not _TYPES["number"](v) or not v <= arg
 
     def kw_minLength(self, arg, schema, doc_id):
         return lambda v: not isinstance(v, str) or len(v) >= arg

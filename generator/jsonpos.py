@@ -72,8 +72,8 @@ def line_of_pointer(text: str, pointer: str, base_line: int = 1) -> int:
             if found is None:
                 break
             pos, i = found
-    except (ValueError, IndexError):
-        pass  # malformed text: keep the deepest position found
+    except (ValueError, IndexError, RecursionError):
+        pass  # malformed or too deeply nested text: keep the deepest position found
     if pos == 0:
         pos = _skip_ws(text, 0)
     return base_line + text.count("\n", 0, pos)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -38,6 +39,22 @@ LAYOUT = {
 IGNORED_NAMES = {".DS_Store", "README.md", ".gitkeep", ".gitattributes"}
 
 
+class _NotJSON(ValueError):
+    """NaN, Infinity or -Infinity: Python's json reads them, JSON (and every other reader) does not."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotJSON(name)
+
+
+def _line_of_constant(text: str, name: str) -> int:
+    """Line (1-based) of the first bare `name` token in `text`, skipping string literals."""
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|(' + re.escape(name) + ")", text):
+        if m.group(1):
+            return text.count("\n", 0, m.start()) + 1
+    return 1
+
+
 class _Loader:
     def __init__(self, root: Path):
         self.ds = Dataset(root=root)
@@ -61,7 +78,11 @@ class _Loader:
 
     def parse(self, rel: str, text: str, line: int = 1) -> tuple[bool, Any]:
         try:
-            return True, json.loads(text)
+            return True, json.loads(text, parse_constant=_reject_constant)
+        except _NotJSON as e:
+            self.report(rel, line + _line_of_constant(text, e.args[0]) - 1, "", ERROR,
+                        f"invalid JSON: {e.args[0]} is not a JSON value",
+                        "write a finite number, or null (JSON has no NaN or Infinity)")
         except json.JSONDecodeError as e:
             self.report(rel, line + e.lineno - 1, "", ERROR, f"invalid JSON: {e.msg} (column {e.colno})",
                         "fix the JSON syntax (a trailing comma or a missing quote is the usual cause)")
@@ -217,7 +238,8 @@ class _Loader:
 
     def check_top_level(self) -> None:
         if not self.root.is_dir():
-            self.report(str(self.root), 0, "", ERROR, "dataset folder does not exist",
+            what = "dataset path is not a folder" if self.root.exists() else "dataset folder does not exist"
+            self.report(str(self.root), 0, "", ERROR, what,
                         "pass --dataset DIR pointing at a folder with definitions/, workloads/, ...")
             return
         for entry in sorted(os.listdir(self.root)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Iterator
 
@@ -54,7 +55,9 @@ def check_axes(d: Definition) -> Iterator[Diagnostic]:
             for i, axis in enumerate(t.shape):
                 used.add(axis)
                 if axis not in d.axes:
+                    near = difflib.get_close_matches(axis, list(d.axes), n=1)
                     yield error(d, ptr(group, t.name, "shape", i), f"axis '{axis}' of {group[:-1]} '{t.name}' is not declared",
+                                (f"did you mean '{near[0]}'? " if near else "") +
                                 f"add '{axis}' to axes, or use one of: {', '.join(d.axes)}")
     for name in set(d.inputs) & set(d.outputs):
         yield error(d, ptr("outputs", name), f"'{name}' is both an input and an output",

@@ -13,6 +13,7 @@ _CONSTRAINT_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, a
                      ast.Constant, ast.Attribute, ast.Subscript, ast.Call, ast.Tuple, ast.Slice)
 # Calls a constraint may make (on inputs, e.g. 'kv_indptr.shape[0] == batch_size + 1').
 _CONSTRAINT_CALLS = {"len", "min", "max", "abs"}
+MAX_EXPONENT = 64
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,10 @@ def parse_constraint(text: str) -> ParsedConstraint:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as e:
         return ParsedConstraint(None, frozenset(), f"is not a Python expression ({e.msg})")
+    except ValueError as e:  # e.g. NUL bytes, or a lone surrogate such as '\ud800'
+        return ParsedConstraint(None, frozenset(), f"is not a Python expression ({e})")
+    except (RecursionError, MemoryError):  # the parser's own limits on nesting
+        return ParsedConstraint(None, frozenset(), "is nested too deeply to parse")
     names = set()
     for node in ast.walk(tree):
         if not isinstance(node, _CONSTRAINT_NODES):
@@ -39,12 +44,28 @@ def parse_constraint(text: str) -> ParsedConstraint:
             names.add(node.id)
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool)):
             return ParsedConstraint(None, frozenset(), f"uses the constant {node.value!r}; only numbers are allowed")
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            return ParsedConstraint(None, frozenset(), f"uses the private attribute '{node.attr}'")
+        # Constraints are evaluated during validation: keep powers small so a contributor's
+        # '9**9**9**9' cannot hang CI.
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+            exp = node.right
+            if not (isinstance(exp, ast.Constant) and isinstance(exp.value, int) and 0 <= exp.value <= MAX_EXPONENT):
+                return ParsedConstraint(None, frozenset(), f"raises to a power that is not a constant 0..{MAX_EXPONENT}")
+            if isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Pow):
+                return ParsedConstraint(None, frozenset(), "nests powers")
     return ParsedConstraint(tree, frozenset(names))
 
 
 def evaluate_constraint(parsed: ParsedConstraint, values: dict[str, int]) -> Optional[bool]:
-    """Truth of an axes-only constraint under `values`; None if it cannot be decided."""
+    """Truth of an axes-only constraint under `values`; None if it cannot be decided.
+
+    Only arithmetic over axis values is evaluated: a constraint that looks into tensors
+    (attributes, subscripts) is decided by the benchmark, with the tensors at hand.
+    """
     if parsed.tree is None or not parsed.names <= values.keys():
+        return None
+    if any(isinstance(n, (ast.Attribute, ast.Subscript)) for n in ast.walk(parsed.tree)):
         return None
     try:
         result = eval(compile(parsed.tree, "<constraint>", "eval"),
@@ -70,6 +91,8 @@ def parse_module(text: str) -> tuple[Optional[ast.Module], str, int]:
         return None, f"does not parse: {e.msg}", e.lineno or 0
     except ValueError as e:  # e.g. NUL bytes
         return None, f"does not parse: {e}", 0
+    except (RecursionError, MemoryError):  # the parser's own limits on nesting
+        return None, "does not parse: nested too deeply", 0
 
 
 def find_function(tree: ast.Module, name: str) -> Optional[FunctionInfo]:

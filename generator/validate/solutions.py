@@ -81,7 +81,8 @@ def check_entry_point(s: Solution, d: Definition) -> Iterator[Diagnostic]:
         yield error(s, "/spec/entry_point",
                     f"{s.entry_function}({', '.join(fn.params)}) takes {len(fn.params)} parameters; a {style} "
                     f"solution of {d.name} takes {len(expected)}: ({', '.join(expected)})",
-                    f"fix the signature, or set spec.destination_passing_style for a {other} solution"
+                    f"fix the signature, or set spec.destination_passing_style to {str(not s.destination_passing_style).lower()} "
+                    f"for a {other} solution"
                     if len(fn.params) == (len(d.inputs) if s.destination_passing_style else len(d.inputs) + len(d.outputs))
                     else "take the definition's inputs in order" + (", then its outputs" if s.destination_passing_style else ""))
     elif fn.params != expected:

@@ -63,11 +63,12 @@ def read_safetensors_header(path: Path) -> tuple[Optional[dict], str]:
         return header, ""
     except FileNotFoundError:
         return None, "does not exist"
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # ValueError: bad UTF-8 or JSON, NUL in the path
         return None, f"cannot be read as safetensors ({e})"
 
 
 def check_workloads(ds: Dataset) -> Iterator[Diagnostic]:
+    read_safetensors_header.cache_clear()  # files may have changed since the last run in this process
     seen: dict[str, Workload] = {}
     for w in ds.workloads:
         first = seen.setdefault(w.uuid, w)
@@ -162,13 +163,18 @@ def check_blob(ds: Dataset, w: Workload, d: Definition, name: str, spec: dict) -
         keys = [k for k in header if k != "__metadata__"]
         yield error(w, where + "/tensor_key", f"blob {spec['path']} has no tensor '{key}'", f"keys in the file: {', '.join(keys) or 'none'}")
         return
+    raw_dtype, raw_shape = entry.get("dtype"), entry.get("shape")
+    if not isinstance(raw_dtype, str) or not isinstance(raw_shape, list):
+        yield error(w, where + "/path", f"blob {spec['path']} has a malformed header entry for '{key}'",
+                    "write the file with the safetensors library")
+        return
     want_dtype = d.inputs[name].dtype
-    got_dtype = SAFETENSORS_DTYPES.get(entry.get("dtype"), entry.get("dtype"))
+    got_dtype = SAFETENSORS_DTYPES.get(raw_dtype, raw_dtype)
     if got_dtype != want_dtype:
         yield error(w, where, f"blob tensor '{key}' has dtype {got_dtype}, but input '{name}' is {want_dtype}",
                     f"save the tensor as {want_dtype}")
     want = expected_shape(d, w, name)
-    if list(entry.get("shape", [])) != want:
-        yield error(w, where, f"blob tensor '{key}' has shape {entry.get('shape')}, but input '{name}' needs {want} "
+    if raw_shape != want:
+        yield error(w, where, f"blob tensor '{key}' has shape {raw_shape}, but input '{name}' needs {want} "
                               f"({', '.join(d.inputs[name].shape) or 'scalar'})",
                     "save a tensor of the shape the workload's axes give")
