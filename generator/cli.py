@@ -58,6 +58,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     return run_import(args.paths, args.dataset, dry_run=args.dry_run, workload_uuid=args.workload)
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from .export import export_dataset
+
+    print(export_dataset(args.dataset, args.out, fmt=args.format, repo_id=args.repo).format_human())
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from .publish import publish
+
+    result = publish(args.dataset, args.repo, revision=args.revision, create_pr=args.create_pr,
+                     dry_run=args.dry_run, export_dir=args.export_dir)
+    print(result.report())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kerneltrace", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"kerneltrace {__version__}")
@@ -91,6 +107,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", metavar="UUID",
                    help="workload uuid to attach legacy benchmark-result records to (they name none)")
     p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("export", help="write a Hub-ready folder: Parquet per record kind and a dataset card",
+                       description="Validates, then writes one Parquet config per record kind, a generated dataset "
+                                   "card (README.md) and the blobs; the same dataset gives byte-identical output. "
+                                   "--format flashinfer-trace writes the FlashInfer-Trace layout instead.")
+    _add_dataset(p)
+    p.add_argument("--out", type=Path, default=Path("export"), metavar="DIR", help="output folder (default: export/)")
+    p.add_argument("--format", choices=["hub", "flashinfer-trace"], default="hub", help="layout to write (default: hub)")
+    p.add_argument("--repo", default="kerneltrace/kerneltrace", metavar="ORG/NAME",
+                   help="repo id the dataset card's examples name (default: kerneltrace/kerneltrace)")
+    p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("publish", help="upload the export to a Hugging Face dataset repo, only what changed",
+                       description="Exports the dataset, compares it with what the Hub repo holds and uploads only "
+                                   "the files that changed, in one commit (deleting files the export no longer has). "
+                                   "The token comes from HF_TOKEN; HF_ENDPOINT selects another Hub.")
+    _add_dataset(p)
+    p.add_argument("--repo", required=True, metavar="ORG/NAME", help="the dataset repo on the Hub (must exist)")
+    p.add_argument("--revision", default="main", metavar="BRANCH", help="branch to commit to (default: main)")
+    p.add_argument("--create-pr", action="store_true", help="open a pull request on the Hub instead of committing")
+    p.add_argument("--dry-run", action="store_true", help="list the files that would be sent, send nothing")
+    p.add_argument("--export-dir", type=Path, metavar="DIR",
+                   help="publish this folder written by `kerneltrace export` instead of exporting again")
+    p.set_defaults(func=cmd_publish)
     return parser
 
 

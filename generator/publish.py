@@ -125,7 +125,7 @@ def publish(dataset_root: Path, repo_id: str, *, revision: str = "main", create_
 
     with tempfile.TemporaryDirectory(prefix="kerneltrace-publish-") as tmp:
         folder = Path(tmp) / "hub"
-        export_dataset(Path(dataset_root), folder, fmt="hub")
+        export_dataset(Path(dataset_root), folder, fmt="hub", repo_id=repo_id)
         return _publish_folder(folder, repo_id, revision=revision, create_pr=create_pr, dry_run=dry_run,
                                endpoint=endpoint, token=token, commit_message=commit_message)
 
@@ -296,7 +296,8 @@ def explain_hub_error(exc: Exception, *, action: str, repo_id: str, revision: st
         server = _one_line(exc.server_message or "")
         said = f": {server}" if server else ""
         if status == 401:
-            return f"the Hub rejected the token (401{said}): set HF_TOKEN to a valid token with write access to {repo_id}"
+            return (f"the Hub rejected the token (401{said}): set HF_TOKEN to a valid token with write access "
+                    f"to {repo_id}")
         if status == 403:
             return (f"the token may not write to {repo_id} (403{said}): use a token with write access "
                     "(a fine-grained token needs 'write' on this repo)")

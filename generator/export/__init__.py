@@ -76,15 +76,19 @@ def export_dataset(dataset_root: Path | str, out_dir: Path | str, fmt: str = "hu
     ds = _load_valid(root)
     target = check_target(out, root)
     blobs = _blob_paths(ds)
-    with staged(target, fmt) as tmp:
-        if fmt == "hub":
-            counts, skipped = _write_hub(ds, tmp, repo_id, shard_bytes, len(blobs)), ()
-        else:
-            counts, skipped = _write_flashinfer(ds, tmp)
-        for rel in blobs:
-            (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(root / rel, tmp / rel)
-        files = tuple(sorted([p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()] + [MARKER]))
+    try:
+        with staged(target, fmt) as tmp:
+            if fmt == "hub":
+                counts, skipped = _write_hub(ds, tmp, repo_id, shard_bytes, len(blobs)), ()
+            else:
+                counts, skipped = _write_flashinfer(ds, tmp)
+            for rel in blobs:
+                (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / rel, tmp / rel)
+            files = tuple(sorted([p.relative_to(tmp).as_posix() for p in tmp.rglob("*") if p.is_file()] + [MARKER]))
+    except OSError as e:  # disk full, permissions, a blob removed meanwhile: the old export stays as it was
+        where = f" ({e.filename})" if e.filename else ""
+        raise KernelTraceError(f"cannot write the export to {out}: {e.strerror or e}{where}") from e
     return ExportSummary(fmt, target, {**counts, "blobs": len(blobs)}, files, skipped)
 
 

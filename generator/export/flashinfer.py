@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, Mapping, Optional
 
 from ..dataset import Dataset
@@ -117,7 +117,8 @@ def definition_doc(d: Definition) -> tuple[Optional[dict], str]:
             for name, spec in value.items():
                 dtype = DTYPES.get(spec["dtype"])
                 if dtype is None:
-                    return None, f"{key[:-1]} '{name}' has dtype {spec['dtype']}, which flashinfer-bench has no name for"
+                    return None, (f"{key[:-1]} '{name}' has dtype {spec['dtype']}, which flashinfer-bench "
+                                  f"has no name for")
                 tensors[name] = {**spec, "shape": list(spec["shape"]) or None, "dtype": dtype}
             out[key] = tensors
         else:

@@ -12,8 +12,8 @@ record with exactly the keys it had (`$schema`, an editor hint, is not exported)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa

@@ -1,0 +1,450 @@
+"""`export_dataset`: Hub folder (Parquet + card) and the FlashInfer-Trace folder.
+
+Every config is loaded with the real `datasets.load_dataset(DIR, CONFIG)` offline, with
+pandas and with pyarrow; each row is rebuilt into a record and compared with the JSON in the
+source file it names (not with the loader's view of it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from dataset_factory import DEFINITION, TRACE, WORKLOAD, write_dataset
+from generator.errors import KernelTraceError
+from generator.export import CONFIG_NAMES, MARKER, export_dataset, record_from_row
+from generator.export.tables import config
+from generator.load import DEFAULT_DATASET, load
+from generator.validate import validate
+
+ALL_CONFIGS = ("definitions", "workloads", "solutions", "traces", "models", "einsums", "hardware")
+FACTORY_COUNTS = {"definitions": 1, "workloads": 2, "solutions": 1, "traces": 1, "models": 1, "einsums": 1,
+                  "hardware": 1}
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
+    """name -> (dataset root, Hub export of it), made once for the module."""
+    base = tmp_path_factory.mktemp("exports")
+    factory = write_dataset(base / "factory-ds")
+    out = {}
+    for name, root in (("bundled", DEFAULT_DATASET), ("factory", factory)):
+        export_dataset(root, base / f"{name}-hub")
+        out[name] = (root, base / f"{name}-hub")
+    return out
+
+
+@pytest.fixture
+def load_offline(monkeypatch, tmp_path):
+    """`datasets.load_dataset(DIR, CONFIG, split='train')`, offline, with a private cache."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    import datasets
+    import huggingface_hub.constants
+
+    # Both read the environment once, at import; another test may have imported them first.
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    datasets.disable_progress_bars()
+
+    load_dataset = datasets.load_dataset
+
+    def load_config(out: Path, name: str):
+        return load_dataset(str(out), name, split="train", cache_dir=str(tmp_path / "hf-cache"))
+    return load_config
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+def source_record(root: Path, cfg: str, row: dict) -> dict:
+    """The record as its source file holds it (what a row must rebuild)."""
+    path = root / row["source_path"]
+    if cfg == "einsums":
+        parts = Path(row["source_path"]).parts
+        return {"definition": path.stem, "type": parts[1], "template": path.read_text(encoding="utf-8")}
+    if path.suffix == ".jsonl":
+        data = json.loads(path.read_text(encoding="utf-8").splitlines()[row["source_line"] - 1])
+    else:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if k != "$schema"}
+
+
+def source_files(root: Path, cfg: str) -> list[Path]:
+    folder, suffix = {"definitions": ("definitions", ".json"), "workloads": ("workloads", ".jsonl"),
+                      "solutions": ("solutions", ".json"), "traces": ("traces", ".jsonl"),
+                      "models": ("models", ".json"), "einsums": ("einsums", ".yaml"),
+                      "hardware": ("hardware", ".json")}[cfg]
+    return sorted((root / folder).rglob(f"*{suffix}")) if (root / folder).is_dir() else []
+
+
+def source_count(root: Path, cfg: str) -> int:
+    files = source_files(root, cfg)
+    if cfg in ("workloads", "traces"):
+        return sum(1 for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
+    return len(files)
+
+
+def read_card(out: Path) -> tuple[dict, str]:
+    text = (out / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("---\n")
+    meta, body = text[4:].split("\n---\n", 1)
+    return yaml.safe_load(meta), body
+
+
+def shard_files(out: Path, cfg: str) -> list[Path]:
+    return sorted((out / cfg).glob("*.parquet"))
+
+
+def all_files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# -- the Hub export ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["bundled", "factory"])
+def test_every_config_loads_with_datasets_and_rebuilds_its_records(exports, load_offline, name):
+    root, out = exports[name]
+    loaded = 0
+    for cfg in ALL_CONFIGS:
+        expected = source_count(root, cfg)
+        if name == "factory":
+            assert expected == FACTORY_COUNTS[cfg]
+        if expected == 0:
+            assert not (out / cfg).exists()  # `datasets` cannot load an empty split; the card says so
+            with pytest.raises(ValueError, match=f"BuilderConfig '{cfg}' not found"):
+                load_offline(out, cfg)
+            continue
+        rows = load_offline(out, cfg)
+        assert rows.num_rows == expected, cfg
+        for row in rows:
+            assert record_from_row(cfg, row) == source_record(root, cfg, row), (cfg, row["source_path"])
+        assert len({(row["source_path"], row.get("source_line")) for row in rows}) == expected
+        for col in config(cfg).columns:
+            if col.is_json:
+                assert type(rows.features[col.name]).__name__ == "Json", (cfg, col.name)
+        loaded += 1
+    assert loaded == sum(1 for cfg in ALL_CONFIGS if source_count(root, cfg)) >= 3
+
+
+def test_json_columns_keep_each_rows_own_shape(exports, load_offline):
+    root, out = exports["bundled"]
+    defs = load_offline(out, "definitions")
+    ds = load(root)
+    for row in defs:
+        d = ds.definitions[row["name"]]
+        assert row["axes"] == d.data["axes"]
+        assert list(row["inputs"]) == list(d.inputs)  # call order kept
+        assert row["type"] == d.type and row["models"] == list(d.models) and row["stages"] == list(d.stages)
+    workloads = load_offline(out, "workloads")
+    assert len({tuple(r["axes"]) for r in workloads}) > 1  # each row keeps its own axis names
+
+
+def test_convenience_columns_of_traces(exports, load_offline):
+    root, out = exports["factory"]
+    (row,) = load_offline(out, "traces")
+    assert (row["definition"], row["solution"], row["author"], row["hardware"], row["status"]) == (
+        "rmsnorm_h128", "rmsnorm_h128_torch", "baseline", "test_cpu", "PASSED")
+    assert (row["latency_ms"], row["reference_latency_ms"], row["speedup_factor"]) == (0.02, 0.05, 2.5)
+    assert row["workload_uuid"] == "wl-0001" and row["type"] == "norm"
+    assert row["evaluation"] == TRACE["evaluation"] and row["workload"] == TRACE["workload"]
+    (model,) = load_offline(out, "models")
+    assert model["kernel_ids"] == ["rmsnorm_h128"] and model["kernels"] == [{"id": "rmsnorm_h128", "count": 3}]
+    (solution,) = load_offline(out, "solutions")
+    assert solution["language"] == "python" and solution["destination_passing_style"] is False
+    assert solution["sources"][0]["path"] == "main.py"
+
+
+@pytest.mark.parametrize("name", ["bundled", "factory"])
+def test_pandas_and_pyarrow_read_every_shard(exports, name):
+    root, out = exports[name]
+    for cfg in CONFIG_NAMES:
+        if not source_count(root, cfg):
+            continue
+        (shard,) = shard_files(out, cfg)
+        table = pq.read_table(shard)
+        assert table.schema == config(cfg).schema
+        for col in config(cfg).columns:
+            if col.is_json:
+                assert table.schema.field(col.name).type == pa.json_()
+        frame = pd.read_parquet(shard)
+        assert len(frame) == table.num_rows == source_count(root, cfg)
+        for row in frame.to_dict("records"):  # JSON columns are text here
+            assert record_from_row(cfg, row) == source_record(root, cfg, row)
+        for row in table.to_pylist():
+            assert record_from_row(cfg, row) == source_record(root, cfg, row)
+    assert pq.read_table(out / "definitions").num_rows == source_count(root, "definitions")
+
+
+def test_card_front_matter_lists_every_config_with_existing_files(exports):
+    for name, (root, out) in exports.items():
+        meta, body = read_card(out)
+        assert meta["license"] == "cc-by-4.0"
+        assert set(meta["tags"]) >= {"gpu", "kernels", "cuda", "triton", "llm-inference", "benchmark"}
+        assert meta["task_categories"] == ["other"] and meta["size_categories"] == ["n<1K"]
+        listed = [c["config_name"] for c in meta["configs"]]
+        with_rows = [c for c in ALL_CONFIGS if source_count(root, c)]
+        assert listed == with_rows
+        assert [c["config_name"] for c in meta["configs"] if c.get("default")] == ["definitions"]
+        for entry in meta["configs"]:
+            (split,) = entry["data_files"]
+            assert split["split"] == "train"
+            assert split["path"] and all((out / p).is_file() for p in split["path"])
+            shards = shard_files(out, entry["config_name"])
+            assert sorted(split["path"]) == [p.relative_to(out).as_posix() for p in shards]
+        for cfg in ALL_CONFIGS:  # every config is documented, with its columns
+            assert f"### `{cfg}` ({source_count(root, cfg)} row" in body
+            for col in config(cfg).columns:
+                assert f"| `{col.name}` |" in body
+        assert 'load_dataset("kerneltrace/kerneltrace", "definitions", split="train")' in body
+        for section in ("## Loading", "## Schema", "## Contributing", "## Citation", "@misc{kerneltrace"):
+            assert section in body
+        assert "None" not in body and "TODO" not in body
+        from huggingface_hub import DatasetCard  # the Hub's own parser of the card
+
+        card = DatasetCard((out / "README.md").read_text(encoding="utf-8"))
+        assert card.data.license == "cc-by-4.0" and [c["config_name"] for c in card.data.configs] == listed
+
+
+def test_card_counts_come_from_the_dataset(exports, tmp_path):
+    root, out = exports["bundled"]
+    _, body = read_card(out)
+    ds = load(root)
+    assert f"This release holds {len(ds.definitions)} definitions" in body
+    assert f"{len(ds.workloads)} workloads" in body and f"{len(ds.solutions)} solutions" in body
+    _, body = read_card(exports["factory"][1])
+    assert "1 benchmark trace on 1 machine" in body and "| test_cpu | 1 |" in body
+    assert "hf_hub_download" in body  # there is a blob to download
+
+    small = write_dataset(tmp_path / "ds")
+    for folder in ("traces", "models", "einsums", "hardware", "agent_traces", "blob"):
+        shutil.rmtree(small / folder)
+    (small / "workloads/norm/rmsnorm_h128.jsonl").write_text(json.dumps(WORKLOAD) + "\n", encoding="utf-8")
+    export_dataset(small, tmp_path / "out")
+    meta, body = read_card(tmp_path / "out")
+    assert [c["config_name"] for c in meta["configs"]] == ["definitions", "workloads", "solutions"]
+    assert "no benchmark traces yet" in body and "hf_hub_download" not in body
+    assert "`traces`, `models`, `einsums` and `hardware` have no rows in this release" in body
+
+
+def test_repo_id_is_used_in_the_card_and_checked(tmp_path, good_dataset):
+    export_dataset(good_dataset, tmp_path / "out", repo_id="acme/kernels")
+    _, body = read_card(tmp_path / "out")
+    assert 'load_dataset("acme/kernels", "traces", split="train")' in body
+    assert 'load_dataset("acme/kernels", "definitions", split="train")' in body
+    assert "kerneltrace/kerneltrace" not in body
+    with pytest.raises(KernelTraceError, match="ORG/NAME"):
+        export_dataset(good_dataset, tmp_path / "bad", repo_id="no-slash\nhere")
+    assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("name", ["bundled", "factory"])
+def test_the_cards_python_examples_run(exports, load_offline, monkeypatch, capsys, name):
+    import datasets
+
+    _, out = exports[name]
+    _, body = read_card(out)
+    blocks = [b.split("```", 1)[0] for b in body.split("```python\n")[1:]]
+    runnable = [b for b in blocks if "hf_hub_download" not in b]  # that one needs the Hub
+    assert len(runnable) == 2
+    monkeypatch.setattr(datasets, "load_dataset", lambda repo, cfg, split: load_offline(Path(repo), cfg))
+    namespace: dict = {}
+    for block in runnable:
+        exec(compile(block.replace('"kerneltrace/kerneltrace"', repr(str(out))), "<card>", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0].split()[0] in {r["name"] for r in load_offline(out, "definitions")}
+    if name == "factory":
+        assert "rmsnorm_h128_torch" in printed  # the fastest-solution table
+
+
+def test_blobs_are_exported_at_the_paths_rows_name(exports, load_offline):
+    root, out = exports["factory"]
+    rows = load_offline(out, "workloads")
+    blob_rows = [r for r in rows if r["blob_paths"]]
+    assert [r["uuid"] for r in blob_rows] == ["wl-0002"]
+    (path,) = blob_rows[0]["blob_paths"]
+    assert blob_rows[0]["inputs"]["input"] == {"type": "safetensors", "path": path, "tensor_key": "input"}
+    assert (out / path).read_bytes() == (root / path).read_bytes()
+
+
+def test_same_dataset_gives_byte_identical_output(tmp_path, good_dataset):
+    first = export_dataset(good_dataset, tmp_path / "a")
+    export_dataset(good_dataset, tmp_path / "b")
+    a, b = all_files(tmp_path / "a"), all_files(tmp_path / "b")
+    assert a == b and set(a) == set(first.files)
+    export_dataset(good_dataset, tmp_path / "a")  # replacing an earlier export
+    assert all_files(tmp_path / "a") == b
+    assert sorted(os.listdir(tmp_path)) == ["a", "b", "ds"]  # no staging folders left
+
+
+def test_bundled_export_is_reproducible(exports, tmp_path):
+    root, out = exports["bundled"]
+    export_dataset(root, tmp_path / "again")
+    assert all_files(tmp_path / "again") == all_files(out)
+
+
+def test_large_tables_are_sharded_and_load_whole(tmp_path, load_offline):
+    root = write_dataset(tmp_path / "ds", workloads=[
+        {**WORKLOAD, "workload": {**WORKLOAD["workload"], "uuid": f"wl-{i:04d}", "seed": i}} for i in range(40)])
+    summary = export_dataset(root, tmp_path / "out", shard_bytes=2_000)
+    shards = shard_files(tmp_path / "out", "workloads")
+    assert len(shards) > 1 and shards[0].name == f"train-00000-of-{len(shards):05d}.parquet"
+    meta, _ = read_card(tmp_path / "out")
+    (entry,) = [c for c in meta["configs"] if c["config_name"] == "workloads"]
+    assert entry["data_files"][0]["path"] == [s.relative_to(tmp_path / "out").as_posix() for s in shards]
+    rows = load_offline(tmp_path / "out", "workloads")
+    assert [r["uuid"] for r in rows] == [f"wl-{i:04d}" for i in range(40)] and summary.counts["workloads"] == 40
+
+
+# -- refusing ------------------------------------------------------------------------------
+
+def test_dataset_with_errors_is_refused_and_nothing_is_written(tmp_path):
+    broken = {k: v for k, v in DEFINITION.items() if k != "reference"}
+    root = write_dataset(tmp_path / "ds", definition=broken)
+    assert any(d.is_error for d in validate(load(root)))
+    with pytest.raises(KernelTraceError, match="kerneltrace validate"):
+        export_dataset(root, tmp_path / "out")
+    assert sorted(os.listdir(tmp_path)) == ["ds"]
+
+
+def test_refused_export_keeps_the_previous_one(tmp_path, good_dataset):
+    export_dataset(good_dataset, tmp_path / "out")
+    before = all_files(tmp_path / "out")
+    (good_dataset / "definitions/norm/rmsnorm_h128.json").write_text("{", encoding="utf-8")
+    with pytest.raises(KernelTraceError, match="error"):
+        export_dataset(good_dataset, tmp_path / "out")
+    assert all_files(tmp_path / "out") == before
+
+
+def test_a_failure_while_writing_leaves_the_previous_export(tmp_path, good_dataset, monkeypatch):
+    import generator.export as export
+
+    export_dataset(good_dataset, tmp_path / "out")
+    before = all_files(tmp_path / "out")
+
+    def boom(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(export, "render_card", boom)
+    with pytest.raises(KernelTraceError, match="cannot write the export to .*No space left on device"):
+        export_dataset(good_dataset, tmp_path / "out")
+    assert all_files(tmp_path / "out") == before
+    assert sorted(os.listdir(tmp_path)) == ["ds", "out"]
+
+
+def test_refuses_to_replace_a_folder_that_is_not_an_export(tmp_path, good_dataset):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine", encoding="utf-8")
+    with pytest.raises(KernelTraceError, match="not empty"):
+        export_dataset(good_dataset, out)
+    assert all_files(out) == {"notes.txt": b"mine"}
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    with pytest.raises(KernelTraceError, match="not a folder"):
+        export_dataset(good_dataset, tmp_path / "file")
+    with pytest.raises(KernelTraceError, match="overlaps the dataset"):
+        export_dataset(good_dataset, good_dataset / "export")
+    with pytest.raises(KernelTraceError, match="overlaps the dataset"):
+        export_dataset(good_dataset, tmp_path)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    export_dataset(good_dataset, empty)  # an empty folder is fine
+    assert (empty / MARKER).is_file() and (empty / "README.md").is_file()
+
+
+def test_a_stale_file_of_an_earlier_export_is_gone(tmp_path, good_dataset):
+    out = tmp_path / "out"
+    export_dataset(good_dataset, out)
+    (out / "traces/train-00001-of-00002.parquet").write_bytes(b"stale")
+    export_dataset(good_dataset, out)
+    assert not (out / "traces/train-00001-of-00002.parquet").exists()
+
+
+def test_unknown_format_is_refused(tmp_path, good_dataset):
+    with pytest.raises(KernelTraceError, match="flashinfer-trace"):
+        export_dataset(good_dataset, tmp_path / "out", fmt="csv")
+    assert not (tmp_path / "out").exists()
+
+
+# -- FlashInfer-Trace ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["bundled", "factory"])
+def test_flashinfer_trace_export_loads_in_flashinfer_bench(tmp_path, name, exports):
+    import flashinfer_bench as fib  # the test extra installs it
+    root = exports[name][0]
+    summary = export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
+    assert summary.skipped == ()
+    ts = fib.TraceSet.from_path(str(tmp_path / "fi"))
+    ds = load(root)
+    assert set(ts.definitions) == set(ds.definitions)
+    assert {s.name for ss in ts.solutions.values() for s in ss} == set(ds.solutions)
+    assert sorted(w.workload.uuid for ws in ts.workloads.values() for w in ws) == sorted(w.uuid for w in ds.workloads)
+    assert sum(len(t) for t in ts.traces.values()) == len(ds.traces)
+    for d in ds.definitions.values():
+        fd = ts.definitions[d.name]
+        assert fd.op_type == d.type
+        for n, spec in d.inputs.items():
+            assert fd.inputs[n].shape == (list(spec.shape) or None)
+    for s in ds.solutions.values():
+        assert ts.get_solution(s.name).spec.destination_passing_style is s.destination_passing_style
+    for w in ds.workloads:
+        for spec in w.inputs.values():
+            if spec["type"] == "safetensors":
+                assert ts.get_workload_blob_tensor(spec["path"])
+
+
+@pytest.mark.parametrize("name", ["bundled", "factory"])
+def test_flashinfer_trace_export_reads_back_as_the_same_records(tmp_path, name, exports):
+    root = exports[name][0]
+    export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
+    back, source = load(tmp_path / "fi"), load(root)
+    assert [d for d in validate(back) if d.is_error] == []
+    assert {n: d.data for n, d in back.definitions.items()} == {n: d.data for n, d in source.definitions.items()}
+    assert {n: s.data for n, s in back.solutions.items()} == {n: s.data for n, s in source.solutions.items()}
+    assert sorted(json.dumps(w.data, sort_keys=True) for w in back.workloads) == \
+        sorted(json.dumps(w.data, sort_keys=True) for w in source.workloads)
+    assert sorted(json.dumps(t.data, sort_keys=True) for t in back.traces) == \
+        sorted(json.dumps(t.data, sort_keys=True) for t in source.traces)
+    for d in source.definitions.values():
+        doc = json.loads((tmp_path / f"fi/definitions/{d.type}/{d.name}.json").read_text(encoding="utf-8"))
+        assert doc["op_type"] == d.type and "type" not in doc
+        assert [t["shape"] for t in doc["inputs"].values()] == [list(t.shape) or None for t in d.inputs.values()]
+
+
+def test_flashinfer_trace_dialect_and_what_it_leaves_out(tmp_path):
+    fp8 = {**DEFINITION, "inputs": {**DEFINITION["inputs"], "weight": {"shape": ["hidden_size"],
+                                                                       "dtype": "float8_e4m3"}}}
+    ev = {**TRACE["evaluation"], "log": None,
+          "correctness": {**TRACE["evaluation"]["correctness"], "matched_ratio": 1.0, "input_sets": 3},
+          "environment": {"hardware": "test_cpu", "libs": {"torch": "2.13.0", "triton": None}}}
+    hack = {**TRACE, "evaluation": {"status": "REWARD_HACK", "log": "output reused across calls",
+                                    "environment": {"hardware": "test_cpu"}, "timestamp": "2026-11-21T11:00:00Z"}}
+    root = write_dataset(tmp_path / "ds", definition=fp8, traces=[{**TRACE, "evaluation": ev}, hack])
+    assert [d.format_human() for d in validate(load(root)) if d.is_error] == []
+    summary = export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
+    assert summary.counts["traces"] == 1 and len(summary.skipped) == 1
+    assert "traces/baseline/norm/rmsnorm_h128.jsonl:2" in summary.skipped[0] and "REWARD_HACK" in summary.skipped[0]
+    definition = json.loads((tmp_path / "fi/definitions/norm/rmsnorm_h128.json").read_text(encoding="utf-8"))
+    assert definition["inputs"]["weight"]["dtype"] == "float8_e4m3fn" and "type" not in definition
+    (line,) = (tmp_path / "fi/traces/baseline/norm/rmsnorm_h128.jsonl").read_text(encoding="utf-8").splitlines()
+    trace = json.loads(line)["evaluation"]
+    assert "log" not in trace and trace["environment"]["libs"] == {"torch": "2.13.0"}
+    assert trace["correctness"]["extra"] == {"matched_ratio": 1.0, "input_sets": 3}
+    solution = json.loads((tmp_path / "fi/solutions/baseline/norm/rmsnorm_h128/rmsnorm_h128_torch.json")
+                          .read_text(encoding="utf-8"))
+    assert solution["spec"]["destination_passing_style"] is False  # flashinfer-bench defaults to true
+    import flashinfer_bench as fib
+    ts = fib.TraceSet.from_path(str(tmp_path / "fi"))
+    assert ts.definitions["rmsnorm_h128"].inputs["weight"].dtype.value == "float8_e4m3fn"
+    assert ts.traces["rmsnorm_h128"][0].evaluation.correctness.extra == {"matched_ratio": 1.0, "input_sets": 3}
