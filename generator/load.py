@@ -99,8 +99,8 @@ class _Loader:
         if ok:
             yield data, Source(rel, 1, text)
 
-    def json_lines(self, rel: str) -> Iterator[tuple[Any, Source]]:
-        """Each non-blank line of a .jsonl file, with its source line."""
+    def json_lines(self, rel: str) -> Iterator[tuple[Any, Source, str]]:
+        """Each non-blank line of a .jsonl file: the parsed value, its source, its text."""
         text = self.read_text(rel)
         if text is None:
             return
@@ -109,7 +109,7 @@ class _Loader:
                 continue
             ok, data = self.parse(rel, line, number)
             if ok:
-                yield data, Source(rel, number)
+                yield data, Source(rel, number), line
 
     # -- records ---------------------------------------------------------------------------
     def checked(self, kind: str, norm: dialects.Normalised, source: Source) -> bool:
@@ -149,7 +149,7 @@ class _Loader:
                 self.reject("definition", norm.data)
 
     def load_workloads(self, rel: str) -> None:
-        for raw, source in self.json_lines(rel):
+        for raw, source, _ in self.json_lines(rel):
             norm = dialects.normalise_workload(raw)
             if self.checked("workload", norm, source):
                 self.ds.workloads.append(Workload.from_data(norm.data, source))
@@ -168,10 +168,10 @@ class _Loader:
                 self.reject("solution", norm.data)
 
     def load_traces(self, rel: str) -> None:
-        for raw, source in self.json_lines(rel):
+        for raw, source, line in self.json_lines(rel):
             norm = dialects.normalise_trace(raw)
             if self.checked("trace", norm, source):
-                self.ds.traces.append(Trace.from_data(norm.data, source))
+                self.ds.traces.append(Trace.from_data(norm.data, source, None if norm.dialect else line))
 
     def load_model(self, rel: str) -> None:
         for raw, source in self.json_document(rel):

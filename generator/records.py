@@ -7,7 +7,9 @@ object for export and for locating fields in diagnostics.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
@@ -172,27 +174,44 @@ class Solution:
 
 @dataclass(frozen=True)
 class Trace:
+    """One benchmark result. A dataset holds up to millions of these, so a trace keeps the
+    fields the checks and tables need plus its JSON text; `data` parses that text on first use
+    (holding a million parsed objects costs several GB and makes loading superlinear)."""
+
     definition: str
     workload_uuid: str
+    workload_axes: Mapping[str, Any]
     solution: str
     status: str
     hardware: str
+    timestamp: str
+    has_correctness: bool
+    has_performance: bool
     latency_ms: Optional[float]
     reference_latency_ms: Optional[float]
     speedup_factor: Optional[float]
     source: Source
-    data: Mapping[str, Any] = field(repr=False, compare=False)
+    raw: str = field(repr=False, compare=False)  # the record as JSON text (normalised)
 
     @classmethod
-    def from_data(cls, data: dict, source: Source) -> "Trace":
+    def from_data(cls, data: dict, source: Source, raw: Optional[str] = None) -> "Trace":
+        """`raw` is the line the record was parsed from; None when `data` was normalised from
+        another dialect (then the canonical object is serialised instead)."""
         ev = data["evaluation"]
         perf = ev.get("performance") or {}
         return cls(
             definition=data["definition"], workload_uuid=data["workload"]["uuid"],
-            solution=data["solution"], status=ev["status"], hardware=ev["environment"]["hardware"],
+            workload_axes=data["workload"]["axes"], solution=data["solution"], status=ev["status"],
+            hardware=ev["environment"]["hardware"], timestamp=ev["timestamp"],
+            has_correctness=ev.get("correctness") is not None, has_performance=ev.get("performance") is not None,
             latency_ms=perf.get("latency_ms"), reference_latency_ms=perf.get("reference_latency_ms"),
-            speedup_factor=perf.get("speedup_factor"), source=source, data=data,
+            speedup_factor=perf.get("speedup_factor"), source=source,
+            raw=raw if raw is not None else json.dumps(data, ensure_ascii=False),
         )
+
+    @cached_property
+    def data(self) -> dict:
+        return json.loads(self.raw)
 
     @property
     def is_passed(self) -> bool:

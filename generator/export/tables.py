@@ -284,7 +284,7 @@ TRACES = Config(
         Column("workload_uuid", pa.string(), "Id of the workload (`workload.uuid`).",
                derive=lambda t, ds: t.workload_uuid),
         Column("timestamp", pa.string(), "When it ran, ISO 8601 (`evaluation.timestamp`).",
-               derive=lambda t, ds: t.data["evaluation"]["timestamp"]),
+               derive=lambda t, ds: t.timestamp),
         Column("workload", JSON, "The workload it ran: `{uuid, axes, inputs, seed}`.", ("workload",)),
         Column("evaluation", JSON, "Status, log, correctness, performance, environment, timestamp, seed.",
                ("evaluation",)),
@@ -292,7 +292,7 @@ TRACES = Config(
         SOURCE_LINE,
     ),
     records=lambda ds: ds.traces,
-    sort_key=lambda t: (t.definition, t.solution, t.workload_uuid, t.hardware, t.data["evaluation"]["timestamp"],
+    sort_key=lambda t: (t.definition, t.solution, t.workload_uuid, t.hardware, t.timestamp,
                         *_where(t)),
     constants={},
 )

@@ -33,7 +33,7 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
                 if t.workload_uuid not in ds.rejected["workload"]:
                     yield error(t, "/workload/uuid", f"workload '{t.workload_uuid}' is not a workload of {t.definition}",
                                 f"add it to workloads/{d.type}/{t.definition}.jsonl, or fix the uuid")
-            elif dict(w.axes) != t.data["workload"]["axes"]:
+            elif dict(w.axes) != t.workload_axes:
                 yield error(t, "/workload/axes", f"axes differ from those of workload '{t.workload_uuid}' ({dict(w.axes)})",
                             "copy the workload exactly as it is in the workloads file")
         s = ds.solutions.get(t.solution)
@@ -57,10 +57,9 @@ def check_location(t: Trace, author: str, type_: str | None) -> Iterator[Diagnos
 
 
 def check_evaluation(t: Trace) -> Iterator[Diagnostic]:
-    ev = t.data["evaluation"]
     needs_correctness, needs_performance = STATUS_FIELDS.get(t.status, NEITHER)
-    for part, needed in (("correctness", needs_correctness), ("performance", needs_performance)):
-        present = ev.get(part) is not None
+    for part, needed, present in (("correctness", needs_correctness, t.has_correctness),
+                                  ("performance", needs_performance, t.has_performance)):
         if needed and not present:
             yield error(t, f"/evaluation/{part}", f"status {t.status} requires evaluation.{part}",
                         f"add the {part} measurements, or change the status")
