@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Optional
 
 from ..diagnostics import ERROR, WARNING, Diagnostic
 
@@ -21,6 +21,15 @@ def error(record: Any, pointer: str, message: str, hint: str = "") -> Diagnostic
 
 def warning(record: Any, pointer: str, message: str, hint: str = "") -> Diagnostic:
     return diag(record, pointer, WARNING, message, hint)
+
+
+def orphan_error(ds: Any, record: Any, what: str) -> Optional[Diagnostic]:
+    """The error for a record whose definition does not exist; None if it exists, or if it
+    was rejected by its schema (that error is reported where the definition is)."""
+    if ds.is_known("definition", record.definition):
+        return None
+    return error(record, "/definition", f"{what} of unknown definition '{record.definition}' (orphan)",
+                 "add the definition, or fix the name")
 
 
 def path_parts(record: Any) -> tuple[str, ...]:

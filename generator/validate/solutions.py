@@ -9,16 +9,15 @@ from ..dataset import Dataset
 from ..diagnostics import Diagnostic
 from ..diagnostics import make_pointer as ptr
 from ..records import Definition, Solution
-from .common import bad_relative_path, error, path_parts, warning
+from .common import bad_relative_path, error, orphan_error, path_parts, warning
 from .pycode import find_function, parse_module
 
 
 def check_solutions(ds: Dataset) -> Iterator[Diagnostic]:
     for s in ds.solutions.values():
         d = ds.definitions.get(s.definition)
-        if d is None and not ds.is_known("definition", s.definition):
-            yield error(s, "/definition", f"solution of unknown definition '{s.definition}' (orphan)",
-                        "add the definition, or fix the name")
+        if d is None and (problem := orphan_error(ds, s, "solution")):
+            yield problem
         yield from check_location(s, d)
         yield from check_sources(s)
         if d is not None:

@@ -10,7 +10,7 @@ from typing import Iterator
 from ..dataset import Dataset
 from ..diagnostics import Diagnostic
 from ..records import Trace
-from .common import error, path_parts
+from .common import error, orphan_error, path_parts
 
 # Which evaluation parts each status carries: (correctness, performance).
 STATUS_FIELDS = {"PASSED": (True, True), "INCORRECT_NUMERICAL": (True, False)}
@@ -23,9 +23,8 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
     for t in ds.traces:
         d = ds.definitions.get(t.definition)
         if d is None:
-            if not ds.is_known("definition", t.definition):
-                yield error(t, "/definition", f"trace of unknown definition '{t.definition}' (orphan)",
-                            "add the definition, or fix the name")
+            if problem := orphan_error(ds, t, "trace"):
+                yield problem
         else:
             w = workloads.get((t.definition, t.workload_uuid))
             if w is None:

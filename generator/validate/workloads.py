@@ -13,7 +13,7 @@ from ..dataset import Dataset
 from ..diagnostics import Diagnostic
 from ..diagnostics import make_pointer as ptr
 from ..records import Definition, Workload
-from .common import bad_relative_path, error, path_parts
+from .common import bad_relative_path, error, orphan_error, path_parts
 from .pycode import evaluate_constraint, parse_constraint
 
 # Largest finite value per float dtype (scalars must fit).
@@ -77,9 +77,8 @@ def check_workloads(ds: Dataset) -> Iterator[Diagnostic]:
                         "give every workload its own uuid (python -c 'import uuid; print(uuid.uuid4())')")
         d = ds.definitions.get(w.definition)
         if d is None:
-            if not ds.is_known("definition", w.definition):
-                yield error(w, "/definition", f"workload of unknown definition '{w.definition}' (orphan)",
-                            "add the definition, or fix the name")
+            if problem := orphan_error(ds, w, "workload"):
+                yield problem
             continue
         yield from check_location(w, d)
         yield from check_axes(w, d)
