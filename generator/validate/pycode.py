@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from functools import lru_cache
+from types import CodeType
 from typing import Optional
 
 # Node types a constraint may use: arithmetic, comparisons, boolean logic, names, numbers.
@@ -21,8 +23,13 @@ class ParsedConstraint:
     tree: Optional[ast.Expression]
     names: frozenset[str]
     problem: str = ""  # why it is not a valid constraint, '' if it is
+    # Compiled once when the constraint is pure arithmetic over names (no attributes or
+    # subscripts, which need tensors): only those are evaluated during validation.
+    code: Optional[CodeType] = None
 
 
+# Every workload checks every constraint of its definition: parse and compile each text once.
+@lru_cache(maxsize=4096)
 def parse_constraint(text: str) -> ParsedConstraint:
     try:
         tree = ast.parse(text.strip(), mode="eval")
@@ -54,7 +61,12 @@ def parse_constraint(text: str) -> ParsedConstraint:
                 return ParsedConstraint(None, frozenset(), f"raises to a power that is not a constant 0..{MAX_EXPONENT}")
             if isinstance(node.left, ast.BinOp) and isinstance(node.left.op, ast.Pow):
                 return ParsedConstraint(None, frozenset(), "nests powers")
-    return ParsedConstraint(tree, frozenset(names))
+    arithmetic = not any(isinstance(n, (ast.Attribute, ast.Subscript)) for n in ast.walk(tree))
+    try:
+        code = compile(tree, "<constraint>", "eval") if arithmetic else None
+    except (RecursionError, MemoryError, ValueError):  # the compiler's own limits
+        return ParsedConstraint(None, frozenset(), "is nested too deeply to compile")
+    return ParsedConstraint(tree, frozenset(names), code=code)
 
 
 def evaluate_constraint(parsed: ParsedConstraint, values: dict[str, int]) -> Optional[bool]:
@@ -63,13 +75,10 @@ def evaluate_constraint(parsed: ParsedConstraint, values: dict[str, int]) -> Opt
     Only arithmetic over axis values is evaluated: a constraint that looks into tensors
     (attributes, subscripts) is decided by the benchmark, with the tensors at hand.
     """
-    if parsed.tree is None or not parsed.names <= values.keys():
-        return None
-    if any(isinstance(n, (ast.Attribute, ast.Subscript)) for n in ast.walk(parsed.tree)):
+    if parsed.code is None or not parsed.names <= values.keys():
         return None
     try:
-        result = eval(compile(parsed.tree, "<constraint>", "eval"),
-                      {"__builtins__": {}, "len": len, "min": min, "max": max, "abs": abs}, dict(values))
+        result = eval(parsed.code, {"__builtins__": {}, "len": len, "min": min, "max": max, "abs": abs}, dict(values))
     except Exception:  # e.g. division by zero with a bad axis value: undecidable here
         return None
     return bool(result)

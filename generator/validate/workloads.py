@@ -110,8 +110,9 @@ def check_axes(w: Workload, d: Definition) -> Iterator[Diagnostic]:
         return
     values = {**d.const_axes, **{a: w.axes[a] for a in d.var_axes}}
     for i, text in enumerate(d.constraints):
-        if evaluate_constraint(parse_constraint(text), values) is False:
-            shown = ", ".join(f"{n}={values[n]}" for n in sorted(parse_constraint(text).names))
+        parsed = parse_constraint(text)
+        if evaluate_constraint(parsed, values) is False:
+            shown = ", ".join(f"{n}={values[n]}" for n in sorted(parsed.names))
             yield error(w, "/workload/axes", f"axes break the constraint {text!r} of {d.name} ({shown})",
                         "choose axis values that satisfy every constraint")
 
