@@ -1,0 +1,116 @@
+"""Turn recipe Specs into workload lines and safetensors blobs, or check committed files against them."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+
+from ..errors import KernelTraceError
+from .recipes import Spec, as_jsonable
+
+RECIPE_MODULES = ("seed", "llama", "qwen", "deepseek")
+
+NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "int8": np.int8, "int16": np.int16,
+                "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_}
+
+
+def all_specs() -> list[Spec]:
+    specs: list[Spec] = []
+    for name in RECIPE_MODULES:
+        try:
+            module = importlib.import_module(f"{__package__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{name}":
+                raise
+            continue
+        specs.extend(module.workloads())
+    return specs
+
+
+def _definitions(root: Path) -> dict:
+    out = {}
+    for path in sorted((root / "definitions").glob("*/*.json")):
+        d = json.loads(path.read_text(encoding="utf-8"))
+        out[d["name"]] = d
+    return out
+
+
+def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
+    """Every file the specs describe, path -> exact bytes. Raises KernelTraceError on a bad spec."""
+    from safetensors.numpy import save  # bench extra
+
+    definitions = _definitions(root)
+    lines: dict[str, list[str]] = {}
+    files: dict[Path, bytes] = {}
+    seen: set = set()
+    for spec in specs:
+        d = definitions.get(spec.definition)
+        where = f"recipe {spec.definition}/{spec.key}"
+        if d is None:
+            raise KernelTraceError(f"{where}: no definition named {spec.definition!r} under {root / 'definitions'}")
+        if (spec.definition, spec.key) in seen:
+            raise KernelTraceError(f"{where}: key used twice")
+        seen.add((spec.definition, spec.key))
+        var = {n for n, a in d["axes"].items() if a["type"] == "var"}
+        if set(spec.axes) != var:
+            raise KernelTraceError(f"{where}: axes {sorted(spec.axes)} but the definition's var axes are {sorted(var)}")
+        if set(spec.inputs) != set(d["inputs"]):
+            raise KernelTraceError(f"{where}: inputs {sorted(spec.inputs)} but the definition takes {list(d['inputs'])}")
+        inputs, blob = {}, {}
+        rel = f"blob/workloads/{d['type']}/{d['name']}/{spec.uuid}.safetensors"
+        for name in d["inputs"]:  # the definition's order
+            value = spec.inputs[name]
+            if isinstance(value, np.ndarray):
+                dtype = d["inputs"][name]["dtype"]
+                if dtype not in NUMPY_DTYPES:
+                    raise KernelTraceError(f"{where}: input {name} is {dtype}, which a numpy blob cannot hold")
+                blob[name] = np.ascontiguousarray(value.astype(NUMPY_DTYPES[dtype]))
+                inputs[name] = {"type": "safetensors", "path": rel, "tensor_key": name}
+            elif value == "random":
+                inputs[name] = {"type": "random"}
+            else:
+                inputs[name] = {"type": "scalar", "value": as_jsonable(value)}
+        workload = {"uuid": spec.uuid, "axes": {k: int(v) for k, v in spec.axes.items()}, "inputs": inputs,
+                    "seed": spec.seed}
+        if spec.description:
+            workload["description"] = spec.description
+        line = {"definition": d["name"], "workload": workload, "solution": None, "evaluation": None}
+        lines.setdefault(f"workloads/{d['type']}/{d['name']}.jsonl", []).append(json.dumps(line))
+        if blob:
+            files[root / rel] = save(dict(sorted(blob.items())))
+    for rel, rows in lines.items():
+        files[root / rel] = ("\n".join(rows) + "\n").encode("utf-8")
+    return files
+
+
+def write(root: Path, files: dict[Path, bytes]) -> Iterator[Path]:
+    """Write files atomically (temporary file, then rename); yield the ones that changed."""
+    for path, data in sorted(files.items()):
+        if path.is_file() and path.read_bytes() == data:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+        yield path
+
+
+def stale(root: Path, files: dict[Path, bytes]) -> list[str]:
+    """Problems: committed files that differ from, or are missing against, what the recipes make; and
+    blobs in folders the recipes own that no recipe makes any more."""
+    problems = []
+    for path, data in sorted(files.items()):
+        if not path.is_file():
+            problems.append(f"{path.relative_to(root)}: missing")
+        elif path.read_bytes() != data:
+            problems.append(f"{path.relative_to(root)}: differs from what its recipe generates")
+    owned = {p.parent for p in files if p.suffix == ".safetensors"}
+    for folder in sorted(owned):
+        for blob in sorted(folder.glob("*.safetensors")):
+            if blob not in files:
+                problems.append(f"{blob.relative_to(root)}: no recipe generates it")
+    return problems

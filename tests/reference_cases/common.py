@@ -1,0 +1,42 @@
+"""What every module of independent formulations shares: the Case record and input helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+
+def fp8(values, scale=1.0):
+    """float8_e4m3 tensor from float32 values times scale, clamped to +-448 (the e4m3fn range).
+
+    In place on the float32 temporary: these tensors are large and fresh allocations are slow."""
+    return values.mul_(scale).clamp_(-448.0, 448.0).to(torch.float8_e4m3fn)
+
+
+def uniform(shape, low, high, g):
+    return low + (high - low) * torch.rand(shape, generator=g)
+
+
+@dataclass
+class Case:
+    """How to check one definition: small var-axis sizes, an input maker and the independent result.
+
+    sizes: var-axis values, one dict per input set (at least 3).
+    make_inputs: (axes, generator, set_index) -> {input name: value}, in the definition's input order.
+    expected: (axes, inputs) -> {output name: float64 tensor}, computed *without* the reference.
+    derived: axes -> {axis: value} for var axes that follow from others (e.g. H_qo = H_kv * H_r, or
+        the length of an index tensor made by make_inputs); merged into the axes before make_inputs
+        when it only needs the sizes, so make_inputs may also return them via `axes` mutation.
+    check: for outputs that cannot be compared element-wise (sampling): (outputs_fn, axes, inputs,
+        who) -> None, where outputs_fn() calls the code under test once more on the same inputs and
+        returns its output dict; it asserts statistically. When set, `expected` is not used.
+    """
+
+    sizes: list
+    make_inputs: Callable
+    expected: Optional[Callable] = None
+    derived: Optional[Callable] = None
+    check: Optional[Callable] = None
+    extra: dict = field(default_factory=dict)

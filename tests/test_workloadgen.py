@@ -1,0 +1,126 @@
+"""The structured workload generator: coherent index inputs, reproducible bytes, committed files current."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+from generator.workloadgen import core
+from generator.workloadgen.__main__ import main as workloadgen_main
+from generator.workloadgen.recipes import Spec
+from generator.workloadgen.write import render, stale
+
+DATASET = Path(__file__).resolve().parent.parent / "dataset"
+
+
+def test_paged_kv_is_a_coherent_layout():
+    g = core.rng(7)
+    lens = core.seq_lens(g, 33, 700, high=4096)
+    layout = core.paged_kv(g, lens, 16)
+    indptr, indices, last = layout["kv_indptr"], layout["kv_indices"], layout["kv_last_page_len"]
+    assert indptr[0] == 0 and (np.diff(indptr) >= 1).all() and indptr[-1] == len(indices)
+    assert len(set(indices.tolist())) == len(indices) and indices.max() < layout["num_pages"]
+    assert ((last >= 1) & (last <= 16)).all()
+    # Tokens held = full pages + last page, per sequence.
+    assert ((np.diff(indptr) - 1) * 16 + last == lens).all()
+    # A fragmented allocator: pages are not handed out in order.
+    assert not (np.diff(indices) == 1).all()
+
+
+def test_paged_kv_rejects_empty_sequences():
+    with pytest.raises(ValueError, match="at least one token"):
+        core.paged_kv(core.rng(0), [3, 0], 16)
+
+
+def test_generators_are_reproducible_from_the_seed():
+    a = core.paged_kv(core.rng(3), core.seq_lens(core.rng(3), 8, 100), 1)
+    b = core.paged_kv(core.rng(3), core.seq_lens(core.rng(3), 8, 100), 1)
+    assert all(np.array_equal(a[k], b[k]) for k in ("kv_indptr", "kv_indices", "kv_last_page_len"))
+    c = core.paged_kv(core.rng(4), core.seq_lens(core.rng(4), 8, 100), 1)
+    assert not np.array_equal(a["kv_indices"], c["kv_indices"])
+
+
+def test_skewed_counts_sum_and_skew():
+    counts = core.skewed_counts(core.rng(1), 8 * 4096, 128, alpha=1.1, empty_fraction=0.1)
+    assert counts.sum() == 8 * 4096 and len(counts) == 128
+    assert (counts == 0).sum() >= 12
+    top = np.sort(counts)[::-1]
+    assert top[:8].sum() > 0.3 * counts.sum()  # a few hot experts take a large share
+
+
+def test_render_writes_blobs_and_lines(tmp_path):
+    (tmp_path / "definitions" / "gqa").mkdir(parents=True)
+    definition = {"name": "toy", "type": "gqa", "axes": {"n": {"type": "var"}, "len_indptr": {"type": "var"}},
+                  "inputs": {"x": {"shape": ["n"], "dtype": "bfloat16"},
+                             "kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"},
+                             "scale": {"shape": [], "dtype": "float32"}}}
+    (tmp_path / "definitions" / "gqa" / "toy.json").write_text(json.dumps(definition))
+    spec = Spec("toy", "k1", {"n": 4, "len_indptr": 3},
+                {"scale": 0.5, "x": "random", "kv_indptr": np.array([0, 2, 5])}, seed=9, description="toy")
+    files = render(tmp_path, [spec])
+    line = json.loads(files[tmp_path / "workloads/gqa/toy.jsonl"])
+    assert list(line["workload"]["inputs"]) == ["x", "kv_indptr", "scale"]  # the definition's order
+    blob = tmp_path / line["workload"]["inputs"]["kv_indptr"]["path"]
+    assert stale(tmp_path, files) == [f"{blob.relative_to(tmp_path)}: missing", "workloads/gqa/toy.jsonl: missing"]
+    for path, data in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    assert stale(tmp_path, files) == []
+    loaded = load_file(str(blob))["kv_indptr"]
+    assert loaded.dtype == np.int32 and loaded.tolist() == [0, 2, 5]
+    assert render(tmp_path, [spec]) == files  # same bytes every time
+
+
+def test_committed_recipe_workloads_are_current(capsys):
+    # Every blob in the dataset is the output of the documented generator with its recorded seed.
+    assert workloadgen_main(["--dataset", str(DATASET), "--check"]) == 0, capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------------
+# Every workload in the dataset: index inputs are coherent with each other and with the axes.
+# --------------------------------------------------------------------------------------------------
+
+def _workloads():
+    for path in sorted((DATASET / "workloads").glob("*/*.jsonl")):
+        d = json.loads((DATASET / "definitions" / path.parent.name / f"{path.stem}.json").read_text())
+        for line in path.read_text().splitlines():
+            if line.strip():
+                w = json.loads(line)["workload"]
+                yield pytest.param(d, w, id=f"{d['name']}:{w['uuid'][:8]}")
+
+
+@pytest.mark.parametrize("d,w", list(_workloads()))
+def test_index_inputs_are_coherent(d, w):
+    axes = {n: a["value"] for n, a in d["axes"].items() if a["type"] == "const"} | w["axes"]
+    blobs = {}
+    for name, spec in w["inputs"].items():
+        if spec["type"] == "safetensors":
+            blobs[name] = load_file(str(DATASET / spec["path"]))[spec["tensor_key"]]
+    for name, value in blobs.items():  # shapes as the definition says
+        assert list(value.shape) == [axes[a] for a in d["inputs"][name]["shape"]], name
+    if "kv_indptr" in blobs:
+        indptr = blobs["kv_indptr"].astype(np.int64)
+        assert indptr[0] == 0 and (np.diff(indptr) >= 0).all(), "kv_indptr must start at 0 and not decrease"
+        if "kv_indices" in blobs:
+            indices = blobs["kv_indices"].astype(np.int64)
+            assert indptr[-1] == len(indices), "kv_indptr[-1] must equal the number of kv_indices"
+            if "num_pages" in axes:
+                assert len(np.unique(indices)) == len(indices), "a page is used twice"
+                assert indices.min() >= 0 and indices.max() < axes["num_pages"], "page id out of the pool"
+        if "kv_last_page_len" in blobs and "page_size" in axes:
+            last = blobs["kv_last_page_len"]
+            assert ((last >= 1) & (last <= axes["page_size"])).all(), "kv_last_page_len outside 1..page_size"
+            assert (np.diff(indptr) >= 1).all(), "a sequence with a last page has at least one page"
+    if "qo_indptr" in blobs:
+        qo = blobs["qo_indptr"].astype(np.int64)
+        assert qo[0] == 0 and (np.diff(qo) >= 0).all(), "qo_indptr must start at 0 and not decrease"
+        token_axes = [a for a in ("total_q", "num_qo_tokens", "num_tokens", "total_tokens") if a in axes]
+        if token_axes:
+            assert qo[-1] == axes[token_axes[0]], f"qo_indptr[-1] must equal {token_axes[0]}"
+    if "positions" in blobs and "max_position" in axes:
+        pos = blobs["positions"]
+        assert pos.min() >= 0 and pos.max() < axes["max_position"], "positions outside the cos/sin cache"
