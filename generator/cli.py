@@ -74,6 +74,42 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_bench
+
+    summary = run_bench(args.dataset, device=args.device, out=args.out, definitions=args.definitions or (),
+                        solutions=args.solutions or (), authors=args.authors or (), shard=args.shard,
+                        resume=args.resume, correctness_only=args.correctness_only,
+                        max_bytes=int(args.max_mib * 2**20) if args.max_mib is not None else None,
+                        timeout_s=args.timeout, progress=not args.quiet)
+    plan = summary.plan
+    if plan.skipped:
+        print(f"skipped {len(plan.skipped)}:")
+        for what, why in plan.skipped:
+            print(f"  {what}: {why}")
+    if plan.already_done:
+        print(f"{plan.already_done} pair(s) already have a trace on {summary.hardware} (--resume)")
+    counts = summary.counts()
+    where = "checked, no traces written" if args.correctness_only else f"traces in {(args.out or args.dataset) / 'traces'}"
+    print(f"{len(summary.outcomes)} pair(s) on {summary.hardware}: "
+          + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to do") + f"; {where}")
+    for o in summary.outcomes:
+        if o.status != "PASSED":
+            print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}")
+    return 1 if any(o.status != "PASSED" for o in summary.outcomes) and args.strict else 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .bench import merge
+
+    summary = merge(args.dataset, args.folders)
+    for line in summary.skipped:
+        print(f"skipped {line}", file=sys.stderr)
+    print(f"merged into {args.dataset / 'traces'}: {summary.added} added, {summary.replaced} replaced by newer, "
+          f"{summary.unchanged} already there; {summary.files} file(s) rewritten")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kerneltrace", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"kerneltrace {__version__}")
@@ -86,6 +122,37 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=["human", "json", "github"], help="output format (default: human; github in Actions)")
     p.add_argument("--no-warnings", dest="warnings", action="store_false", help="print errors only")
     p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("bench", help="run solutions on workloads; append one trace per pair",
+                       description="Runs every selected (solution, workload) pair in its own process with a "
+                                   "timeout: seeded inputs, checks against the reference on several input sets, "
+                                   "anti-cheat checks, timing (cold L2 and CUDA events on GPUs, a host clock on "
+                                   "the CPU). Appends traces to <out>/traces/<author>/<type>/<definition>.jsonl.")
+    _add_dataset(p)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.add_argument("--definitions", nargs="+", metavar="NAME", help="only these definitions")
+    p.add_argument("--solutions", nargs="+", metavar="NAME", help="only these solutions")
+    p.add_argument("--authors", nargs="+", metavar="NAME", help="only solutions by these authors")
+    p.add_argument("--shard", metavar="K/N", help="run shard K of N (1-based): N machines cover every pair once")
+    p.add_argument("--resume", action="store_true", help="skip pairs that already have a trace on this hardware")
+    p.add_argument("--correctness-only", action="store_true", help="check correctness only; write no traces")
+    p.add_argument("--out", type=Path, metavar="DIR", help="write traces under DIR/traces/ (default: the dataset)")
+    p.add_argument("--max-mib", type=float, metavar="MIB",
+                   help="skip workloads whose inputs and outputs exceed MIB per call "
+                        "(default on the CPU: 64; no limit on GPUs)")
+    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                   help="seconds one workload (or building a solution) may take (default: 300)")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("merge", help="fold traces from bench shards into the dataset, without duplicates",
+                       description="Reads the traces/ of each folder (outputs of `kerneltrace bench --out`) and "
+                                   "adds them to the dataset's traces: one per (solution, workload, hardware), "
+                                   "the newest winning.")
+    _add_dataset(p)
+    p.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="shard output folders")
+    p.set_defaults(func=cmd_merge)
 
     p = sub.add_parser("build", help="render the site and build it with mkdocs --strict")
     _add_dataset(p)

@@ -1,0 +1,84 @@
+"""The bench stage: seeded inputs, strict correctness, timing, isolation, anti-cheat; traces out.
+
+`run_bench` is what `kerneltrace bench` calls; `merge` folds shard outputs into a dataset.
+Needs the bench extra (torch, numpy, safetensors) in the parent too: it describes the machine.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional, Sequence
+
+from ..errors import KernelTraceError
+from .plan import DEFAULT_CPU_MAX_BYTES, Plan, make_plan, parse_shard
+from .runner import Options, Outcome, run_plan
+from .store import MergeSummary, done_keys, merge
+
+__all__ = ["BenchSummary", "run_bench", "merge", "MergeSummary"]
+
+
+@dataclass
+class BenchSummary:
+    plan: Plan
+    outcomes: list[Outcome] = field(default_factory=list)
+    hardware: str = ""
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for o in self.outcomes:
+            out[o.status] = out.get(o.status, 0) + 1
+        return out
+
+
+def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
+              definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
+              shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
+              max_bytes: Optional[int] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
+              progress: bool = True) -> BenchSummary:
+    from ..load import load
+    from .environment import describe
+
+    try:
+        import torch
+    except ImportError:
+        raise KernelTraceError("kerneltrace bench needs torch: pip install torch, then pip install -e '.[bench]'") from None
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise KernelTraceError(f"--device {device}: torch sees no CUDA device here (torch {torch.__version__}); "
+                               "use --device cpu")
+    if device not in ("cpu",) and not device.startswith("cuda"):
+        raise KernelTraceError(f"--device {device!r}: use cpu or cuda (or cuda:N)")
+    ds = load(dataset_root)
+    if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
+        raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
+    out = out or dataset_root
+    environment = describe(device)
+    if max_bytes is None and device == "cpu":
+        max_bytes = DEFAULT_CPU_MAX_BYTES
+    done = frozenset(done_keys(out)) if resume else frozenset()
+    plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
+                     shard=parse_shard(shard), max_bytes=max_bytes, done=done, hardware=environment["hardware"])
+    summary = BenchSummary(plan, hardware=environment["hardware"])
+    opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only,
+                   timing=timing or ({"budget_s": 1.0, "min_samples": 5, "max_samples": 200} if device == "cpu" else {}))
+    bar = None
+    if progress and plan.pairs:
+        from tqdm import tqdm
+        bar = tqdm(total=len(plan.pairs), unit="pair", desc=f"bench {environment['hardware']}",
+                   file=sys.stderr, dynamic_ncols=True)
+
+    def on_outcome(o: Outcome) -> None:
+        summary.outcomes.append(o)
+        if bar is not None:
+            counts = summary.counts()
+            bar.set_postfix(passed=counts.get("PASSED", 0),
+                            failed=sum(v for k, v in counts.items() if k != "PASSED"), refresh=False)
+            bar.update(1)
+
+    try:
+        run_plan(plan, opts, dataset_root, environment, on_outcome)
+    finally:
+        if bar is not None:
+            bar.close()
+    return summary

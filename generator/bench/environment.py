@@ -1,0 +1,69 @@
+"""Where a run happens, named as the dataset's hardware specs name it."""
+
+from __future__ import annotations
+
+import platform
+import re
+import subprocess
+
+# Marketing names torch reports -> hardware spec names in dataset/hardware/.
+GPU_NAMES = [
+    (r"H100.*(PCIe)", "H100_PCIE"), (r"H100", "H100_SXM"), (r"H200", "H200"), (r"B200", "B200"),
+    (r"A100", "A100"), (r"L40S", "L40S"),
+]
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_hardware_name(threads: int) -> str:
+    """e.g. CPU_AMD_EPYC_2T: the CPU model and the threads torch used (CPU results scale with both)."""
+    slug = re.sub(r"[^A-Za-z0-9]+", "_", cpu_model()).strip("_")
+    return f"CPU_{slug}_{threads}T"
+
+
+def gpu_hardware_name(device_name: str) -> str:
+    for pattern, name in GPU_NAMES:
+        if re.search(pattern, device_name):
+            return name
+    return re.sub(r"[^A-Za-z0-9]+", "_", device_name).strip("_")
+
+
+def describe(device: str) -> dict:
+    """The trace's evaluation.environment for runs on `device`."""
+    import torch
+
+    libs = {"torch": torch.__version__, "python": platform.python_version()}
+    try:
+        import triton
+        libs["triton"] = triton.__version__
+    except ImportError:
+        libs["triton"] = None
+    try:
+        import numpy
+        libs["numpy"] = numpy.__version__
+    except ImportError:
+        pass
+    env = {"cpu": cpu_model()}
+    if device.startswith("cuda"):
+        name = torch.cuda.get_device_name(torch.device(device))
+        libs["cuda"] = torch.version.cuda
+        env["hardware"] = gpu_hardware_name(name)
+        try:
+            out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=30, check=True)
+            env["driver"] = out.stdout.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
+    else:
+        env["hardware"] = cpu_hardware_name(torch.get_num_threads())
+    env["libs"] = libs
+    return env

@@ -1,0 +1,111 @@
+"""Which (solution, workload) pairs a bench run covers: filters, device fit, the CPU cost limit,
+sharding and resume. Pure functions over the loaded dataset; no torch."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterable, Optional
+
+from ..dataset import Dataset
+from ..errors import KernelTraceError
+from ..records import Definition, Solution, Workload
+
+DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1,
+               "float4_e2m1": 0.5, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
+
+# A CPU run takes a workload when one call touches at most this many bytes of inputs and outputs: a
+# kernel reads each input and writes each output at least once, so this bounds the memory traffic
+# from below, and on this scale a 2-core CPU finishes the reference plus checks in seconds.
+DEFAULT_CPU_MAX_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Pair:
+    definition: Definition
+    solution: Solution
+    workload: Workload
+
+    @property
+    def key(self) -> str:
+        return f"{self.solution.name}/{self.workload.uuid}"
+
+
+@dataclass
+class Plan:
+    pairs: list[Pair] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (what, why)
+    already_done: int = 0
+
+
+def parse_shard(text: Optional[str]) -> Optional[tuple[int, int]]:
+    if not text:
+        return None
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise KernelTraceError(f"--shard {text!r}: write it as K/N, e.g. 2/4 (shard 2 of 4)") from None
+    if not (n >= 1 and 1 <= k <= n):
+        raise KernelTraceError(f"--shard {text!r}: K must be between 1 and N, and N at least 1")
+    return k, n
+
+
+def shard_of(pair_key: str, n: int) -> int:
+    """1-based shard of a pair: a stable hash, so every machine agrees and adding a pair moves no other."""
+    digest = hashlib.sha256(pair_key.encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") % n + 1
+
+
+def call_bytes(d: Definition, w: Workload) -> int:
+    axes = {n: a.value for n, a in d.axes.items() if a.kind == "const"}
+    axes.update(w.axes)
+    total = 0.0
+    for spec in list(d.inputs.values()) + list(d.outputs.values()):
+        n = 1
+        for a in spec.shape:
+            n *= int(axes.get(a, 1))
+        total += n * DTYPE_BYTES[spec.dtype]
+    return int(total)
+
+
+def runs_on(solution: Solution, device: str) -> bool:
+    targets = {t.lower() for t in solution.target_hardware}
+    if device == "cpu":
+        return "cpu" in targets
+    return bool(targets - {"cpu"})
+
+
+def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solutions: Iterable[str] = (),
+              authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
+              max_bytes: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "") -> Plan:
+    definitions, solutions, authors = set(definitions), set(solutions), set(authors)
+    for name in sorted(definitions - set(ds.definitions)):
+        raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
+    for name in sorted(solutions - set(ds.solutions)):
+        raise KernelTraceError(f"--solutions: no solution named {name!r} in {ds.root}")
+    plan = Plan()
+    workloads = ds.workloads_by_definition
+    for sol in sorted(ds.solutions.values(), key=lambda s: (s.definition, s.name)):
+        if definitions and sol.definition not in definitions:
+            continue
+        if (solutions and sol.name not in solutions) or (authors and sol.author not in authors):
+            continue
+        d = ds.definitions.get(sol.definition)
+        if d is None:
+            continue
+        if not runs_on(sol, device):
+            plan.skipped.append((sol.name, f"targets {', '.join(sol.target_hardware)}, not {device}"))
+            continue
+        for w in sorted(workloads.get(d.name, []), key=lambda w: w.uuid):
+            pair = Pair(d, sol, w)
+            if shard and shard_of(pair.key, shard[1]) != shard[0]:
+                continue
+            if max_bytes is not None and call_bytes(d, w) > max_bytes:
+                plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
+                                     f"{call_bytes(d, w) / 2**20:.0f} MiB per call > limit {max_bytes / 2**20:.0f} MiB"))
+                continue
+            if (sol.name, w.uuid, hardware) in done:
+                plan.already_done += 1
+                continue
+            plan.pairs.append(pair)
+    return plan
