@@ -1,0 +1,328 @@
+"""Workloads for the Qwen3-30B-A3B definitions (TP1, plus the attention at TP4; bfloat16).
+
+Serving situations, each written once and shared by every kernel it drives:
+- decode steps: `batch` sequences decode one token each, contexts log-normal around a median
+  (core.seq_lens), from short chats to 32k-token documents, KV cache paged by a fragmented allocator
+  (core.paged_kv). At TP1 the bfloat16 weights take ~61 GB of an 80 GB GPU, leaving room for roughly
+  150k KV tokens (48 layers x 4 KV heads x 128 x 2 x 2 bytes = 96 KiB per token), so the TP1 batches
+  keep batch x context near or below that; at TP4 each rank holds one KV head and a quarter of the
+  weights, so longer contexts at large batches fit;
+- prefill steps: chunks of 128 to 8192 new tokens (vLLM's default max_num_batched_tokens), for one long
+  prompt (chunked prefill behind a cached prefix) or several short prompts, some with prefix-cache hits;
+- MoE steps: every token picks 8 distinct experts of 128 with a skewed popularity (routed_counts below),
+  tokens sorted by expert, segment offsets m_indptr; the rows of the expert GEMMs are tokens x 8;
+- GEMM M and the token count of the elementwise kernels: decode batches 1-256, prefill chunks 512-8192.
+Index inputs (page tables, indptr, positions, expert segment offsets) are arrays from seeded generators,
+stored as blobs; float tensors are "random" (the bench draws them from the seed); the RoPE cos/sin cache
+is random too (its values do not change the work).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+
+from . import core
+from .recipes import Spec
+
+MODEL = "Qwen3-30B-A3B"
+SM_SCALE = 1.0 / math.sqrt(128)  # 1 / sqrt(head_dim)
+MAX_CONTEXT = 32768  # longest context used here (max_position_embeddings = 40960)
+MAX_POSITION = 40960  # rows of the cos/sin cache serving allocates (max_position_embeddings)
+NUM_EXPERTS = 128
+TOP_K = 8
+
+
+# --------------------------------------------------------------------------------------------------
+# A generator core.py lacks: MoE segment sizes from per-token routing.
+# --------------------------------------------------------------------------------------------------
+
+def routed_counts(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, *,
+                  alpha: float = 0.6) -> np.ndarray:
+    """Tokens per expert when each of `num_tokens` tokens picks `top_k` DISTINCT experts.
+
+    Expert popularity is Zipf-like as in core.skewed_counts (rank r has weight r**-alpha, ranks shuffled
+    over the experts); each token draws its top_k experts without replacement in proportion to the
+    popularity (Gumbel top-k). Unlike core.skewed_counts(g, num_tokens * top_k, num_experts), an expert
+    never gets more than num_tokens rows (a token cannot pick an expert twice), which matters for small
+    decode batches and for hot experts. alpha 0.6 puts ~7x the mean load on the hottest expert and
+    ~25% of the rows on the 8 hottest (a load-balanced router on a skewed batch); 1.0 is a strongly
+    imbalanced layer (~13x, ~40%)."""
+    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
+    weights = weights[g.permutation(num_experts)]
+    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
+    picks = np.argpartition(-keys, top_k - 1, axis=1)[:, :top_k]
+    return np.bincount(picks.ravel(), minlength=num_experts).astype(np.int64)
+
+
+def routed_call(seed: int, tokens: int, alpha: float) -> str:
+    return (f"g = core.rng({seed}); counts = qwen.routed_counts(g, {tokens}, {NUM_EXPERTS}, {TOP_K}, "
+            f"alpha={alpha}); m_indptr = core.indptr(counts)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Serving situations
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Decode:
+    """`batch` sequences decoding one token each, contexts log-normal around `median` (sigma 0: all equal)."""
+
+    batch: int
+    median: int
+    sigma: float
+    what: str
+
+    @property
+    def key(self) -> str:
+        return f"decode_b{self.batch}_ctx{self.median}"
+
+    def lens(self, g: np.random.Generator) -> np.ndarray:
+        return core.seq_lens(g, self.batch, self.median, low=16, high=MAX_CONTEXT, sigma=self.sigma)
+
+    def call(self, seed: int) -> str:
+        return (f"g = core.rng({seed}); lens = core.seq_lens(g, {self.batch}, {self.median}, low=16, "
+                f"high={MAX_CONTEXT}, sigma={self.sigma})")
+
+
+@dataclass(frozen=True)
+class Prefill:
+    """`batch` prompts with `median` new tokens each (log-normal, sigma; exactly `median` when sigma is 0),
+    behind cached prefixes of `prefix` tokens (log-normal likewise; 0: no prefix)."""
+
+    batch: int
+    median: int
+    prefix: int
+    sigma: float
+    what: str
+
+    @property
+    def key(self) -> str:
+        return f"prefill_b{self.batch}_q{self.median}_prefix{self.prefix}"
+
+    def lens(self, g: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(new tokens, cached prefix tokens) per prompt."""
+        q = core.seq_lens(g, self.batch, self.median, low=16, high=8192, sigma=self.sigma)
+        if self.prefix == 0:
+            return q, np.zeros(self.batch, dtype=np.int64)
+        pre = core.seq_lens(g, self.batch, self.prefix, low=16, high=MAX_CONTEXT - 8192, sigma=self.sigma)
+        return q, pre
+
+    def call(self, seed: int) -> str:
+        text = (f"g = core.rng({seed}); q_lens = core.seq_lens(g, {self.batch}, {self.median}, low=16, high=8192, "
+                f"sigma={self.sigma})")
+        if self.prefix:
+            text += (f"; prefix_lens = core.seq_lens(g, {self.batch}, {self.prefix}, low=16, "
+                     f"high={MAX_CONTEXT - 8192}, sigma={self.sigma})")
+        return text
+
+
+DECODE_PS16 = [
+    Decode(1, 32768, 0.0, "one request decoding at a 32k context (long-document chat)"),
+    Decode(4, 16384, 0.5, "4 long-context requests around 16k"),
+    Decode(16, 4096, 0.5, "16 requests around 4k context"),
+    Decode(64, 2048, 0.5, "64 requests around 2k context"),
+    Decode(128, 1024, 0.5, "128 requests around 1k context"),
+    Decode(256, 512, 0.5, "256 short chats around 512 tokens of context (a full batch)"),
+]
+DECODE_PS1 = [
+    Decode(1, 8192, 0.0, "one request decoding at an 8k context"),
+    Decode(8, 2048, 0.5, "8 requests around 2k context"),
+    Decode(32, 1024, 0.5, "32 requests around 1k context"),
+    Decode(64, 512, 0.5, "64 chats around 512 tokens of context"),
+    Decode(256, 300, 0.5, "256 short chats around 300 tokens of context (a full batch)"),
+]
+DECODE_TP4 = [
+    Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
+    Decode(16, 16384, 0.5, "16 long-context requests around 16k"),
+    Decode(64, 8192, 0.5, "64 requests around 8k context"),
+    Decode(128, 4096, 0.5, "128 requests around 4k context"),
+    Decode(256, 2048, 0.5, "256 requests around 2k context (a full batch)"),
+]
+PREFILL = [
+    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
+    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
+    Prefill(1, 4096, 12288, 0.0, "a 4096-token chunk of a long prompt behind 12288 tokens already cached "
+                                 "(chunked prefill)"),
+    Prefill(4, 512, 2048, 0.5, "4 multi-turn chats: ~512 new tokens behind ~2k-token cached prefixes "
+                               "(prefix-cache hits)"),
+    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
+]
+# Ragged prefill attends over the new tokens' own keys/values only (SGLang runs the cached prefix with the
+# paged kernel and merges the two by lse), so its workloads are fresh prompts: qo_len == kv_len.
+RAGGED = [
+    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
+    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
+    Prefill(4, 1024, 0, 0.5, "4 prompts of ~1k tokens"),
+    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
+    Prefill(64, 64, 0, 0.5, "64 very short prompts of ~64 tokens (many small sequences)"),
+]
+
+# Token counts (GEMM M, rows of the elementwise kernels): decode batches and prefill chunks.
+TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32"), (64, "decode, batch 64"),
+          (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
+          (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
+          (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
+# MoE steps: tokens in the step and the popularity skew of the layer.
+MOE = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "decode, batch 32"),
+       (64, 1.0, "decode, batch 64, a strongly imbalanced layer"), (128, 0.6, "decode, batch 128"),
+       (256, 0.6, "decode, batch 256 (a full batch)"), (512, 0.6, "prefill chunk of 512 tokens"),
+       (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
+       (4096, 0.6, "prefill chunk of 4096 tokens"),
+       (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
+# lm_head rows: one per sequence whose next token is sampled.
+LM_HEAD = [(1, "decode batch 1, or one prompt finishing its prefill"), (4, "4 prompts finishing their prefill"),
+           (16, "decode batch 16, or a burst of 16 prompts finishing their prefill"), (64, "decode batch 64"),
+           (128, "decode batch 128"), (256, "decode batch 256 (a full batch)")]
+
+
+def i32(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.int32)
+
+
+# --------------------------------------------------------------------------------------------------
+# Per-kernel workloads
+# --------------------------------------------------------------------------------------------------
+
+def token_workloads() -> Iterator[Spec]:
+    """Kernels whose only var axis is the token count."""
+    for seed, (m, what) in enumerate(TOKENS):
+        about = f"{MODEL} TP1, {what}: {m} tokens"
+        yield Spec("rmsnorm_h2048", f"t{m}", {"batch_size": m}, {"hidden_states": "random", "weight": "random"},
+                   seed, f"{about}; input_layernorm of decoder layer 0")
+        yield Spec("fused_add_rmsnorm_h2048", f"t{m}", {"batch_size": m},
+                   {"hidden_states": "random", "residual": "random", "weight": "random"}, seed,
+                   f"{about}; residual add + norm before attention / MoE / lm_head")
+        yield Spec("gemm_n5120_k2048", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed, f"{about}; qkv_proj")
+        yield Spec("gemm_n2048_k4096", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed, f"{about}; o_proj")
+        yield Spec("gemm_n128_k2048", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
+                   f"{about}; MoE router gate")
+        yield Spec("moe_routing_softmax_topk8_e128", f"t{m}", {"num_tokens": m}, {"router_logits": "random"}, seed,
+                   f"{about}; router softmax + top-8 + renormalise. The logits are random draws: a trained "
+                   f"router's logits are more peaked (a few experts dominate each token); the work is the same")
+        yield Spec("silu_and_mul_i768", f"t{m * TOP_K}", {"num_tokens": m * TOP_K}, {"input": "random"}, seed,
+                   f"{about} x 8 routed experts = {m * TOP_K} rows; SwiGLU between the expert gate_up and down GEMMs")
+    for seed, (m, what) in enumerate(LM_HEAD):
+        yield Spec("gemm_n151936_k2048", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
+                   f"{MODEL} TP1 lm_head, {what}: {m} rows")
+
+
+QK_NORM = [(1, 32, "decode batch 1, q_norm (32 heads, TP1)"), (1, 4, "decode batch 1, k_norm (4 heads, TP1)"),
+           (64, 32, "decode batch 64, q_norm"), (64, 4, "decode batch 64, k_norm"),
+           (256, 32, "decode batch 256, q_norm"), (256, 4, "decode batch 256, k_norm"),
+           (2048, 32, "prefill chunk of 2048 tokens, q_norm"), (2048, 4, "prefill chunk of 2048 tokens, k_norm"),
+           (8192, 32, "prefill chunk of 8192 tokens, q_norm"), (8192, 4, "prefill chunk of 8192 tokens, k_norm"),
+           (256, 8, "decode batch 256 at TP4, q_norm (8 heads per rank)"),
+           (8192, 1, "prefill chunk of 8192 tokens at TP4, k_norm (1 head per rank)")]
+
+
+def qk_norm_workloads() -> Iterator[Spec]:
+    for seed, (t, h, what) in enumerate(QK_NORM):
+        yield Spec("qk_rmsnorm_d128", f"t{t}_h{h}", {"num_tokens": t, "num_heads": h},
+                   {"input": "random", "weight": "random"}, seed, f"{MODEL}, {what}")
+
+
+def moe_workloads() -> Iterator[Spec]:
+    for seed, (tokens, alpha, what) in enumerate(MOE):
+        g = core.rng(seed)
+        counts = routed_counts(g, tokens, NUM_EXPERTS, TOP_K, alpha=alpha)
+        m_indptr = i32(core.indptr(counts))
+        rows = tokens * TOP_K
+        used = int((counts > 0).sum())
+        about = (f"{MODEL} TP1 MoE, {what}: {tokens} tokens x 8 experts = {rows} rows over {used} of 128 experts "
+                 f"(largest segment {int(counts.max())} rows): {routed_call(seed, tokens, alpha)}")
+        for name, role in (("grouped_gemm_e128_n1536_k2048", "expert gate_up projection"),
+                           ("grouped_gemm_e128_n2048_k768", "expert down projection")):
+            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": NUM_EXPERTS + 1},
+                       {"A": "random", "B": "random", "m_indptr": m_indptr}, seed, f"{about}; {role}")
+
+
+def rope_workloads() -> Iterator[Spec]:
+    seed = 0
+    for s in [DECODE_PS16[0], DECODE_PS16[3], DECODE_PS16[5]]:
+        g = core.rng(seed)
+        positions = s.lens(g) - 1  # the new token's position
+        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
+        seed += 1
+    for s in PREFILL:
+        g = core.rng(seed)
+        q, pre = s.lens(g)
+        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
+        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
+                                                f"q_len)) per prompt with {s.call(seed)}")
+        seed += 1
+
+
+def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
+    return Spec("rope_neox_h32_kv4_d128", key, {"num_tokens": len(positions), "max_position": MAX_POSITION},
+                {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"},
+                seed, f"{MODEL} TP1 {what}; cos_sin_cache random with {MAX_POSITION} rows "
+                      f"(max_position_embeddings; its values do not change the work)")
+
+
+def decode_workloads() -> Iterator[Spec]:
+    for name, ps, situations, tp in (("gqa_paged_decode_h32_kv4_d128_ps16", 16, DECODE_PS16, "TP1"),
+                                     ("gqa_paged_decode_h32_kv4_d128_ps1", 1, DECODE_PS1, "TP1"),
+                                     ("gqa_paged_decode_h8_kv1_d128_ps16", 16, DECODE_TP4, "TP4")):
+        for seed, s in enumerate(situations):
+            g = core.rng(seed)
+            lens = s.lens(g)
+            kv = core.paged_kv(g, lens, ps)
+            yield Spec(
+                name, s.key,
+                {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
+                 "num_kv_indices": len(kv["kv_indices"])},
+                {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
+                 "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]),
+                 "sm_scale": SM_SCALE},
+                seed, f"{MODEL} {tp} decode, {s.what} ({int(lens.sum())} KV tokens): {s.call(seed)}; "
+                      f"kv = core.paged_kv(g, lens, {ps}) (pool 25% larger than used, pages in random order)")
+
+
+def paged_prefill_workloads() -> Iterator[Spec]:
+    for name, tp in (("gqa_paged_prefill_causal_h32_kv4_d128_ps16", "TP1"),
+                     ("gqa_paged_prefill_causal_h8_kv1_d128_ps16", "TP4")):
+        for seed, s in enumerate(PREFILL):
+            g = core.rng(seed)
+            q, pre = s.lens(g)
+            kv = core.paged_kv(g, q + pre, 16)  # the new tokens' K/V are already in the cache after the prefix
+            yield Spec(
+                name, s.key,
+                {"total_q": int(q.sum()), "batch_size": s.batch, "num_pages": kv["num_pages"],
+                 "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
+                {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
+                 "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
+                 "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
+                seed, f"{MODEL} {tp} prefill, {s.what} ({int(q.sum())} new tokens, {int((q + pre).sum())} KV "
+                      f"tokens): {s.call(seed)}; qo_indptr = core.indptr(q_lens); kv = core.paged_kv(g, q_lens + "
+                      f"prefix_lens, 16) (pool 25% larger than used, pages in random order)")
+
+
+def ragged_workloads() -> Iterator[Spec]:
+    for seed, s in enumerate(RAGGED):
+        g = core.rng(seed)
+        q, _ = s.lens(g)
+        indptr = i32(core.indptr(q))
+        total = int(q.sum())
+        yield Spec(
+            "gqa_ragged_prefill_causal_h32_kv4_d128", s.key,
+            {"total_q": total, "total_kv": total, "batch_size": s.batch, "len_indptr": s.batch + 1},
+            {"q": "random", "k": "random", "v": "random", "qo_indptr": indptr, "kv_indptr": indptr,
+             "sm_scale": SM_SCALE},
+            seed, f"{MODEL} TP1 prefill of fresh prompts (keys/values of the new tokens only, as SGLang's ragged "
+                  f"path), {s.what} ({total} tokens): {s.call(seed)}; qo_indptr = kv_indptr = core.indptr(q_lens)")
+
+
+def workloads() -> Iterator[Spec]:
+    yield from token_workloads()
+    yield from qk_norm_workloads()
+    yield from moe_workloads()
+    yield from rope_workloads()
+    yield from decode_workloads()
+    yield from paged_prefill_workloads()
+    yield from ragged_workloads()
