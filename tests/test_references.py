@@ -50,6 +50,10 @@ TOLERANCE = {"float16": (1e-3, 1e-4), "bfloat16": (1e-2, 1e-3), "float32": (1e-5
 
 
 def assert_close(actual, expected, dtype: str, what: str) -> None:
+    if dtype.startswith(("int", "uint", "bool")):  # ids, indices, masks: exact
+        mismatch = (actual.to(torch.int64) != expected.to(torch.int64)).sum().item()
+        assert mismatch == 0, f"{what}: {mismatch} element(s) differ (integer outputs must match exactly)"
+        return
     rtol, atol_rel = TOLERANCE[dtype]
     expected = expected.to(torch.float64)
     actual64 = actual.to(torch.float64)
