@@ -79,9 +79,13 @@ class _Messages(logging.Handler):
 
 
 @contextlib.contextmanager
-def _mkdocs_session() -> Iterator[_Messages]:
-    """Quiet, reproducible mkdocs: its messages collected, a fixed build date unless one is set."""
+def _mkdocs_session(project: Optional[Path] = None) -> Iterator[_Messages]:
+    """Quiet, reproducible mkdocs: its messages collected, a fixed build date unless one is set, and
+    the project root as the working folder (snippet paths in mkdocs.yml are relative to it)."""
     saved = {key: os.environ.get(key) for key in ("SOURCE_DATE_EPOCH", "NO_MKDOCS_2_WARNING")}
+    cwd = os.getcwd()
+    if project is not None:
+        os.chdir(project)
     os.environ.setdefault("SOURCE_DATE_EPOCH", DEFAULT_SOURCE_DATE_EPOCH)
     os.environ["NO_MKDOCS_2_WARNING"] = "1"  # Material's end-of-life notice, printed on import
     logger = logging.getLogger("mkdocs")
@@ -90,6 +94,7 @@ def _mkdocs_session() -> Iterator[_Messages]:
     try:
         yield handler
     finally:
+        os.chdir(cwd)
         logger.removeHandler(handler)
         for key, value in saved.items():
             if value is None:
@@ -106,7 +111,7 @@ def _mkdocs_error(e: BaseException, messages: _Messages) -> KernelTraceError:
 
 def run_mkdocs(config_file: Path, site_dir: Path, strict: bool) -> list[str]:
     """`mkdocs build [--strict]` through its Python API; its warnings, or KernelTraceError."""
-    with _mkdocs_session() as messages:
+    with _mkdocs_session(config_file.resolve().parent) as messages:
         from mkdocs.commands.build import build
         from mkdocs.config import load_config
         from mkdocs.exceptions import MkDocsException
@@ -203,7 +208,7 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
     # option; it learns the dataset and project from the environment.
     os.environ["KERNELTRACE_SERVE_DATASET"] = str(dataset_root.resolve())
     os.environ["KERNELTRACE_SERVE_PROJECT"] = str(project.resolve())
-    with _mkdocs_session() as messages:
+    with _mkdocs_session(project) as messages:
         from mkdocs.commands.serve import serve
         from mkdocs.exceptions import MkDocsException
 
@@ -212,7 +217,7 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
         _show_mkdocs_log()
         try:
             serve(config_file=str(project / CONFIG_FILE), dev_addr=addr, livereload=True,
-                  watch=[str(dataset_root)], hooks=[str(Path(__file__).with_name("serve_hook.py"))])
+                  watch=[str(dataset_root.resolve())], hooks=[str(Path(__file__).with_name("serve_hook.py"))])
         except (MkDocsException, OSError) as e:
             raise _mkdocs_error(e, messages) from None
 

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import jinja2
 
+from ..analyse.coverage import model_coverage
 from ..dataset import Dataset
 from ..records import Definition, TensorSpec
 from .escape import escape_block, escape_inline, fence_for
@@ -97,6 +98,10 @@ def render_pages(ds: Dataset) -> dict[str, str]:
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds)),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
+    coverage = model_coverage(ds)
+    pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="")
+    # Included into the hand-written home page (pymdownx.snippets), so links are relative to it.
+    pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     page_template = env.get_template("definition.md.j2")
     for row in rows:
         pages[row.page] = page_template.render(row=row, d=row.definition)
