@@ -254,7 +254,7 @@ def test_cli_build(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(site_build, "PROJECT_ROOT", make_project(tmp_path / "project"))
     assert cli.main(["build", "--dataset", str(tmp_path / "dataset"), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    for step in ("loading", "loaded 0 definitions", "rendered 2 pages", "running mkdocs build --strict",
+    for step in ("loading", "loaded 0 definitions", "rendered 4 pages", "running mkdocs build --strict",
                  "site written to"):
         assert step in err
     assert (tmp_path / "out" / "index.html").is_file()
