@@ -1,0 +1,205 @@
+"""Workloads for DeepSeek-V3 served at TP8 with EP8 (SGLang / vLLM on 8 H100 / H200).
+
+Token counts follow serving: decode batches of 1-256 sequences, prefill chunks of 128-8192 tokens
+(8192 is a common chunked-prefill size). MLA decode contexts run from a few hundred tokens to
+32k; page size 1 (SGLang's FlashInfer MLA layout) is kept to combinations whose page tables stay small
+(batch x context <= ~150k tokens), page size 64 (FlashMLA) takes the long and large ones.
+
+Routing skew: the router logits are random (the bench draws them), and e_score_correction_bias is a
+seeded float32 blob from skewed_bias(): expert popularity ranks r (a random permutation of 1..256)
+give bias = spread * standardised(-ln r), a Zipf-like profile on the log scale. With standard-normal
+logits, spread 0.02 makes the hottest expert take ~3x the mean load, 0.05 ~8x, 0.08 ~14x (measured by
+route_counts() on 2048 simulated tokens and written into each workload's description).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from . import core
+from .recipes import Spec
+
+SM_SCALE = 0.1352337788608801  # 192**-0.5 * (0.1 * ln(40) + 1)**2: yarn mscale^2 / sqrt(qk_head_dim)
+MLA_SUFFIX = "h16_ckv512_kpe64"
+NUM_EXPERTS, LOCAL_EXPERTS = 256, 32
+
+
+# --------------------------------------------------------------------------------------------------
+# Generators this recipe adds (candidates for core.py: skewed_bias is general for biased routers).
+# --------------------------------------------------------------------------------------------------
+
+def skewed_bias(g: np.random.Generator, num_experts: int, spread: float) -> np.ndarray:
+    """A selection bias that makes a few experts hot: popularity ranks r (a random permutation of
+    1..num_experts) give spread * standardised(-ln r), float32. Added to sigmoid scores in (0, 1),
+    spread 0.02-0.08 skews loads like a trained router without a balanced bias does."""
+    rank = g.permutation(num_experts).astype(np.float64) + 1.0
+    z = -np.log(rank)
+    return (spread * (z - z.mean()) / z.std()).astype(np.float32)
+
+
+def route_ids(logits: np.ndarray, bias: np.ndarray, n_group: int = 8, topk_group: int = 4, top_k: int = 8) -> np.ndarray:
+    """DeepSeek-V3 noaux_tc selection (the definitions' semantics), vectorised in numpy: [T, top_k] ids."""
+    t, e = logits.shape
+    biased = 1.0 / (1.0 + np.exp(-logits)) + bias[None, :]
+    grouped = biased.reshape(t, n_group, e // n_group)
+    group_scores = np.sort(grouped, axis=-1)[:, :, -2:].sum(axis=-1)
+    keep = np.argsort(-group_scores, axis=-1, kind="stable")[:, :topk_group]
+    mask = np.zeros((t, n_group), dtype=bool)
+    np.put_along_axis(mask, keep, True, axis=1)
+    masked = np.where(np.repeat(mask, e // n_group, axis=1), biased, -np.inf)
+    return np.argsort(-masked, axis=-1, kind="stable")[:, :top_k]
+
+
+def route_counts(bias: np.ndarray, seed: int, tokens: int = 2048) -> np.ndarray:
+    """Picks per expert for `tokens` simulated standard-normal logit rows (seeded)."""
+    logits = core.rng(seed).standard_normal((tokens, len(bias)))
+    return np.bincount(route_ids(logits, bias.astype(np.float64)).ravel(), minlength=len(bias))
+
+
+def load_text(bias: np.ndarray, seed: int, offset: int | None = None) -> str:
+    counts = route_counts(bias, seed + 1_000_000)
+    text = (f"simulated with 2048 standard-normal logit rows (route_counts, seed {seed + 1_000_000}): hottest expert "
+            f"{counts.max() / counts.mean():.1f}x the mean load, coldest {counts.min() / counts.mean():.2f}x, "
+            f"top-8 experts take {np.sort(counts)[::-1][:8].sum() / counts.sum():.0%} of the picks")
+    if offset is not None:
+        local = counts[offset:offset + LOCAL_EXPERTS]
+        text += (f"; this rank's experts {offset}..{offset + LOCAL_EXPERTS - 1} get {local.sum() / counts.sum():.1%} of "
+                 f"the picks (uniform: 12.5%), from {local.min()} to {local.max()} per expert")
+    return text
+
+
+# --------------------------------------------------------------------------------------------------
+# Dense shapes: norms and GEMMs (M = tokens in the step).
+# --------------------------------------------------------------------------------------------------
+
+TOKENS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 64"),
+          (256, "decode, batch 256 (large-batch serving)"), (2048, "prefill chunk of 2048 tokens"),
+          (8192, "prefill chunk of 8192 tokens (a common chunked-prefill size)")]
+NORMS = ["rmsnorm_h7168", "rmsnorm_h1536", "rmsnorm_h512"]
+GEMMS = [(2112, 7168), (3072, 1536), (7168, 2048), (4608, 7168), (7168, 2304), (512, 7168), (7168, 256)]
+
+
+def dense() -> Iterator[Spec]:
+    for seed, (m, what) in enumerate(TOKENS):
+        for name in NORMS:
+            yield Spec(name, f"t{m}", {"batch_size": m}, {"hidden_states": "random", "weight": "random"}, seed,
+                       f"{what}; all inputs random")
+        yield Spec("fused_add_rmsnorm_h7168", f"t{m}", {"batch_size": m},
+                   {"hidden_states": "random", "residual": "random", "weight": "random"}, seed, f"{what}; all inputs random")
+        for n, k in GEMMS:
+            yield Spec(f"gemm_fp8_block128_n{n}_k{k}", f"m{m}", {"M": m},
+                       {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random"}, seed,
+                       f"{what}: M = {m}; all inputs random")
+
+
+# --------------------------------------------------------------------------------------------------
+# MLA on the paged latent cache.
+# --------------------------------------------------------------------------------------------------
+
+# (batch, median context, sigma, page size, situation)
+DECODE = [
+    (1, 32768, 0.0, 1, "one long request at 32k context"),
+    (16, 4096, 0.5, 1, "16 requests around 4k context"),
+    (64, 2048, 0.5, 1, "64 requests around 2k context"),
+    (128, 512, 0.6, 1, "128 chat requests around 512 tokens"),
+    (256, 384, 0.5, 1, "256 short requests around 384 tokens (large-batch serving)"),
+    (1, 32768, 0.0, 64, "one long request at 32k context"),
+    (32, 8192, 0.5, 64, "32 requests around 8k context"),
+    (64, 4096, 0.5, 64, "64 requests around 4k context"),
+    (128, 2048, 0.6, 64, "128 requests around 2k context"),
+    (256, 1024, 0.6, 64, "256 requests around 1k context (large-batch serving)"),
+]
+
+# (batch, median new tokens, median cached prefix (0: fresh prompts), sigma, situation)
+PREFILL = [
+    (1, 8192, 0, 0.0, "one fresh 8192-token prompt (a whole chunk)"),
+    (1, 2048, 6144, 0.0, "chunked prefill: the last 2048-token chunk of an 8k prompt"),
+    (4, 1024, 0, 0.5, "4 fresh prompts around 1k tokens"),
+    (8, 512, 4096, 0.5, "8 requests extending around 4k-token cached prefixes (multi-turn chat) by ~512 tokens"),
+    (16, 128, 0, 0.5, "16 short fresh prompts around 128 tokens"),
+    (2, 256, 16384, 0.3, "2 requests hitting a long cached prefix (~16k, radix cache) with ~256 new tokens"),
+]
+
+
+def _k(n: int) -> str:
+    return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def mla() -> Iterator[Spec]:
+    for seed, (batch, median, sigma, ps, what) in enumerate(DECODE):
+        g = core.rng(seed)
+        lens = core.seq_lens(g, batch, median, low=64, high=32768, sigma=sigma)
+        layout = core.paged_kv(g, lens, ps)
+        axes = {"batch_size": batch, "num_pages": layout["num_pages"], "len_indptr": batch + 1,
+                "num_kv_indices": len(layout["kv_indices"])}
+        inputs = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random",
+                  "kv_indptr": layout["kv_indptr"], "kv_indices": layout["kv_indices"],
+                  "kv_last_page_len": layout["kv_last_page_len"], "sm_scale": SM_SCALE}
+        yield Spec(f"mla_paged_decode_{MLA_SUFFIX}_ps{ps}", f"b{batch}_ctx{_k(median)}", axes, inputs, seed,
+                   f"decode, {what}: lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=64, high=32768, "
+                   f"sigma={sigma}) (total {int(lens.sum())} tokens), layout = core.paged_kv(same rng, lens, {ps}) "
+                   f"(25% free pages, shuffled); sm_scale = DeepSeek-V3's 192^-0.5 * mscale^2")
+    for seed, (batch, q_median, prefix_median, sigma, what) in enumerate(PREFILL):
+        g = core.rng(100 + seed)
+        q_lens = core.seq_lens(g, batch, q_median, low=16, high=8192, sigma=sigma)
+        prefix = (core.seq_lens(g, batch, prefix_median, low=1, high=32768, sigma=sigma) if prefix_median
+                  else np.zeros(batch, dtype=np.int64))
+        layout = core.paged_kv(g, q_lens + prefix, 1)
+        axes = {"total_q": int(q_lens.sum()), "batch_size": batch, "num_pages": layout["num_pages"],
+                "len_indptr": batch + 1, "num_kv_indices": len(layout["kv_indices"])}
+        inputs = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random",
+                  "qo_indptr": core.indptr(q_lens), "kv_indptr": layout["kv_indptr"],
+                  "kv_indices": layout["kv_indices"], "kv_last_page_len": layout["kv_last_page_len"],
+                  "sm_scale": SM_SCALE}
+        prefix_call = (f"prefix = core.seq_lens(same rng, {batch}, {prefix_median}, low=1, high=32768, sigma={sigma})"
+                       if prefix_median else "no cached prefix")
+        yield Spec(f"mla_paged_prefill_causal_{MLA_SUFFIX}_ps1", f"b{batch}_q{_k(q_median)}_prefix{_k(prefix_median)}",
+                   axes, inputs, 100 + seed,
+                   f"prefill, {what}: q_lens = core.seq_lens(core.rng({100 + seed}), {batch}, {q_median}, low=16, "
+                   f"high=8192, sigma={sigma}) (total_q {int(q_lens.sum())}), {prefix_call}; "
+                   f"layout = core.paged_kv(same rng, q_lens + prefix, 1); qo_indptr = core.indptr(q_lens)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Routing and the EP8 MoE.
+# --------------------------------------------------------------------------------------------------
+
+# (tokens, bias spread, situation)
+ROUTING = [(1, 0.02, "decode, batch 1"), (16, 0.03, "decode, batch 16"), (64, 0.05, "decode, batch 64"),
+           (256, 0.03, "decode, batch 256"), (2048, 0.05, "prefill chunk of 2048 tokens"),
+           (8192, 0.08, "prefill chunk of 8192 tokens")]
+# (tokens, bias spread, EP rank, situation)
+MOE = [(1, 0.02, 0, "decode, batch 1"), (16, 0.03, 3, "decode, batch 16"), (64, 0.05, 5, "decode, batch 64"),
+       (256, 0.03, 1, "decode, batch 256"), (1024, 0.05, 7, "prefill chunk of 1024 tokens"),
+       (4096, 0.08, 2, "prefill chunk of 4096 tokens"), (8192, 0.05, 6, "prefill chunk of 8192 tokens")]
+
+
+def routing() -> Iterator[Spec]:
+    for i, (tokens, spread, what) in enumerate(ROUTING):
+        seed = 200 + i
+        bias = skewed_bias(core.rng(seed), NUM_EXPERTS, spread)
+        yield Spec("moe_routing_grouped_topk8_e256_ng8_kg4", f"t{tokens}", {"num_tokens": tokens},
+                   {"router_logits": "random", "e_score_correction_bias": bias}, seed,
+                   f"{what}; router_logits random; e_score_correction_bias = skewed_bias(core.rng({seed}), 256, "
+                   f"spread={spread}), {load_text(bias, seed)}")
+    for i, (tokens, spread, rank, what) in enumerate(MOE):
+        seed = 300 + i
+        bias = skewed_bias(core.rng(seed), NUM_EXPERTS, spread)
+        offset = LOCAL_EXPERTS * rank
+        inputs = {"routing_logits": "random", "routing_bias": bias, "hidden_states": "random",
+                  "hidden_states_scale": "random", "gemm1_weights": "random", "gemm1_weights_scale": "random",
+                  "gemm2_weights": "random", "gemm2_weights_scale": "random", "local_expert_offset": offset,
+                  "routed_scaling_factor": 2.5}
+        yield Spec("moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048", f"t{tokens}_rank{rank}",
+                   {"seq_len": tokens}, inputs, seed,
+                   f"{what}, EP rank {rank} of 8 (local_expert_offset {offset}); routing_logits and all FP8 tensors "
+                   f"random; routing_bias = skewed_bias(core.rng({seed}), 256, spread={spread}), "
+                   f"{load_text(bias, seed, offset)}; routed_scaling_factor 2.5")
+
+
+def workloads() -> Iterator[Spec]:
+    yield from dense()
+    yield from mla()
+    yield from routing()
