@@ -42,7 +42,16 @@ def check_name(d: Definition) -> Iterator[Diagnostic]:
                     "use lowercase letters and digits joined by '_', e.g. gqa_paged_decode_h32_kv8_d128_ps1")
         return
     numbers = set(re.findall(r"\d+", d.name))
-    missing = [f"{n}={v}" for n, v in d.const_axes.items() if str(v) not in numbers]
+    shown = {n for n, v in d.const_axes.items() if str(v) in numbers}
+    # A constant fixed by an equality with shown constants (num_k_blocks * 128 == K, gate_up_size ==
+    # 2 * intermediate_size) is derived: the name need not repeat it.
+    derived = set()
+    for c in d.constraints:
+        if "==" in c:
+            names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", c))
+            if names & shown:
+                derived |= names
+    missing = [f"{n}={v}" for n, v in d.const_axes.items() if str(v) not in numbers and n not in derived]
     if missing:
         yield warning(d, "/name", f"name '{d.name}' does not show the constant axes {', '.join(missing)}",
                       "put the constants that tell definitions apart in the name, e.g. _h4096 or _d128")
