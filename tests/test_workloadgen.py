@@ -124,3 +124,10 @@ def test_index_inputs_are_coherent(d, w):
     if "positions" in blobs and "max_position" in axes:
         pos = blobs["positions"]
         assert pos.min() >= 0 and pos.max() < axes["max_position"], "positions outside the cos/sin cache"
+
+
+def test_dataset_stays_small_enough_to_clone():
+    # Issue bar: the whole dataset under 50 MB (blobs hold only index inputs; big tensors are drawn
+    # from seeds by the bench).
+    total = sum(p.stat().st_size for p in DATASET.rglob("*") if p.is_file())
+    assert total < 50 * 2**20, f"dataset/ is {total / 2**20:.1f} MiB"
