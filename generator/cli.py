@@ -110,6 +110,29 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_roofline(args: argparse.Namespace) -> int:
+    from .analyse.roofline import export_cascades, format_roofline, roofline_rows, verify_export
+    from .load import load
+
+    ds = load(args.dataset)
+    unknown = [n for n in args.definition or () if n not in ds.definitions]
+    unknown += [n for n in args.hardware or () if n not in ds.hardware]
+    if unknown:
+        print(f"kerneltrace roofline: unknown definition or hardware: {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    if args.export:
+        written = export_cascades(ds, args.export, args.definition)
+        mismatches = verify_export(ds, args.export, written)
+        for line in mismatches:
+            print(f"kerneltrace roofline: {line}", file=sys.stderr)
+        print(f"wrote {len(written)} rendered cascade(s) under {args.export}; re-read: "
+              + ("same counts" if not mismatches else f"{len(mismatches)} mismatch(es)"))
+        return 1 if mismatches else 0
+    rows = roofline_rows(ds, args.definition, args.hardware)
+    print(format_roofline(rows))
+    return 1 if any(r.counts is None for r in rows) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kerneltrace", description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--version", action="version", version=f"kerneltrace {__version__}")
@@ -198,6 +221,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export-dir", type=Path, metavar="DIR",
                    help="publish this folder written by `kerneltrace export` instead of exporting again")
     p.set_defaults(func=cmd_publish)
+
+    p = sub.add_parser("roofline", help="FLOPs, bytes and speed-of-light time of every workload, per hardware",
+                       description="Renders each definition's Einsum cascade with every workload's axes and prints "
+                                   "MACs/FLOPs, minimum bytes, arithmetic intensity and T_SOL = max(FLOPs / peak, "
+                                   "bytes / bandwidth) with the bound that binds, for each hardware spec. "
+                                   "--export writes the rendered cascades as plain YAML (the workload-and-renames "
+                                   "format AccelForge reads) and checks that they read back to the same counts.")
+    _add_dataset(p)
+    p.add_argument("--definition", action="append", metavar="NAME", help="only this definition (repeatable)")
+    p.add_argument("--hardware", action="append", metavar="NAME", help="only this hardware spec (repeatable)")
+    p.add_argument("--export", type=Path, metavar="DIR",
+                   help="write DIR/<type>/<definition>/<workload uuid>.yaml instead of printing the table")
+    p.set_defaults(func=cmd_roofline)
     return parser
 
 

@@ -114,6 +114,8 @@ EINSUM = (
     "    tensor_accesses:\n"
     "    - {name: input, projection: [b, h]}\n"
     "    - {name: output, projection: [b, h], output: true}\n"
+    "    - {name: weight, projection: [h]}\n"
+    "    - {name: eps, projection: []}\n"
 )
 
 

@@ -92,7 +92,9 @@ GOOD_VARIANTS = {
         "    tensor_accesses:\n"
         "    - {name: input, projection: {B: b, H: h}}\n"
         "    - {name: output, projection: [b, h], output: true}\n"
-        "    renames: {input: x}\n")),
+        "    - {name: weight, projection: {H: h}}\n"
+        "    - {name: eps, projection: {}}\n"
+        "    renames: {input: Inputs - weight - eps}\n")),
 }
 
 

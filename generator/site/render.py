@@ -17,9 +17,12 @@ from urllib.parse import quote
 import jinja2
 
 from ..analyse.coverage import model_coverage
+from ..analyse.roofline import sol_sections
 from ..dataset import Dataset
 from ..records import Definition, TensorSpec
 from .escape import escape_block, escape_inline, fence_for
+from .results import analyse as analyse_results
+from .results import definition_results, install, kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -61,6 +64,7 @@ def _environment() -> jinja2.Environment:
     env.filters["fence"] = fence_for
     env.filters["url"] = lambda path: quote(str(path))
     env.filters["shape"] = _shape
+    install(env)  # the result pages' filters: raw-HTML escaping, number formats, links
     return env
 
 
@@ -94,17 +98,25 @@ def render_pages(ds: Dataset) -> dict[str, str]:
     """All generated pages, as {path relative to site_src/generated/: markdown text}, sorted by path."""
     env = _environment()
     rows = definition_rows(ds)
+    # Leaderboards, rankings, per-hardware results and model estimates, computed once (analyse layer).
+    results = analyse_results(ds)
     pages = {
-        "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds)),
+        "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),
+                                                                       filters=kernel_filters(ds)),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
     coverage = model_coverage(ds)
-    pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="")
+    pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
+                                                                 estimates=results.models)
     # Included into the hand-written home page (pymdownx.snippets), so links are relative to it.
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     page_template = env.get_template("definition.md.j2")
+    sol = sol_sections(ds)  # speed of light per definition, computed in the analyse layer
     for row in rows:
-        pages[row.page] = page_template.render(row=row, d=row.definition)
+        pages[row.page] = page_template.render(row=row, d=row.definition, sol=sol.get(row.definition.name),
+                                               root="../", **definition_results(ds, results, row.definition.name))
+    # Solutions, authors, hardware, the home page's summary and the scripts the charts load.
+    pages.update(result_pages(ds, env, results))
     return dict(sorted(pages.items()))
 
 

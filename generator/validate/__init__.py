@@ -11,7 +11,8 @@ from ..dataset import Dataset
 from ..diagnostics import Diagnostic, sort_diagnostics
 from ..load import load
 from .definitions import check_definitions
-from .others import check_agent_traces, check_einsums, check_hardware, check_models
+from .einsums import check_einsums
+from .others import check_agent_traces, check_hardware, check_models
 from .solutions import check_solutions
 from .traces import check_traces
 from .workloads import check_workloads

@@ -1,0 +1,1 @@
+"""Analyse stage: pure functions over loaded records (coverage, leaderboards, Einsum cascades, speed of light)."""

@@ -1,0 +1,205 @@
+"""Einsum cascades: the seed 003 format (parsing, renames, set expressions), the cascades of the
+dataset (one per definition, all valid), the checks' messages, and the plain-YAML export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from dataset_factory import EINSUM, write_dataset
+
+from generator.analyse.einsum import (ExprError, SetError, bits_problems, count_points, parse_cascade,
+                                      parse_constraints, parse_set_expression, resolve_renames)
+from generator.analyse.roofline import count, export_cascades, load_cascade, verify_export, workload_counts
+from generator.cli import main
+from generator.load import DEFAULT_DATASET, load
+from generator.validate import validate, validate_path
+
+SEED = Path(__file__).parent / "data" / "einsum_seed003"
+EIN = "einsums/norm/rmsnorm_h128.yaml"
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return load(DEFAULT_DATASET)
+
+
+# -- seed 003 -----------------------------------------------------------------------------------------------
+def test_seed_three_matmuls():
+    c = load_cascade((SEED / "three_matmuls.yaml").read_text(), {})  # renders, schema-checks, parses
+    results, problems = resolve_renames(c)
+    assert problems == [] and bits_problems(c) == []
+    # Matmul1 overrides 'input' with T0; elsewhere Inputs & Intermediates is the previous product.
+    got = {(r.einsum, r.rename.name): r.members for r in results}
+    assert got[("Matmul1", "input")] == ("T0",) and got[("Matmul2", "input")] == ("T1",)
+    assert got[("Matmul3", "weight")] == ("W2",) and got[("Matmul3", "output")] == ("T3",)
+    n = count(c)
+    assert n.macs == 3 * 128**3 == 6_291_456  # three 128^3 products
+    assert n.flops == 2 * n.macs
+    # 8 bits per value: T0, W0, W1, W2 read once and T3 written once, 128*128 bytes each; T1, T2 stay on chip.
+    assert n.bytes == 5 * 128 * 128 == 81_920
+    assert {t.name for t in n.tensors if not t.counted} == {"T1", "T2"}
+
+
+def test_seed_transformer_block_with_its_defaults():
+    text = (SEED / "transformer_block.yaml").read_text()
+    c = load_cascade(text, {})  # BATCH_SIZE and N_TOKENS come from {% set ... | default(...) %}
+    assert resolve_renames(c)[1] == [] and bits_problems(c) == []
+    n = count(c)
+    macs = {e.name: e.macs for e in n.einsums}
+    # B=1, M=P=8192, H=32, E=F=128, D=4096, G=J=4096, C=16384
+    assert macs["I"] == 0  # a copy
+    assert macs["V"] == macs["K"] == macs["Q"] == 8192 * 4096 * 32 * 128 == 2**37
+    assert macs["QK"] == macs["AV"] == 8192 * 32 * 128 * 8192 == 2**38  # p indexes M through the map form
+    assert macs["QK_softmax"] == 8192 * 8192 * 32 == 2**31  # element-wise
+    assert macs["Z"] == 2**37 and macs["FFA"] == macs["FFB"] == 8192 * 4096 * 16384 == 2**39
+    assert n.macs == 2**41 and n.elementwise_ops == 2**31 and n.flops == 2**42 + 2**31
+    # I_in 8192*4096 + WV, WK, WQ, WZ 32*128*4096 each + WFFA, WFFB 4096*16384 each + FFB 8192*4096, 1 byte each
+    assert n.bytes == 2 * 8192 * 4096 + 4 * 32 * 128 * 4096 + 2 * 4096 * 16384 == 2**28
+
+
+def test_seed_transformer_block_rendered_with_values():
+    n = count(load_cascade((SEED / "transformer_block.yaml").read_text(), {"N_TOKENS": 128, "BATCH_SIZE": 2}))
+    # QK: b m h e p = 2 * 128 * 32 * 128 * 128
+    assert next(e.macs for e in n.einsums if e.name == "QK") == 2 * 128 * 32 * 128 * 128
+
+
+# -- pieces of the format -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("expr, expected", [
+    ("Inputs & Intermediates", {"T1"}),
+    ("~(input | output)", {"W1"}),
+    ("All - Outputs", {"T1", "W1"}),
+    ("Inputs | Outputs()", {"T1", "W1", "T2"}),  # Outputs() is accepted as in the seed's prose
+    ("Nothing", set()),
+    ("~Nothing & ~W1", {"T1", "T2"}),
+    ("All - T1 & W1 | T2", {"W1", "T2"}),  # Python precedence: (All - T1) & W1 | T2
+])
+def test_set_expressions(expr, expected):
+    sets = {"All": frozenset({"T1", "W1", "T2"}), "Nothing": frozenset(), "Inputs": frozenset({"T1", "W1"}),
+            "Outputs": frozenset({"T2"}), "Intermediates": frozenset({"T1", "T2"}),
+            "input": frozenset({"T1"}), "output": frozenset({"T2"}), "T1": frozenset({"T1"}),
+            "W1": frozenset({"W1"}), "T2": frozenset({"T2"})}
+    assert parse_set_expression(expr)(sets.__getitem__) == expected
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("Inputs &", "is incomplete"), ("(Inputs", "unclosed"), ("Inputs + Outputs", "unexpected '+ Outputs'"),
+    ("", "is empty"), ("Inputs Outputs", "where an operator"),
+])
+def test_bad_set_expressions(expr, message):
+    with pytest.raises(SetError, match=message.replace("(", r"\(").replace("+", r"\+")):
+        parse_set_expression(expr)
+
+
+def test_constraints_and_counting():
+    cs = parse_constraints("0 <= j < 8 and j <= i + 2")
+    assert len(cs) == 3
+    # i in [0, 4), j in [0, 8) with j <= i + 2: i=0..3 -> 3, 4, 5, 6 keys = 18 points.
+    coupled = [c for c in cs if len(c.coefs) > 1]
+    assert count_points(["i", "j"], {"i": (0, 3), "j": (0, 7)}, coupled) == 18
+    with pytest.raises(ExprError, match="not a condition"):
+        parse_constraints("m = 3")
+
+
+def test_list_and_map_projections_are_the_same():
+    a = yaml.safe_load("workload: {rank_sizes: {M: 3, K: 5}, einsums: [{name: E, tensor_accesses: ["
+                       "{name: X, projection: [m, k]}, {name: Y, projection: [m], output: true}]}]}")
+    b = yaml.safe_load("workload: {rank_sizes: {M: 3, K: 5}, einsums: [{name: E, tensor_accesses: ["
+                       "{name: X, projection: {M: m, K: k}}, {name: Y, projection: {M: m}, output: true}]}]}")
+    ca, cb = parse_cascade(a)[0], parse_cascade(b)[0]
+    assert ca.einsums[0].accesses == cb.einsums[0].accesses
+    assert count(ca).macs == count(cb).macs == 15
+
+
+def test_renames_expected_count_fails_with_a_clear_message():
+    text = (SEED / "three_matmuls.yaml").read_text().replace("    renames: {input: T0}\n", "")
+    _, problems = resolve_renames(load_cascade(text, {}))
+    p, weight = problems  # weight = ~(input | output) then holds T0 and W0: reported too
+    assert weight.message.startswith(
+        "rename 'weight' of Einsum 'Matmul1': '~(input | output)' gives 2 tensors (T0, W0)")
+    assert p.message == ("rename 'input' of Einsum 'Matmul1': 'Inputs & Intermediates' gives 0 tensors (none), "
+                         "expected_count is 1")
+    assert p.pointer == "/renames/einsums/0/tensor_accesses/0"
+    assert "Inputs = {T0, W0}" in p.hint and "Intermediates = {T1}" in p.hint and "override" in p.hint
+
+
+# -- the dataset's cascades ------------------------------------------------------------------------------------
+def test_every_definition_has_a_cascade(ds):
+    missing = sorted(n for n in ds.definitions if n not in ds.einsums)
+    assert missing == [], f"definitions without einsums/<type>/<definition>.yaml: {missing}"
+    for name, e in ds.einsums.items():
+        assert e.type == ds.definitions[name].type
+
+
+def test_every_cascade_validates(ds):
+    diags = [d for d in validate(ds) if d.file.startswith("einsums/") or d.file.startswith("hardware/")]
+    assert diags == [], "\n".join(d.format_human() for d in diags)
+
+
+def test_every_cascade_counts_every_workload(ds):
+    for name, d in ds.definitions.items():
+        for w in ds.workloads_by_definition.get(name, []):
+            c = workload_counts(ds, d, w.axes)
+            assert c.bytes > 0 and c.flops >= 0, (name, w.uuid)
+            # Every input and output of the definition is counted once.
+            assert {t.name for t in c.tensors if t.counted} == set(d.inputs) | set(d.outputs), name
+
+
+def test_export_reads_back_to_the_same_counts(ds, tmp_path: Path):
+    written = export_cascades(ds, tmp_path)
+    assert len(written) == sum(len(ds.workloads_by_definition.get(n, [])) for n in ds.einsums)
+    assert verify_export(ds, tmp_path, written) == []
+    # Plain YAML: no template left, every access carries its bits.
+    sample = (tmp_path / written[0]).read_text()
+    assert "{{" not in sample and "{%" not in sample
+    doc = yaml.safe_load(sample)
+    assert all("bits_per_value" in a for e in doc["workload"]["einsums"] for a in e["tensor_accesses"])
+
+
+def test_cli_roofline_and_export(tmp_path: Path, capsys):
+    assert main(["roofline", "--definition", "rmsnorm_h4096", "--hardware", "H100_SXM"]) == 0
+    out = capsys.readouterr().out
+    assert "rmsnorm_h4096" in out and "H100_SXM" in out and " M" in out
+    assert main(["roofline", "--definition", "nope"]) == 2
+    assert main(["roofline", "--definition", "gemm_n4096_k4096", "--export", str(tmp_path)]) == 0
+    assert "same counts" in capsys.readouterr().out
+    assert len(list(tmp_path.rglob("*.yaml"))) == 9
+
+
+# -- the checks -------------------------------------------------------------------------------------------------
+def _diags(tmp_path: Path, einsum: str):
+    return validate_path(write_dataset(tmp_path / "ds", einsum=einsum))
+
+
+def test_factory_cascade_is_clean(tmp_path: Path):
+    assert _diags(tmp_path, EINSUM) == []
+
+
+def test_shape_mismatch_names_the_workload(tmp_path: Path):
+    bad = EINSUM.replace("B: {{ batch_size }}", "B: 4")  # right for wl-0001 (batch 4), wrong for wl-0002 (2)
+    [d] = [d for d in _diags(tmp_path, bad) if "tensor 'input'" in d.message]
+    assert d.message == ("rank 'B' of tensor 'input' has size 4, but dimension 0 of 'input' is batch_size = 2 "
+                         "(workload wl-0002)")
+    assert (d.line, d.pointer) == (6, "/workload/einsums/0/tensor_accesses/0/projection")
+    assert "{{ batch_size }}" in d.hint
+
+
+def test_template_failure_is_reported_once(tmp_path: Path):
+    diags = _diags(tmp_path, EINSUM.replace("{{ hidden_size }}", "{{ hidden_size // 0 }}"))
+    assert [d.message for d in diags] == [
+        "template fails to render (workload wl-0001): ZeroDivisionError: integer division or modulo by zero"]
+
+
+def test_output_read_again_must_go_through_a_copy(tmp_path: Path):
+    bad = EINSUM + ("  - name: Again\n    tensor_accesses:\n    - {name: output, projection: [b, h]}\n"
+                    "    - {name: twice, projection: [b, h], output: true}\n")
+    messages = {d.message for d in _diags(tmp_path, bad)}
+    assert "Einsum 'Again' reads 'output', an output of rmsnorm_h128" in messages
+    assert "tensor 'twice' is written but never read, and rmsnorm_h128 has no output 'twice'" in messages
+
+
+def test_hardware_json_is_valid_json():
+    for path in (DEFAULT_DATASET / "hardware").glob("*.json"):
+        assert json.loads(path.read_text())["name"] == path.stem
