@@ -81,6 +81,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                         solutions=args.solutions or (), authors=args.authors or (), shard=args.shard,
                         resume=args.resume, correctness_only=args.correctness_only,
                         max_bytes=int(args.max_mib * 2**20) if args.max_mib is not None else None,
+                        max_flops=args.max_gflop * 1e9 if args.max_gflop is not None else None,
                         timeout_s=args.timeout, progress=not args.quiet)
     plan = summary.plan
     if plan.skipped:
@@ -163,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-mib", type=float, metavar="MIB",
                    help="skip workloads whose inputs and outputs exceed MIB per call "
                         "(default on the CPU: 64; no limit on GPUs)")
+    p.add_argument("--max-gflop", type=float, metavar="GFLOP",
+                   help="skip workloads whose Einsum cascade counts more than GFLOP per call "
+                        "(default on the CPU: 5; no limit on GPUs)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds one workload (or building a solution) may take (default: 300)")
     p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass")

@@ -342,3 +342,16 @@ def test_side_stream_work_is_caught_on_cuda(tmp_path):
         dump(sol, s)
     summary = run_bench(root, device="cuda", solutions=["side_stream"], progress=False)
     assert [o.status for o in summary.outcomes] == ["REWARD_HACK"]
+
+
+def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):
+    from generator.bench.plan import call_flops
+
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(3))  # batch 1, 4, 7
+    ds = load(root)
+    d = ds.definitions["rmsnorm_h128"]
+    flops = [call_flops(ds, d, w, {}) for w in sorted(ds.workloads, key=lambda w: w.uuid)]
+    assert flops[0] < flops[1] < flops[2], flops  # counted from the cascade, growing with batch_size
+    plan = make_plan(ds, "cpu", max_flops=flops[1])
+    assert [p.workload.uuid for p in plan.pairs] == ["wl-0000", "wl-0001"]
+    assert "GFLOP per call > limit" in plan.skipped[0][1]

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import KernelTraceError
-from .plan import DEFAULT_CPU_MAX_BYTES, Plan, make_plan, parse_shard
+from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, Plan, make_plan, parse_shard
 from .runner import Options, Outcome, run_plan
 from .store import MergeSummary, done_keys, merge
 
@@ -35,7 +35,7 @@ class BenchSummary:
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
               definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
               shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
-              max_bytes: Optional[int] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
+              max_bytes: Optional[int] = None, max_flops: Optional[float] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
               progress: bool = True) -> BenchSummary:
     from ..load import load
     from .environment import describe
@@ -54,11 +54,12 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
     out = out or dataset_root
     environment = describe(device)
-    if max_bytes is None and device == "cpu":
-        max_bytes = DEFAULT_CPU_MAX_BYTES
+    if device == "cpu":
+        max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
+        max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
     done = frozenset(done_keys(out)) if resume else frozenset()
     plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
-                     shard=parse_shard(shard), max_bytes=max_bytes, done=done, hardware=environment["hardware"])
+                     shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done, hardware=environment["hardware"])
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only,
                    timing=timing or ({"budget_s": 1.0, "min_samples": 5, "max_samples": 200} if device == "cpu" else {}))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 import platform
 import re
 import subprocess
@@ -42,16 +43,13 @@ def describe(device: str) -> dict:
     import torch
 
     libs = {"torch": torch.__version__, "python": platform.python_version()}
-    try:
-        import triton
-        libs["triton"] = triton.__version__
-    except ImportError:
-        libs["triton"] = None
-    try:
-        import numpy
-        libs["numpy"] = numpy.__version__
-    except ImportError:
-        pass
+    # Versions from the installed metadata: importing triton here would cost seconds and load its
+    # compiler into a process that never runs a kernel.
+    for lib in ("triton", "numpy"):
+        try:
+            libs[lib] = importlib.metadata.version(lib)
+        except importlib.metadata.PackageNotFoundError:
+            libs[lib] = None
     env = {"cpu": cpu_model()}
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(torch.device(device))

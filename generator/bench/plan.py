@@ -14,10 +14,13 @@ from ..records import Definition, Solution, Workload
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1,
                "float4_e2m1": 0.5, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 
-# A CPU run takes a workload when one call touches at most this many bytes of inputs and outputs: a
+# A CPU run takes a workload when one call touches at most this many bytes of inputs and outputs (a
 # kernel reads each input and writes each output at least once, so this bounds the memory traffic
-# from below, and on this scale a 2-core CPU finishes the reference plus checks in seconds.
+# from below) and does at most this many FLOPs by the definition's Einsum cascade (the roofline
+# analysis). A step-by-step float32 reference on a small CPU runs at a few tens of GFLOP/s, so the
+# checks and timing of one pair stay within seconds.
 DEFAULT_CPU_MAX_BYTES = 64 * 2**20
+DEFAULT_CPU_MAX_FLOPS = 5e9
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,18 @@ def call_bytes(d: Definition, w: Workload) -> int:
     return int(total)
 
 
+def call_flops(ds: Dataset, d: Definition, w: Workload, cache: dict) -> Optional[int]:
+    """FLOPs of one call from the definition's Einsum cascade; None without a (countable) cascade."""
+    if d.name not in ds.einsums:
+        return None
+    from ..analyse.roofline import workload_counts
+
+    try:
+        return workload_counts(ds, d, w.axes, cache).flops
+    except Exception:  # noqa: BLE001 - a bad cascade is the validator's to report; fall back to bytes
+        return None
+
+
 def runs_on(solution: Solution, device: str) -> bool:
     targets = {t.lower() for t in solution.target_hardware}
     if device == "cpu":
@@ -77,7 +92,8 @@ def runs_on(solution: Solution, device: str) -> bool:
 
 def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solutions: Iterable[str] = (),
               authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
-              max_bytes: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "") -> Plan:
+              max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
+              done: frozenset = frozenset(), hardware: str = "") -> Plan:
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -85,6 +101,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         raise KernelTraceError(f"--solutions: no solution named {name!r} in {ds.root}")
     plan = Plan()
     workloads = ds.workloads_by_definition
+    counts_cache: dict = {}
     for sol in sorted(ds.solutions.values(), key=lambda s: (s.definition, s.name)):
         if definitions and sol.definition not in definitions:
             continue
@@ -104,6 +121,12 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
                 plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
                                      f"{call_bytes(d, w) / 2**20:.0f} MiB per call > limit {max_bytes / 2**20:.0f} MiB"))
                 continue
+            if max_flops is not None:
+                flops = call_flops(ds, d, w, counts_cache)
+                if flops is not None and flops > max_flops:
+                    plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
+                                         f"{flops / 1e9:.1f} GFLOP per call > limit {max_flops / 1e9:g} GFLOP"))
+                    continue
             if (sol.name, w.uuid, hardware) in done:
                 plan.already_done += 1
                 continue
