@@ -25,6 +25,7 @@ from generator.site import build_site
 from generator.site import build as site_build
 from generator.site.escape import escape_block, escape_inline, fence_for
 from generator.site.render import write_pages
+from tests.results_dataset import DEF, FAST, SLOW, TRICKY_SOURCE, browser_dataset
 
 REPO = Path(__file__).resolve().parent.parent
 EVIL = "<script>alert(1)</script>"
@@ -105,9 +106,10 @@ def test_definition_page_shows_the_spec(tmp_path):
     site = build(tmp_path / "dataset", tmp_path)
 
     index = article((site / "generated" / "definitions.html").read_text(encoding="utf-8"))
-    row = re.search(r"<tr>\s*<td><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
+    row = re.search(r"<tr[^>]*>\s*<td><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
     cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-    assert cells == ["copy_d8", "misc", "tiny-model", "decode", "model:tiny-model, stage:decode", "3", "0"]
+    assert cells == ["copy_d8", "misc", "tiny-model", "decode", "model:tiny-model, stage:decode", "3", "0", "0"]
+    assert 'data-models="[&quot;tiny-model&quot;]"' in row  # what the index's filters read
 
     page = article((site / "generated" / "definitions" / "copy_d8.html").read_text(encoding="utf-8"))
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -123,6 +125,13 @@ def test_empty_dataset_says_no_definitions_yet(tmp_path):
     assert "No definitions yet" in index
     assert "<table>" not in index
     assert not (site / "generated" / "definitions").exists()
+    # The result pages say there is nothing yet, instead of showing empty tables.
+    for page, says in (("generated/authors.html", "No results yet"), ("generated/hardware.html", "No hardware yet"),
+                       ("index.html", "No benchmark results yet")):
+        text = article((site / page).read_text(encoding="utf-8"))
+        assert says in text, page
+    home = text_of(article((site / "index.html").read_text(encoding="utf-8")))
+    assert "0 definitions" in home and "0 traces" in home and "0 hardware" in home
 
 
 def test_contributor_text_cannot_inject_markup(tmp_path):
@@ -191,8 +200,11 @@ def test_site_loads_nothing_from_other_hosts(bundled_site):
     for css in bundled_site.rglob("*.css"):
         text = css.read_text(encoding="utf-8")
         assert CSS_REMOTE.search(text) is None, css
+    # plotly.js, shipped as its package has it, names hosts for map tiles and icons; the site draws
+    # no maps, and the browser tests check that no page requests anything from another host.
+    vendored = {bundled_site / "generated" / "assets" / "plotly.min.js"}
     for path in bundled_site.rglob("*"):
-        if path.suffix in (".html", ".css", ".js", ".json"):
+        if path.suffix in (".html", ".css", ".js", ".json") and path not in vendored:
             text = path.read_text(encoding="utf-8")
             for host in ("fonts.googleapis.com", "fonts.gstatic.com", "googletagmanager.com", "cdn.jsdelivr.net"):
                 assert host not in text, f"{path} mentions {host}"
@@ -254,7 +266,7 @@ def test_cli_build(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(site_build, "PROJECT_ROOT", make_project(tmp_path / "project"))
     assert cli.main(["build", "--dataset", str(tmp_path / "dataset"), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    for step in ("loading", "loaded 0 definitions", "rendered 4 pages", "running mkdocs build --strict",
+    for step in ("loading", "loaded 0 definitions", "rendered 5 pages", "running mkdocs build --strict",
                  "site written to"):
         assert step in err
     assert (tmp_path / "out" / "index.html").is_file()
@@ -303,3 +315,182 @@ def test_write_pages_swaps_the_folder_and_skips_unchanged(tmp_path):
     assert write_pages({"c.md": "C"}, target)
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*")) == ["c.md"]
     assert [p.name for p in tmp_path.iterdir()] == ["generated"]
+
+
+# -- results: leaderboards, solutions, authors, hardware ----------------------------------------
+
+@pytest.fixture(scope="module")
+def results_site(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("results")
+    return build(browser_dataset(base / "dataset"), base)
+
+
+def text_of(fragment: str) -> str:
+    return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", fragment)).split())
+
+
+def table_rows(fragment: str) -> list[list[str]]:
+    """The text of each body cell of the first table in `fragment`, row by row."""
+    body = re.search(r"<tbody>(.*?)</tbody>", fragment, re.S).group(1)
+    return [[text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+            for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
+
+
+def page_of(site: Path, rel: str) -> str:
+    return article((site / rel).read_text(encoding="utf-8"))
+
+
+def test_definition_page_has_a_leaderboard_per_hardware(results_site):
+    page = page_of(results_site, f"generated/definitions/{DEF}.html")
+    assert re.findall(r'<h3 id="(results-[^"]+)"', page) == ["results-h100_sxm", "results-test_cpu"]
+    boards = re.findall(r'<div class="kt-sortable kt-leaderboard">(.*?)</div>', page, re.S)
+    assert len(boards) == 2
+    # H100_SXM: baseline 0.04 ms; alice 0.01/0.02/0.03 ms and a failure; bob 0.05 ms (see results_dataset)
+    assert table_rows(boards[0]) == [
+        ["1", FAST, "alice", "triton", "2.20×", "75%", "75% (3/4)", "0.01", "0.02", "150"],
+        ["2", "rmsnorm_h128_torch baseline", "baseline", "python", "1.00×", "0%", "100% (4/4)", "0.04", "0.04", "200"],
+        ["3", SLOW, "bob", "python", "0.80×", "0%", "100% (4/4)", "0.05", "0.05", "200"],
+    ]
+    assert table_rows(boards[1])[0][7:9] == ["0.02", "0.04"]  # test_cpu: every latency doubled, same ranking
+    assert f'href="../solutions/{FAST}.html"' in boards[0]
+
+    charts = [json.loads(html.unescape(c)) for c in re.findall(r'<div class="kt-chart" data-chart="([^"]*)"', page)]
+    assert len(charts) == 2
+    assert [series["name"] for series in charts[0]["series"]] == [FAST, "rmsnorm_h128_torch", SLOW]
+    assert charts[0]["series"][0]["y"][0] == 0.75 and charts[0]["x_end"] == 4.5
+
+    details = re.search(r'<details class="kt-results">(.*?)</details>', page, re.S).group(1)
+    rows = table_rows(details)
+    assert [r[0] for r in rows] == ["wl-1", "wl-2", "wl-3", "wl-4"]
+    assert rows[0][:4] == ["wl-1", "2", "0.04", "0.01 ms 4.00× abs 0 · rel 0"]
+    assert rows[3][3] == "RUNTIME_ERROR"
+    text = text_of(page)
+    assert f"{FAST} by alice (triton): results on H100_SXM, test_cpu" in text
+
+
+def test_definition_without_results_says_so(results_site):
+    text = text_of(page_of(results_site, "generated/definitions/planted_h128.html"))
+    assert "No results yet" in text and "No solutions yet" in text
+
+
+def test_solution_page(results_site):
+    page = page_of(results_site, f"generated/solutions/{FAST}.html")
+    text = text_of(page)
+    for shown in ("alice's kernel.", "Rank 1 of 3", "geomean speedup 2.20×", "passed 3 of 4 (75%), failed 1",
+                  "CUDA error: an illegal memory access </pre>", "Write a fast RMSNorm.", "run_bench",
+                  "2.0x <b>faster</b>", "first try"):
+        assert shown in text, shown
+    assert f'<a href="../definitions/{DEF}.html#results-h100_sxm">leaderboard</a>' in page
+    # The source is highlighted, shown exactly as written: no snippet included, no fence closed, no script.
+    sources = re.findall(r'<div class="kt-source">(.*?)</div>\s*</div>', page, re.S)
+    assert len(sources) == 2 and '<span class="k">def</span>' in sources[0]
+    assert html.unescape(re.sub(r"<[^>]+>", "", sources[1])).lstrip("\n") == TRICKY_SOURCE
+    assert "KernelTrace is an open dataset" not in page and "<script>" not in page
+    results = table_rows(re.search(r'<div class="kt-sortable">(.*?)</div>', page, re.S).group(1))
+    assert results[0] == ["wl-1", "2", "0.04", "0.01", "4.00×", "0", "0", "passed"]
+    assert results[3][-1] == "RUNTIME_ERROR"
+    assert "Not benchmarked yet" not in text
+
+
+def test_authors_hardware_and_home_pages(results_site):
+    authors = page_of(results_site, "generated/authors.html")
+    boards = re.findall(r'<div class="kt-sortable kt-authors">(.*?)</div>', authors, re.S)
+    assert len(boards) == 2 and '<div class="kt-chart"' in authors
+    assert [row[:2] + row[4:] for row in table_rows(boards[0])] == [
+        ["1", "alice", "3 of 4", "2.20×", "75%"], ["2", "baseline", "4 of 4", "1.00×", "0%"],
+        ["3", "bob", "4 of 4", "0.80×", "0%"]]
+
+    index = page_of(results_site, "generated/hardware.html")
+    assert text_of(index).count("H100_SXM") == 1 and 'href="hardware/test_cpu.html"' in index
+    h100 = page_of(results_site, "generated/hardware/H100_SXM.html")
+    assert "no spec for this hardware" in text_of(h100)
+    assert table_rows(h100) == [[DEF, "norm", "4", "3", FAST, "alice", "2.20×", "75%", "75%"]]
+    cpu = text_of(page_of(results_site, "generated/hardware/test_cpu.html"))
+    assert "float32 1.0 TFLOP/s" in cpu and "made up for tests" in cpu
+
+    home = page_of(results_site, "index.html")
+    text = text_of(home)
+    for count in ("2 definitions", "4 workloads", "3 solutions", "24 traces", "2 hardware"):
+        assert count in text, count
+    assert re.search(r"Latest results", text) and f"{FAST}" in text
+
+
+def test_hardware_names_of_any_kind_get_a_page(tmp_path):
+    from generator.site.results import hardware_slug
+    assert hardware_slug("H100_SXM") == "H100_SXM"
+    odd = hardware_slug("Intel(R) Xeon(R) Platinum 8480+ / 2 sockets")
+    assert re.fullmatch(r"Intel-R-Xeon-R-Platinum-8480-2-sockets-[0-9a-f]{8}", odd)
+    assert hardware_slug("../..") != hardware_slug("..") and "/" not in hardware_slug("../..")
+
+
+def test_plotly_ships_with_the_site_from_the_package(results_site):
+    import plotly
+
+    shipped = results_site / "generated" / "assets" / "plotly.min.js"
+    package = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+    assert shipped.read_bytes() == package.read_bytes()
+    assert (results_site / "assets" / "kerneltrace.js").is_file()
+    page = (results_site / "generated" / "definitions" / f"{DEF}.html").read_text(encoding="utf-8")
+    assert "assets/kerneltrace.js" in page and "plotly.min.js" not in page  # loaded on demand by kerneltrace.js
+
+
+def _local_targets(site: Path):
+    """(page, attribute value, target path, fragment) of every link or load to a file of the site."""
+    for page in sorted(site.rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for value in re.findall(r"<(?:a|link|script|img)\b[^>]*?\s(?:href|src)=\"([^\"]*)\"", text):
+            value = html.unescape(value)
+            if re.match(r"^[a-z]+:", value) or value.startswith(("#", "/")) or not value:  # 404.html: absolute
+                continue
+            path, _, fragment = value.partition("#")
+            path = path.split("?")[0]
+            target = (page.parent / path).resolve() if path else page
+            if target.is_dir():
+                target = target / "index.html"
+            yield page.relative_to(site), value, target, fragment
+
+
+def test_every_link_and_load_resolves(bundled_site, results_site):
+    for site in (bundled_site, results_site):
+        ids: dict[Path, set[str]] = {}
+        for page, value, target, fragment in _local_targets(site):
+            assert target.is_file(), f"{page}: {value} -> missing {target}"
+            if fragment and target.suffix == ".html" and "generated" in target.parts:
+                if target not in ids:
+                    ids[target] = set(re.findall(r'\sid="([^"]+)"', target.read_text(encoding="utf-8")))
+                assert fragment in ids[target], f"{page}: {value} -> no #{fragment}"
+
+
+def test_agent_trace_in_list_form_reads_as_one_conversation():
+    from generator.records import AgentTrace, Source
+    from generator.site.results import conversation
+
+    first = [{"role": "system", "content": "You write kernels."}, {"role": "user", "content": "Write rmsnorm."}]
+    entries = [
+        {"type": "llm_request", "model": "m1", "conversation": first,
+         "response": {"choices": [{"message": {"role": "assistant", "content": "Let me test.",
+                                               "tool_calls": [{"id": "1", "type": "function",
+                                                               "function": {"name": "bench", "arguments": "{\"x\":1}"}}]}}]}},
+        {"type": "tool_call", "tool_name": "bench", "arguments": {"x": 1}, "result": "ok", "cli_output": "1.5x"},
+        {"type": "llm_request", "model": "m1",
+         "conversation": first + [{"role": "assistant", "content": "Let me test."}, {"role": "tool", "content": "ok"}],
+         "response": {"role": "assistant", "content": [{"type": "text", "text": "Done."},
+                                                       {"type": "tool_use", "name": "submit", "input": {"f": "a.py"}}]}},
+        {"type": "mcp", "server": "files"},
+    ]
+    conv = conversation(AgentTrace.from_data("alice", "sol", entries, Source("agent_traces/alice/sol.json")))
+    assert [(m.role, m.title) for m in conv.messages] == [
+        ("system", "System"), ("user", "User"), ("assistant", "Assistant"), ("tool_call", "Tool call: bench"),
+        ("tool", "Tool result"), ("assistant", "Assistant"), ("note", "mcp")]  # the repeated response is shown once
+    assert conv.messages[2].calls == (("bench", '{\n  "x": 1\n}'),)
+    assert conv.messages[3].text == "ok\n\n1.5x"
+    assert conv.messages[5].text == "Done." and conv.messages[5].calls == (("submit", '{\n  "f": "a.py"\n}'),)
+    assert conv.model == "m1" and conv.author == "alice"
+
+
+def test_definition_page_lists_its_workloads(results_site):
+    page = page_of(results_site, f"generated/definitions/{DEF}.html")
+    listing = re.search(r'<details class="kt-workloads" open>(.*?)</details>', page, re.S).group(1)
+    rows = table_rows(listing)
+    assert [r[:2] for r in rows] == [["wl-1", "2"], ["wl-2", "4"], ["wl-3", "8"], ["wl-4", "16"]]
+    assert rows[0][2] == "input: random; weight: random; eps: scalar 1e-05" and rows[0][3] == "1"

@@ -53,10 +53,11 @@ def load_checked(dataset_root: Path) -> Dataset:
 
 
 def render_site(ds: Dataset, project_root: Path) -> tuple[int, bool]:
-    """Write the generated pages into <project>/site_src/generated/; (page count, whether changed)."""
+    """Write the generated pages (and the snippets and scripts they use) into
+    <project>/site_src/generated/; (page count, whether anything changed)."""
     pages = render_pages(ds)
     changed = write_pages(pages, project_root / DOCS_DIR / GENERATED_DIR)
-    return len(pages), changed
+    return sum(1 for path in pages if path.endswith(".md")), changed
 
 
 def _project(project_root: Optional[Path]) -> Path:

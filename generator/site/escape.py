@@ -11,6 +11,7 @@ browser shows the original character, so the reader sees exactly what the contri
 
 from __future__ import annotations
 
+import html
 import re
 
 # Characters with a meaning anywhere in a line: inline HTML and entities, code spans,
@@ -69,3 +70,49 @@ def fence_for(code: str, char: str = "`") -> str:
     """A code fence longer than any run of `char` in `code`, so the code cannot close it."""
     longest = max((len(m.group()) for m in re.finditer(re.escape(char) + "+", code)), default=0)
     return char * max(3, longest + 1)
+
+
+# -- raw HTML blocks ---------------------------------------------------------------------------
+# Tables, code and conversations that need more than markdown are written as raw HTML blocks.
+# Markdown leaves those alone, but its preprocessors still see every line: a line that starts
+# with a code fence (``` or ~~~) or a snippet marker (--8<--, ;--8<--) would be acted upon. So,
+# besides HTML escaping, backticks and tildes are always written as references, and so is the
+# first '-' or ';' of a line.
+_HTML_EXTRA = {ord("`"): "&#96;", ord("~"): "&#126;"}
+_LINE_START_MARK = re.compile(r"^([ \t]*)([-;])", re.M)
+
+
+def _neutral_lines(text: str) -> str:
+    return _LINE_START_MARK.sub(lambda m: m.group(1) + _ref(m.group(2)), text.translate(_HTML_EXTRA))
+
+
+def escape_html(value: object) -> str:
+    """Text for a raw HTML block (element content or a quoted attribute value); newlines are kept."""
+    return _neutral_lines(html.escape(str(value), quote=True))
+
+
+_LEXER_BY_LANGUAGE = {"python": "python", "triton": "python", "cuda": "cuda", "cpp": "cpp"}
+
+
+def highlight_html(code: str, path: str = "", language: str = "") -> str:
+    """`code` as a highlighted block in raw HTML, the same markup (and colours) as a fenced block.
+
+    The lexer is chosen by the file name, then by the solution's language, else plain text.
+    """
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
+    from pygments.util import ClassNotFound
+
+    try:
+        lexer = get_lexer_for_filename(path, code) if path else None
+    except ClassNotFound:
+        lexer = None
+    if lexer is None:
+        lexer = get_lexer_by_name(_LEXER_BY_LANGUAGE.get(language, "text"))
+    lexer.stripnl = False
+    lexer.ensurenl = True
+    body = highlight(code, lexer, HtmlFormatter(nowrap=True))
+    alias = lexer.aliases[0] if lexer.aliases else "text"
+    return (f'<div class="language-{alias} highlight"><pre><span></span><code>'
+            f"{_neutral_lines(body)}</code></pre></div>")

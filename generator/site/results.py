@@ -1,0 +1,397 @@
+"""Pages built on benchmark results: solutions, authors, hardware, the home page's summary, and the
+leaderboard part of each definition page.
+
+The numbers come from generator.analyse.leaderboard; this module only arranges them for the
+templates (links, anchors, chart data) and formats them (filters). Contributor text reaches raw
+HTML through `h` (escape_html) and markdown through `md` (escape_inline).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Sequence
+
+import jinja2
+
+from ..analyse.leaderboard import (AuthorRanking, Entry, HardwareSummary, LatestResult, Leaderboard,
+                                   ModelEstimate, Result, WorkloadRow, all_leaderboards, author_rankings,
+                                   hardware_summaries, latest_results, model_estimates)
+from ..dataset import Dataset
+from ..records import AgentTrace, Solution
+from .assets import plotly_version, vendored_files
+from .escape import escape_html, highlight_html
+
+LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
+MESSAGE_LIMIT = 20000  # characters of one agent-trace message shown
+LATEST = 10  # results on the home page
+
+
+# -- formatting (filters) -----------------------------------------------------------------------
+
+def fmt_ms(value: Optional[float]) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
+
+
+def fmt_speedup(value: Optional[float]) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def fmt_pct(value: Optional[float]) -> str:
+    return "—" if value is None else f"{100 * value:.0f}%"
+
+
+def fmt_err(value: Optional[float]) -> str:
+    if value is None:
+        return "—"
+    return "0" if value == 0 else f"{value:.1e}"
+
+
+def trend(speedup: Optional[float]) -> str:
+    """CSS class of a speedup: faster or slower than the baseline."""
+    if speedup is None or speedup == 1.0:
+        return "kt-even"
+    return "kt-up" if speedup > 1.0 else "kt-down"
+
+
+def fmt_value(value: object) -> str:
+    return "—" if value is None else str(value)
+
+
+def sort_key(value: Optional[float]) -> str:
+    """A data-sort attribute: the number, or empty (sorts last either way)."""
+    return "" if value is None else repr(float(value))
+
+
+def install(env: jinja2.Environment) -> None:
+    """Add the filters the result templates use to `env`."""
+    env.filters.update(h=escape_html, ms=fmt_ms, speedup=fmt_speedup, pct=fmt_pct, err=fmt_err, sortkey=sort_key,
+                       trend=trend, value=fmt_value, hwpage=hardware_page, html_page=html_link, anchor=board_anchor,
+                       jsonattr=lambda items: escape_html(json.dumps(list(items), ensure_ascii=False)),
+                       highlight=lambda code, path="", language="": highlight_html(code, path, language))
+
+
+# -- names and links ----------------------------------------------------------------------------
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def hardware_slug(name: str) -> str:
+    """A file name for a hardware name (traces may name a machine with any characters)."""
+    if _SAFE_NAME.match(name):
+        return name
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:60] or "hardware"
+    return f"{base}-{hashlib.sha1(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def solution_page(name: str) -> str:
+    return f"solutions/{name}.md"
+
+
+def hardware_page(name: str) -> str:
+    return f"hardware/{hardware_slug(name)}.md"
+
+
+def html_link(page: str) -> str:
+    """A page path (relative to the generated folder, .md) as the built page's path (.html)."""
+    return page[:-3] + ".html" if page.endswith(".md") else page
+
+
+# -- charts -------------------------------------------------------------------------------------
+
+def fastp_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> str:
+    """The JSON a `.kt-chart` element carries: fast_p step curves, one per named series."""
+    spec = {"kind": "fast_p", "what": what, "x_end": end,
+            "series": [{"name": name, "x": [p for p, _ in curve], "y": [v for _, v in curve]}
+                       for name, curve in series]}
+    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# -- views ---------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BoardView:
+    board: Leaderboard
+    anchor: str  # id of its section on the definition page
+    hardware_page: str
+    chart: str  # JSON for the fast_p chart
+
+
+@dataclass(frozen=True)
+class WorkloadView:
+    uuid: str
+    axes: tuple[tuple[str, Any], ...]  # the definition's variable axes and their values
+    inputs: str  # how each input is made: "x: random; eps: scalar 1e-05; idx: safetensors"
+    seed: Optional[int]
+    description: str
+
+
+def _input_kind(spec: Mapping[str, Any]) -> str:
+    kind = str(spec.get("type", ""))
+    return f"{kind} {spec['value']}" if kind == "scalar" and "value" in spec else kind
+
+
+def workload_views(ds: Dataset, name: str) -> tuple[WorkloadView, ...]:
+    d = ds.definitions[name]
+    return tuple(WorkloadView(w.uuid, tuple((a, w.axes.get(a)) for a in d.var_axes),
+                              "; ".join(f"{k}: {_input_kind(v)}" for k, v in w.inputs.items()), w.seed,
+                              str(w.data["workload"].get("description", "")))
+                 for w in ds.workloads_by_definition.get(name, ()))
+
+
+@dataclass(frozen=True)
+class SolutionLink:
+    solution: Solution
+    page: str
+    hardware: tuple[str, ...]  # where it has results
+
+
+@dataclass(frozen=True)
+class SolutionBoard:
+    board: Leaderboard
+    entry: Entry
+    rows: tuple[tuple[WorkloadRow, Result], ...]
+    definition_anchor: str
+    hardware_page: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    hardware: str
+    result: Result
+    log: str  # the end of the log, at most LOG_LIMIT characters
+    cut: int  # characters left out at its start
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # system, user, assistant, tool, tool_call, request, note
+    title: str
+    text: str
+    calls: tuple[tuple[str, str], ...] = ()  # (tool name, arguments) the message asks for
+    cut: int = 0
+
+
+@dataclass(frozen=True)
+class Conversation:
+    author: str
+    model: str
+    annotation: str
+    path: str
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class HardwareRow:
+    board: Leaderboard
+    type: str  # the definition's type
+    top: Optional[Entry]
+    definition_href: str  # its built page, relative to the generated folder
+    anchor: str
+
+
+@dataclass(frozen=True)
+class SiteResults:
+    """Everything the result pages show, computed once per build."""
+
+    boards: Mapping[str, tuple[Leaderboard, ...]]
+    rankings: tuple[AuthorRanking, ...]
+    hardware: tuple[HardwareSummary, ...]
+    latest: tuple[LatestResult, ...]
+    agent_traces: Mapping[str, AgentTrace]  # by solution name
+    models: Mapping[str, tuple[ModelEstimate, ...]]  # by calling record name
+
+
+def analyse(ds: Dataset) -> SiteResults:
+    boards = all_leaderboards(ds)
+    agent: dict[str, AgentTrace] = {}
+    for t in sorted(ds.agent_traces, key=lambda a: (a.solution, a.author, a.source.path)):
+        s = ds.solutions.get(t.solution)
+        if t.solution not in agent or (s is not None and s.author == t.author):
+            agent[t.solution] = t
+    return SiteResults(boards, author_rankings(ds, boards), hardware_summaries(ds, boards),
+                       latest_results(boards, LATEST), agent, model_estimates(ds, boards))
+
+
+def board_anchor(hardware: str) -> str:
+    return "results-" + hardware_slug(hardware).lower().replace(".", "-")
+
+
+def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:
+    return tuple(BoardView(lb, board_anchor(lb.hardware), hardware_page(lb.hardware),
+                           fastp_chart([(e.solution, e.curve) for e in lb.entries], lb.curve_end,
+                                       f"{lb.definition} on {lb.hardware}"))
+                 for lb in boards)
+
+
+def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str, Any]:
+    """Template variables for the results part of a definition's page."""
+    boards = results.boards.get(name, ())
+    links = tuple(
+        SolutionLink(s, solution_page(s.name), tuple(lb.hardware for lb in boards if lb.entry(s.name) is not None))
+        for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != "baseline", s.name)))
+    return {"boards": board_views(boards), "solution_links": links, "workloads": workload_views(ds, name)}
+
+
+def _failures(boards: Sequence[SolutionBoard]) -> tuple[Failure, ...]:
+    out = []
+    for sb in boards:
+        for _, r in sb.rows:
+            if r.failed:
+                cut = max(0, len(r.log) - LOG_LIMIT)
+                out.append(Failure(sb.board.hardware, r, r.log[cut:], cut))
+    return tuple(out)
+
+
+def _clip(text: str) -> tuple[str, int]:
+    return (text, 0) if len(text) <= MESSAGE_LIMIT else (text[:MESSAGE_LIMIT], len(text) - MESSAGE_LIMIT)
+
+
+def _content(value: Any) -> str:
+    """A message's content: a string, a list of parts (text parts joined), or anything else as JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(p, dict) for p in value):
+        texts = [str(p.get("text", "")) for p in value if p.get("type") in ("text", None) and "text" in p]
+        if len(texts) == len(value):
+            return "\n\n".join(texts)
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _arguments(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _message(m: Mapping[str, Any]) -> Message:
+    role = str(m.get("role", "note"))
+    functions = [c.get("function") or {} for c in m.get("tool_calls") or () if isinstance(c, dict)]
+    calls = tuple((str(f.get("name", "")), _arguments(f.get("arguments", ""))) for f in functions)
+    # Anthropic-style content: text and tool_use parts
+    content = m.get("content")
+    if isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "tool_use" for p in content):
+        calls += tuple((str(p.get("name", "")), _arguments(p.get("input", {})))
+                       for p in content if isinstance(p, dict) and p.get("type") == "tool_use")
+        content = [p for p in content if not (isinstance(p, dict) and p.get("type") == "tool_use")]
+    if role == "tool":
+        title = f"Tool result from {m['name']}" if m.get("name") else "Tool result"
+    else:
+        title = role.capitalize()
+    text, cut = _clip(_content(content))
+    return Message(role, title, text, calls, cut)
+
+
+def _response(response: Mapping[str, Any]) -> Message:
+    if isinstance(response.get("choices"), list) and response["choices"]:
+        choice = response["choices"][0]
+        if isinstance(choice, dict) and isinstance(choice.get("message"), dict):
+            return _message(choice["message"])
+    if "role" in response or "content" in response:
+        return _message({"role": "assistant", **response})
+    text, cut = _clip(_content(response))
+    return Message("assistant", "Response", text, (), cut)
+
+
+def conversation(trace: AgentTrace) -> Conversation:
+    """An agent trace as one readable sequence of messages and tool calls."""
+    messages: list[Message] = []
+    annotation = ""
+    shown: list = []  # the conversation so far: a request repeats it, only its new messages are shown
+    reply: Optional[Message] = None  # the last response, which the next request repeats
+    for entry in trace.entries:
+        kind = entry.get("type")
+        if kind in ("conversation", "llm_request"):
+            annotation = annotation or str(entry.get("annotation", ""))
+            conv = list(entry.get("conversation") or ())
+            new = conv[len(shown):] if conv[:len(shown)] == shown else conv
+            new_messages = [_message(m) for m in new if isinstance(m, dict)]
+            if reply is not None and new_messages and new_messages[0].role == "assistant" \
+                    and new_messages[0].text == reply.text:
+                new_messages = new_messages[1:]  # the previous response, now part of the conversation
+            messages.extend(new_messages)
+            shown, reply = conv, None
+            if kind == "llm_request" and isinstance(entry.get("response"), dict):
+                reply = _response(entry["response"])
+                messages.append(reply)
+        elif kind == "tool_call":
+            result = str(entry.get("result", ""))
+            if entry.get("cli_output"):
+                result += ("\n\n" if result else "") + str(entry["cli_output"])
+            text, cut = _clip(result)
+            messages.append(Message("tool_call", f"Tool call: {entry.get('tool_name', '')}", text,
+                                    ((str(entry.get("tool_name", "")), _arguments(entry.get("arguments", {}))),), cut))
+        else:
+            text, cut = _clip(_content(dict(entry)))
+            messages.append(Message("note", str(kind or "entry"), text, (), cut))
+    return Conversation(trace.author, trace.model, annotation, trace.source.path, tuple(messages))
+
+
+def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str, Any]:
+    boards = []
+    for lb in results.boards.get(s.definition, ()):
+        entry = lb.entry(s.name)
+        if entry is None:
+            continue
+        rows = tuple(zip(lb.rows, lb.results_of(s.name)))
+        boards.append(SolutionBoard(lb, entry, rows, board_anchor(lb.hardware), hardware_page(lb.hardware)))
+    agent = results.agent_traces.get(s.name)
+    d = ds.definitions.get(s.definition)
+    return {"s": s, "boards": tuple(boards), "failures": _failures(boards),
+            "conversation": conversation(agent) if agent is not None else None,
+            "definition_page": f"definitions/{s.definition}.md" if d is not None else None}
+
+
+def hardware_context(ds: Dataset, summary: HardwareSummary) -> dict[str, Any]:
+    rows = tuple(HardwareRow(lb, ds.definitions[lb.definition].type, lb.entries[0] if lb.entries else None,
+                             f"definitions/{lb.definition}.html", board_anchor(lb.hardware))
+                 for lb in summary.leaderboards)
+    return {"hw": summary, "rows": rows, "authors_anchor": board_anchor(summary.name)}
+
+
+def author_views(rankings: Sequence[AuthorRanking]) -> tuple[tuple[AuthorRanking, str, str, str], ...]:
+    """(ranking, anchor, hardware page, chart JSON) per hardware."""
+    return tuple((r, board_anchor(r.hardware), hardware_page(r.hardware),
+                  fastp_chart([(e.author, e.curve) for e in r.entries], r.curve_end, f"authors on {r.hardware}"))
+                 for r in rankings)
+
+
+def kernel_filters(ds: Dataset) -> dict[str, tuple[str, ...]]:
+    """The choices of the kernels index's filters: every type, model and tag, sorted."""
+    ds_defs = ds.definitions.values()
+    return {"types": tuple(sorted({d.type for d in ds_defs})),
+            "models": tuple(sorted({m for d in ds_defs for m in d.models})),
+            "tags": tuple(sorted({t for d in ds_defs for t in d.tags}))}
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+def result_pages(ds: Dataset, env: jinja2.Environment, results: SiteResults) -> dict[str, str]:
+    """The pages this module owns: {path relative to the generated folder: text}."""
+    install(env)
+    pages: dict[str, str] = {}
+    template = env.get_template("solution.md.j2")
+    for name, s in sorted(ds.solutions.items()):
+        pages[solution_page(name)] = template.render(root="../", **solution_context(ds, results, s))
+    pages["authors.md"] = env.get_template("authors.md.j2").render(
+        views=author_views(results.rankings), plotly=plotly_version())
+    pages["hardware.md"] = env.get_template("hardware.md.j2").render(hardware=results.hardware)
+    template = env.get_template("hardware_page.md.j2")
+    for summary in results.hardware:
+        pages[hardware_page(summary.name)] = template.render(root="../", **hardware_context(ds, summary))
+    counts = {"definitions": len(ds.definitions), "workloads": len(ds.workloads), "solutions": len(ds.solutions),
+              "traces": len(ds.traces), "hardware": len(results.hardware)}
+    pages["home.txt"] = env.get_template("home.md.j2").render(
+        counts=counts, latest=results.latest, prefix="generated/")
+    pages.update(vendored_files())
+    return pages
+

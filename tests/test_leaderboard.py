@@ -1,0 +1,290 @@
+"""Leaderboards, fast_p and author rankings, checked against numbers worked out by hand.
+
+The dataset: rmsnorm_h128 with four workloads (w1..w4), three solutions (the baseline by
+`baseline`, alice's and bob's), traces on two machines (H100_SXM and test_cpu, the latter also
+under an alias); plus a second definition with no traces at all.
+
+On H100_SXM (latency in ms; speedup = baseline / solution):
+
+    workload   baseline        alice                 bob
+    w1         1.0             0.5  (2x)             2.0  (0.5x)
+    w2         2.0             0.5  (4x)             1.0  (2x)
+    w3         4.0             INCORRECT_NUMERICAL   2.0  (2x)
+    w4         RUNTIME_ERROR   0.1  (no baseline)    (not run)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+import pytest
+
+from generator.analyse.leaderboard import (NOT_RUN, all_leaderboards, author_rankings, competition_ranks,
+                                           curve_end, definition_leaderboards, fast_p, fast_p_curve, geomean,
+                                           hardware_summaries, kernel_speedup, latest_results, latest_traces,
+                                           median, model_estimates, solution_boards)
+from generator.load import load
+from tests.dataset_factory import DEFINITION, HARDWARE, SOLUTION, WORKLOAD, dump, dump_lines, write_dataset
+
+DEF = "rmsnorm_h128"
+BASE, ALICE, BOB = "rmsnorm_h128_torch", "rmsnorm_h128_alice", "rmsnorm_h128_bob"
+
+
+def workload(uuid: str, batch: int) -> dict:
+    w = copy.deepcopy(WORKLOAD)
+    w["workload"]["uuid"] = uuid
+    w["workload"]["axes"] = {"batch_size": batch}
+    return w
+
+
+WORKLOADS = [workload(f"w{i}", 2 ** i) for i in range(1, 5)]
+
+
+def trace(solution: str, wl: str, hardware: str, latency: float | None, status: str = "PASSED",
+          timestamp: str = "2026-11-21T10:00:00Z", samples: int | None = None, log: str = "") -> dict:
+    w = next(x for x in WORKLOADS if x["workload"]["uuid"] == wl)["workload"]
+    ev: dict = {"status": status, "log": log, "environment": {"hardware": hardware}, "timestamp": timestamp,
+                "correctness": None, "performance": None}
+    if status in ("PASSED", "INCORRECT_NUMERICAL"):
+        ev["correctness"] = {"max_absolute_error": 0.001, "max_relative_error": 0.002}
+    if status == "PASSED":
+        ev["performance"] = {"latency_ms": latency, "reference_latency_ms": 1.0, "speedup_factor": 1.0 / latency}
+        if samples is not None:
+            ev["performance"]["samples"] = samples
+    return {"definition": DEF, "workload": w, "solution": solution, "evaluation": ev}
+
+
+def solution(name: str, author: str, language: str = "triton") -> dict:
+    s = copy.deepcopy(SOLUTION)
+    s.update(name=name, author=author)
+    s["spec"]["language"] = language
+    return s
+
+
+H100 = "H100_SXM"
+H100_TRACES = {
+    "baseline": [trace(BASE, "w1", H100, 1.0, samples=10), trace(BASE, "w2", H100, 2.0, samples=10),
+                 trace(BASE, "w3", H100, 4.0, samples=10), trace(BASE, "w4", H100, None, "RUNTIME_ERROR", log="boom")],
+    "alice": [trace(ALICE, "w1", H100, 0.5, samples=20), trace(ALICE, "w2", H100, 0.5),
+              trace(ALICE, "w3", H100, None, "INCORRECT_NUMERICAL"), trace(ALICE, "w4", H100, 0.1, samples=5)],
+    "bob": [trace(BOB, "w1", H100, 2.0), trace(BOB, "w2", H100, 1.0), trace(BOB, "w3", H100, 2.0)],
+}
+# On the CPU: w1 only. Alice's first run failed and a later one passed at the baseline's latency.
+CPU_TRACES = {
+    "baseline": [trace(BASE, "w1", "test_cpu", 1.0)],
+    "alice": [trace(ALICE, "w1", "Test CPU 9000", 1.0, timestamp="2026-11-22T10:00:00+01:00"),
+              trace(ALICE, "w1", "test_cpu", None, "COMPILE_ERROR", timestamp="2026-11-21T12:00:00Z", log="nvcc")],
+}
+
+
+@pytest.fixture(scope="module")
+def ds(tmp_path_factory):
+    root = write_dataset(tmp_path_factory.mktemp("lb") / "dataset", workloads=WORKLOADS,
+                         hardware=dict(HARDWARE, aliases=["Test CPU 9000"]), traces=[])
+    for author, name in (("alice", ALICE), ("bob", BOB)):
+        dump(root / f"solutions/{author}/norm/{DEF}/{name}.json", solution(name, author))
+    for author in ("baseline", "alice", "bob"):
+        dump_lines(root / f"traces/{author}/norm/{DEF}.jsonl", H100_TRACES[author] + CPU_TRACES.get(author, []))
+    quiet = dict(copy.deepcopy(DEFINITION), name="silent_h128")
+    dump(root / "definitions/norm/silent_h128.json", quiet)
+    loaded = load(root)
+    assert [d.message for d in loaded.load_diagnostics if d.is_error] == []
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def boards(ds):
+    return all_leaderboards(ds)
+
+
+def board(boards, hardware):
+    return next(lb for lb in boards[DEF] if lb.hardware == hardware)
+
+
+# -- pure arithmetic -----------------------------------------------------------------------------
+
+def test_geomean_and_median():
+    assert geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert geomean([0.5, 2.0, 2.0]) == pytest.approx(2 ** (1 / 3))
+    assert geomean([]) is None
+    assert median([3.0, 1.0, 2.0]) == 2.0 and median([1.0, 2.0, 3.0, 10.0]) == 2.5 and median([]) is None
+
+
+def test_fast_p_is_strict_and_counts_every_workload():
+    speedups = [2.0, 4.0, None]  # three correct workloads, one without a known speedup; four in all
+    assert fast_p(speedups, 4, 1.0) == 0.5
+    assert fast_p(speedups, 4, 2.0) == 0.25  # 2.0 is not > 2.0
+    assert fast_p(speedups, 4, 0.0) == 0.5  # the one without a baseline never counts
+    assert fast_p([], 0, 1.0) == 0.0
+    assert fast_p_curve(speedups, 4, 5.0) == ((0.0, 0.5), (2.0, 0.25), (4.0, 0.0), (5.0, 0.0))
+
+
+def test_curve_end_and_competition_ranks():
+    assert curve_end([None]) == 2.0 and curve_end([4.0]) == 4.5 and curve_end([1.2]) == 2.0
+    assert competition_ranks([(3.0, 1.0), (2.0, 1.0), (2.0, 1.0), (1.0, 0.5)]) == [1, 2, 2, 4]
+    assert competition_ranks([(1.0, 0.25), (1.0 + 1e-13, 0.25), (None, 0.5), (None, 0.5)]) == [1, 1, 3, 3]
+
+
+# -- leaderboards ----------------------------------------------------------------------------------
+
+def test_hardware_is_never_mixed(boards):
+    assert [lb.hardware for lb in boards[DEF]] == [H100, "test_cpu"]  # the alias is filed under its spec
+    h100, cpu = board(boards, H100), board(boards, "test_cpu")
+    assert h100.baseline == BASE and cpu.baseline == BASE
+    assert [e.solution for e in h100.entries] == [ALICE, BOB, BASE]
+    assert [e.solution for e in cpu.entries] == [ALICE, BASE]  # bob never ran on the CPU
+    assert h100.entry(ALICE).traces == 4 and cpu.entry(ALICE).traces == 2
+
+
+def test_scores_on_h100(boards):
+    lb = board(boards, H100)
+    assert lb.workloads == ("w1", "w2", "w3", "w4")
+    alice, bob, base = lb.entries
+    assert (alice.rank, bob.rank, base.rank) == (1, 2, 3)
+    assert alice.author == "alice" and alice.language == "triton" and base.is_baseline and not alice.is_baseline
+
+    assert alice.geomean_speedup == pytest.approx(math.sqrt(8))  # 2x and 4x; w4 has no baseline
+    assert (alice.passed, alice.failed, alice.not_run, alice.pass_rate) == (3, 1, 0, 0.75)
+    assert alice.fast_1 == 0.5
+    assert alice.best_latency_ms == 0.1 and alice.median_latency_ms == 0.5
+    assert alice.samples == 20 + 1 + 5  # w2 did not record its samples: counts once
+
+    assert bob.geomean_speedup == pytest.approx(2 ** (1 / 3))
+    assert (bob.passed, bob.failed, bob.not_run, bob.pass_rate) == (3, 0, 1, 0.75)  # not run counts against it
+    assert bob.fast_1 == 0.5
+    assert bob.median_latency_ms == 2.0 and bob.samples == 3
+
+    assert base.geomean_speedup == 1.0 and base.fast_1 == 0.0 and base.pass_rate == 0.75 and base.samples == 30
+
+    assert lb.curve_end == 4.5
+    assert alice.curve == ((0.0, 0.5), (2.0, 0.25), (4.0, 0.0), (4.5, 0.0))
+    assert bob.curve == ((0.0, 0.75), (0.5, 0.5), (2.0, 0.0), (4.5, 0.0))
+
+
+def test_a_failed_workload_lowers_pass_rate_and_fast_p(tmp_path):
+    # Bob passes w3 at 2x (the table above); then the same run fails w3: pass rate and fast_p both fall.
+    def bob_with(w3: dict):
+        root = write_dataset(tmp_path / w3["evaluation"]["status"], workloads=WORKLOADS, traces=[])
+        dump(root / f"solutions/bob/norm/{DEF}/{BOB}.json", solution(BOB, "bob"))
+        dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", H100_TRACES["baseline"])
+        dump_lines(root / f"traces/bob/norm/{DEF}.jsonl", H100_TRACES["bob"][:2] + [w3])
+        return definition_leaderboards(load(root), DEF)[0].entry(BOB)
+
+    passing = bob_with(trace(BOB, "w3", H100, 2.0))
+    failing = bob_with(trace(BOB, "w3", H100, None, "TIMEOUT"))
+    assert (passing.pass_rate, failing.pass_rate) == (0.75, 0.5)
+    assert (passing.fast_1, failing.fast_1) == (0.5, 0.25)
+    assert (passing.failed, failing.failed) == (0, 1)
+    assert passing.curve[0] == (0.0, 0.75) and failing.curve[0] == (0.0, 0.5)
+    # The geomean is over the workloads passed: the failure shows in the pass rate, not hidden in the mean.
+    assert passing.geomean_speedup == pytest.approx(2 ** (1 / 3)) and failing.geomean_speedup == pytest.approx(1.0)
+
+
+def test_latest_trace_wins_and_ties_share_a_rank(ds, boards):
+    cpu = board(boards, "test_cpu")
+    alice, base = cpu.entries
+    # 2026-11-22T10:00+01:00 is later than 2026-11-21T12:00Z: the passing run counts.
+    assert cpu.results_of(ALICE)[0].status == "PASSED"
+    assert (alice.rank, base.rank) == (1, 1)  # 1.0x each, 1 of 4 passed each; listed by name
+    assert alice.geomean_speedup == base.geomean_speedup == 1.0 and alice.pass_rate == 0.25
+    assert alice.not_run == 3
+    latest = latest_traces(ds, ds.traces)
+    assert latest[(ALICE, "w1", "test_cpu")].hardware == "Test CPU 9000"
+
+
+def test_per_workload_rows(boards):
+    rows = board(boards, H100).rows
+    assert [r.uuid for r in rows] == ["w1", "w2", "w3", "w4"]
+    assert rows[0].axes == (("batch_size", 2),)
+    assert [r.baseline_latency_ms for r in rows] == [1.0, 2.0, 4.0, None]
+    w3 = {r.solution: r for r in rows[2].results}
+    assert w3[ALICE].status == "INCORRECT_NUMERICAL" and w3[ALICE].speedup is None and w3[ALICE].latency_ms is None
+    assert w3[ALICE].max_absolute_error == 0.001
+    assert w3[BOB].speedup == 2.0
+    w4 = {r.solution: r for r in rows[3].results}
+    assert w4[ALICE].passed and w4[ALICE].speedup is None and w4[ALICE].latency_ms == 0.1
+    assert w4[BOB].status == NOT_RUN and w4[BASE].log == "boom"
+
+
+def test_a_definition_without_traces_has_no_leaderboard(ds, boards):
+    assert boards["silent_h128"] == ()
+    assert definition_leaderboards(ds, "silent_h128") == ()
+    assert solution_boards(boards["silent_h128"], BASE) == ()
+
+
+def test_a_definition_without_a_baseline_has_no_speedups(tmp_path):
+    root = write_dataset(tmp_path / "d", workloads=WORKLOADS, traces=[])
+    dump(root / f"solutions/alice/norm/{DEF}/{ALICE}.json", solution(ALICE, "alice"))
+    dump_lines(root / f"traces/alice/norm/{DEF}.jsonl", H100_TRACES["alice"])
+    (lb,) = definition_leaderboards(load(root), DEF)
+    (alice,) = lb.entries
+    assert lb.baseline is None and alice.geomean_speedup is None and alice.fast_1 == 0.0
+    assert alice.pass_rate == 0.75 and alice.rank == 1
+
+
+def test_author_rankings(ds, boards):
+    rankings = author_rankings(ds, boards)
+    assert [r.hardware for r in rankings] == [H100, "test_cpu"]
+    h100 = rankings[0]
+    assert (h100.definitions, h100.workloads) == (1, 4)
+    alice, bob, base = h100.entries
+    assert [e.author for e in h100.entries] == ["alice", "bob", "baseline"] and [e.rank for e in h100.entries] == [1, 2, 3]
+    assert (alice.solved, alice.fast_1) == (3, 0.5) and alice.geomean_speedup == pytest.approx(math.sqrt(8))
+    assert (bob.solved, bob.fast_1) == (3, 0.5) and bob.geomean_speedup == pytest.approx(2 ** (1 / 3))
+    assert (base.solved, base.fast_1, base.geomean_speedup) == (3, 0.0, 1.0)
+    cpu = rankings[1]
+    assert [(e.author, e.rank, e.solved, e.workloads) for e in cpu.entries] == [("alice", 1, 1, 4), ("baseline", 1, 1, 4)]
+
+
+def test_author_counts_their_best_solution_per_workload(tmp_path):
+    root = write_dataset(tmp_path / "d", workloads=WORKLOADS, traces=[])
+    second = "rmsnorm_h128_alice2"
+    for name in (ALICE, second):
+        dump(root / f"solutions/alice/norm/{DEF}/{name}.json", solution(name, "alice"))
+    dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", H100_TRACES["baseline"])
+    dump_lines(root / f"traces/alice/norm/{DEF}.jsonl",
+               H100_TRACES["alice"] + [trace(second, "w1", H100, 0.25), trace(second, "w3", H100, 8.0)])
+    loaded = load(root)
+    (ranking,) = author_rankings(loaded, all_leaderboards(loaded))
+    alice = next(e for e in ranking.entries if e.author == "alice")
+    # best per workload: w1 4x (second), w2 4x, w3 0.5x (second, the first was wrong), w4 passed without a speedup
+    assert alice.solutions == 2 and alice.solved == 4
+    assert alice.geomean_speedup == pytest.approx((4 * 4 * 0.5) ** (1 / 3))
+    assert alice.fast_1 == 0.5
+
+
+def test_hardware_summaries_and_latest_results(ds, boards):
+    summaries = hardware_summaries(ds, boards)
+    assert [(h.name, h.spec is not None, h.traces, len(h.leaderboards)) for h in summaries] == [
+        (H100, False, 11, 1), ("test_cpu", True, 3, 1)]
+    latest = latest_results(boards, limit=2)
+    assert [(r.entry.solution, r.hardware, r.entry.updated) for r in latest] == [
+        (ALICE, "test_cpu", "2026-11-22T10:00:00+01:00"), (ALICE, H100, "2026-11-21T10:00:00Z")]
+    assert latest[0].entry.author == "alice" and latest[0].solutions == 2
+
+
+def test_model_estimates_weigh_kernels_by_calls(ds, boards):
+    # H100: baseline 1, 2, 4 ms on w1..w3 (w4 failed); best passing 0.5, 0.5, 2 ms -> 2x, 4x, 2x
+    time_ms, speedup = kernel_speedup(board(boards, H100))
+    assert time_ms == 2.0 and speedup == pytest.approx(16 ** (1 / 3))
+    estimates = model_estimates(ds, boards)["test-model"]
+    assert [(e.stage, e.hardware) for e in estimates] == [("decode", H100), ("decode", "test_cpu"),
+                                                          ("prefill", H100), ("prefill", "test_cpu")]
+    decode = estimates[0]
+    assert (decode.kernels, decode.step_kernels, decode.calls, decode.step_calls) == (1, 1, 3, 3)
+    assert decode.baseline_ms == 6.0 and decode.speedup == pytest.approx(16 ** (1 / 3))
+    assert estimates[1].speedup == 1.0  # on the CPU nothing beats the baseline
+
+
+def test_same_dataset_same_leaderboards(ds, boards):
+    assert all_leaderboards(ds) == boards
+    assert json.dumps(repr(boards)) == json.dumps(repr(all_leaderboards(ds)))
+
+
+def test_empty_dataset(tmp_path):
+    (tmp_path / "empty").mkdir()
+    empty = load(tmp_path / "empty")
+    assert all_leaderboards(empty) == {} and author_rankings(empty, {}) == () and hardware_summaries(empty, {}) == ()
+    assert latest_results({}) == ()
