@@ -494,3 +494,20 @@ def test_definition_page_lists_its_workloads(results_site):
     rows = table_rows(listing)
     assert [r[:2] for r in rows] == [["wl-1", "2"], ["wl-2", "4"], ["wl-3", "8"], ["wl-4", "16"]]
     assert rows[0][2] == "input: random; weight: random; eps: scalar 1e-05" and rows[0][3] == "1"
+
+
+def test_include_markers_in_contributor_code_stay_text(tmp_path):
+    # Only the home page's markers are filled (home_hook.py); a reference that contains one, or a
+    # snippet marker, is shown as written and pulls no file into its page.
+    from tests.dataset_factory import DEFINITION, write_dataset
+
+    d = json.loads(json.dumps(DEFINITION))
+    d["reference"] = d["reference"].replace(
+        "import torch\n", 'import torch\n# <!-- kerneltrace:include generated/coverage.txt -->\n--8<-- "generated/models.md"\n', 1)
+    root = write_dataset(tmp_path / "dataset", definition=d, traces=[])
+    out = build(root, tmp_path)
+    page = (out / "generated/definitions/rmsnorm_h128.html").read_text(encoding="utf-8")
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "<!-- kerneltrace:include generated/coverage.txt -->" in text
+    assert '--8<-- "generated/models.md"' in text
+    assert "decode step: kernels with a definition" not in page and "calls per step" not in page

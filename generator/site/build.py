@@ -110,6 +110,9 @@ def _mkdocs_error(e: BaseException, messages: _Messages) -> KernelTraceError:
     return KernelTraceError(f"mkdocs failed: {text}{details}")
 
 
+HOME_HOOK = Path(__file__).with_name("home_hook.py")
+
+
 def run_mkdocs(config_file: Path, site_dir: Path, strict: bool) -> list[str]:
     """`mkdocs build [--strict]` through its Python API; its warnings, or KernelTraceError."""
     with _mkdocs_session(config_file.resolve().parent) as messages:
@@ -118,7 +121,8 @@ def run_mkdocs(config_file: Path, site_dir: Path, strict: bool) -> list[str]:
         from mkdocs.exceptions import MkDocsException
 
         try:
-            config = load_config(config_file=str(config_file), site_dir=str(site_dir), strict=strict)
+            config = load_config(config_file=str(config_file), site_dir=str(site_dir), strict=strict,
+                                 hooks=[str(HOME_HOOK)])
             config.plugins.on_startup(command="build", dirty=False)
             try:
                 build(config)
@@ -206,7 +210,8 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
     _say("serve", f"rendered {_plural(count, 'page')}; serving on http://{addr}/ (Ctrl+C to stop)")
 
     # mkdocs re-reads its config on every rebuild, so the re-render hook is passed as a config
-    # option; it learns the dataset and project from the environment.
+    # option (which replaces mkdocs.yml's hooks, hence both); it learns the dataset and project
+    # from the environment.
     os.environ["KERNELTRACE_SERVE_DATASET"] = str(dataset_root.resolve())
     os.environ["KERNELTRACE_SERVE_PROJECT"] = str(project.resolve())
     with _mkdocs_session(project) as messages:
@@ -218,7 +223,7 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
         _show_mkdocs_log()
         try:
             serve(config_file=str(project / CONFIG_FILE), dev_addr=addr, livereload=True,
-                  watch=[str(dataset_root.resolve())], hooks=[str(Path(__file__).with_name("serve_hook.py"))])
+                  watch=[str(dataset_root.resolve())], hooks=[str(HOME_HOOK), str(Path(__file__).with_name("serve_hook.py"))])
         except (MkDocsException, OSError) as e:
             raise _mkdocs_error(e, messages) from None
 

@@ -108,7 +108,7 @@ def render_pages(ds: Dataset) -> dict[str, str]:
     coverage = model_coverage(ds)
     pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
                                                                  estimates=results.models)
-    # Included into the hand-written home page (pymdownx.snippets), so links are relative to it.
+    # Included into the hand-written home page (home_hook.py), so links are relative to it.
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     page_template = env.get_template("definition.md.j2")
     sol = sol_sections(ds)  # speed of light per definition, computed in the analyse layer
