@@ -288,3 +288,24 @@ def test_empty_dataset(tmp_path):
     empty = load(tmp_path / "empty")
     assert all_leaderboards(empty) == {} and author_rankings(empty, {}) == () and hardware_summaries(empty, {}) == ()
     assert latest_results({}) == ()
+
+
+def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
+    # The factory dataset has an Einsum cascade for rmsnorm_h128 and a hardware spec test_cpu; its
+    # trace ran on test_cpu, so the leaderboard shows SOL% = T_SOL / latency for it.
+    from dataset_factory import write_dataset
+    from generator.analyse.leaderboard import definition_leaderboards
+    from generator.analyse.roofline import hardware_for, speed_of_light, workload_counts
+    from generator.load import load
+
+    ds = load(write_dataset(tmp_path))
+    [board] = definition_leaderboards(ds, "rmsnorm_h128")
+    [entry] = board.entries
+    d = ds.definitions["rmsnorm_h128"]
+    w = next(w for w in ds.workloads if w.uuid == "wl-0001")
+    t_sol = speed_of_light(workload_counts(ds, d, dict(w.axes)), hardware_for(ds, "test_cpu")).t_sol_s
+    assert entry.sol_percent == pytest.approx(t_sol * 1e3 / 0.02)  # the trace's latency_ms is 0.02
+    other = write_dataset(tmp_path / "other", hardware={"name": "other_cpu", "kind": "cpu",
+                                                        "peak_tflops": {"float32": 1.0}, "memory_bandwidth_gb_s": 50.0})
+    [board] = definition_leaderboards(load(other), "rmsnorm_h128")
+    assert board.entries[0].sol_percent is None  # no spec for the hardware the trace names

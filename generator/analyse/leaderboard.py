@@ -29,7 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -126,6 +126,7 @@ class Result:
     log: str
     timestamp: str
     trace_path: str  # where the trace lives, "file:line" ("" when not run)
+    sol_percent: Optional[float] = None  # T_SOL / latency on this hardware (PASSED, with a cascade and a spec)
 
     @property
     def passed(self) -> bool:
@@ -156,6 +157,7 @@ class Entry:
     best_latency_ms: Optional[float]
     median_latency_ms: Optional[float]
     samples: int  # timing samples behind the latencies (a result that did not record it counts once)
+    sol_percent: Optional[float]  # geometric mean of T_SOL / latency over the passed workloads that have one
     traces: int  # every trace of the solution on this hardware, older ones included
     updated: str  # timestamp of its newest trace on this hardware
     curve: tuple[tuple[float, float], ...]
@@ -299,6 +301,29 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
     )
 
 
+def _t_sol_by_workload(ds: Dataset, definition: str, hw: str, axes_of: Mapping[str, Mapping]) -> dict:
+    """Speed-of-light seconds per workload uuid on `hw`, from the definition's Einsum cascade and the
+    hardware spec (roofline.py); workloads without either are left out."""
+    from .roofline import CascadeProblem, hardware_for, speed_of_light, workload_counts
+
+    d, spec = ds.definitions.get(definition), hardware_for(ds, hw)
+    if d is None or spec is None or definition not in ds.einsums:
+        return {}
+    out, cache = {}, {}
+    for wl, axes in axes_of.items():
+        try:
+            out[wl] = speed_of_light(workload_counts(ds, d, dict(axes), cache), spec).t_sol_s
+        except (CascadeProblem, KeyError, ValueError, TypeError):
+            continue  # the validator reports a cascade that does not count
+    return out
+
+
+def _with_sol(r: Result, t_sol_s: Optional[float]) -> Result:
+    if t_sol_s is None or not r.passed or not r.latency_ms:
+        return r
+    return replace(r, sol_percent=t_sol_s * 1e3 / r.latency_ms)
+
+
 # -- leaderboards -------------------------------------------------------------------------------
 
 def definition_leaderboards(ds: Dataset, definition: str,
@@ -362,7 +387,9 @@ def _leaderboard(ds: Dataset, definition: str, hw: str, latest: Mapping[tuple[st
         t = latest.get((baseline, wl)) if baseline else None
         baseline_ms[wl] = t.latency_ms if t is not None and t.is_passed else None
 
-    results = {s: [_result(s, wl, latest.get((s, wl)), baseline_ms[wl]) for wl in order] for s in solutions}
+    t_sol = _t_sol_by_workload(ds, definition, hw, axes_of)
+    results = {s: [_with_sol(_result(s, wl, latest.get((s, wl)), baseline_ms[wl]), t_sol.get(wl)) for wl in order]
+               for s in solutions}
     all_speedups = [r.speedup for rs in results.values() for r in rs]
     end = curve_end(all_speedups)
 
@@ -381,6 +408,7 @@ def _leaderboard(ds: Dataset, definition: str, hw: str, latest: Mapping[tuple[st
             geomean_speedup=geomean(s_ for s_ in speedups if s_ is not None),
             fast_1=fast_p(speedups, total, 1.0), best_latency_ms=min(latencies, default=None),
             median_latency_ms=median(latencies), samples=sum(r.samples or 1 for r in passed),
+            sol_percent=geomean(r.sol_percent for r in passed if r.sol_percent),
             traces=counts.get((s, hw), 0), updated=newest[(s, hw)], curve=fast_p_curve(speedups, total, end),
         ))
     unranked.sort(key=lambda e: (e["geomean_speedup"] is None, -(e["geomean_speedup"] or 0.0), -e["pass_rate"],

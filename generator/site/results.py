@@ -45,6 +45,14 @@ def fmt_pct(value: Optional[float]) -> str:
     return "—" if value is None else f"{100 * value:.0f}%"
 
 
+def fmt_sol_pct(value: Optional[float]) -> str:
+    """SOL% is small on slow machines and for naive code: keep two significant digits below 10%."""
+    if value is None:
+        return "—"
+    pct = 100 * value
+    return f"{pct:.0f}%" if pct >= 10 else f"{pct:.2g}%"
+
+
 def fmt_err(value: Optional[float]) -> str:
     if value is None:
         return "—"
@@ -69,7 +77,7 @@ def sort_key(value: Optional[float]) -> str:
 
 def install(env: jinja2.Environment) -> None:
     """Add the filters the result templates use to `env`."""
-    env.filters.update(h=escape_html, ms=fmt_ms, speedup=fmt_speedup, pct=fmt_pct, err=fmt_err, sortkey=sort_key,
+    env.filters.update(h=escape_html, ms=fmt_ms, speedup=fmt_speedup, pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key,
                        trend=trend, value=fmt_value, hwpage=hardware_page, html_page=html_link, anchor=board_anchor,
                        jsonattr=lambda items: escape_html(json.dumps(list(items), ensure_ascii=False)),
                        highlight=lambda code, path="", language="": highlight_html(code, path, language))
