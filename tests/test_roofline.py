@@ -227,7 +227,7 @@ def test_definition_page_shows_the_speed_of_light_escaped(tmp_path: Path):
     from dataset_factory import EINSUM
 
     from generator.analyse.roofline import sol_sections
-    from generator.site.render import _environment, definition_rows
+    from generator.site.render import render_pages
 
     nasty = EINSUM.replace("workload:\n", "# ```` <script>alert(1)</script> | [x](http://evil)\nworkload:\n", 1)
     ds = load(write_dataset(tmp_path / "ds", einsum=nasty))
@@ -236,8 +236,7 @@ def test_definition_page_shows_the_speed_of_light_escaped(tmp_path: Path):
     # Rows in workload order: batch 4 then batch 2; bytes 2308 and 4*... (2*128*2*2 + 256 + 4 = 1284).
     assert [(r.workload, r.bytes) for r in section.rows] == [("batch_size=4", "2.31kB"), ("batch_size=2", "1.28kB")]
     assert section.rows[0].cells == ("46.2 ns (memory)",)  # 2308 B / 50 GB/s
-    [row] = definition_rows(ds)
-    page = _environment().get_template("definition.md.j2").render(row=row, d=row.definition, sol=section)
+    page = render_pages(ds)["definitions/rmsnorm_h128.md"]
     body = page[page.index("## Speed of light"):]
     assert "`````yaml\n# ```` <script>" in body  # the fence outgrows the cascade's backticks: it stays code
     assert body.count("<script>") == 1 and "\n| batch&#95;size=4 | 512 | 2.31kB | 0.222 | 46.2 ns (memory) |" in body

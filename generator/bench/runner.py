@@ -57,7 +57,9 @@ def _tail(path: Path) -> str:
 
 
 def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
-    evaluation = {"status": result["status"], "log": result.get("log"),
+    # log is "" rather than null when there is nothing to say: the FlashInfer-Trace dialect has no
+    # null log, so exports round-trip exactly.
+    evaluation = {"status": result["status"], "log": result.get("log") or "",
                   "correctness": result.get("correctness"), "performance": result.get("performance"),
                   "environment": environment, "timestamp": _now()}
     if pair.workload.seed is not None:
