@@ -20,17 +20,16 @@ is random too (its values do not change the work).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
 
 from . import core
 from .recipes import Spec
+from .scenarios import Decode, Prefill
 
 MODEL = "Qwen3-30B-A3B"
 SM_SCALE = 1.0 / math.sqrt(128)  # 1 / sqrt(head_dim)
-MAX_CONTEXT = 32768  # longest context used here (max_position_embeddings = 40960)
 MAX_POSITION = 40960  # rows of the cos/sin cache serving allocates (max_position_embeddings)
 NUM_EXPERTS = 128
 TOP_K = 8
@@ -67,57 +66,6 @@ def routed_call(seed: int, tokens: int, alpha: float) -> str:
 # Serving situations
 # --------------------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Decode:
-    """`batch` sequences decoding one token each, contexts log-normal around `median` (sigma 0: all equal)."""
-
-    batch: int
-    median: int
-    sigma: float
-    what: str
-
-    @property
-    def key(self) -> str:
-        return f"decode_b{self.batch}_ctx{self.median}"
-
-    def lens(self, g: np.random.Generator) -> np.ndarray:
-        return core.seq_lens(g, self.batch, self.median, low=16, high=MAX_CONTEXT, sigma=self.sigma)
-
-    def call(self, seed: int) -> str:
-        return (f"g = core.rng({seed}); lens = core.seq_lens(g, {self.batch}, {self.median}, low=16, "
-                f"high={MAX_CONTEXT}, sigma={self.sigma})")
-
-
-@dataclass(frozen=True)
-class Prefill:
-    """`batch` prompts with `median` new tokens each (log-normal, sigma; exactly `median` when sigma is 0),
-    behind cached prefixes of `prefix` tokens (log-normal likewise; 0: no prefix)."""
-
-    batch: int
-    median: int
-    prefix: int
-    sigma: float
-    what: str
-
-    @property
-    def key(self) -> str:
-        return f"prefill_b{self.batch}_q{self.median}_prefix{self.prefix}"
-
-    def lens(self, g: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(new tokens, cached prefix tokens) per prompt."""
-        q = core.seq_lens(g, self.batch, self.median, low=16, high=8192, sigma=self.sigma)
-        if self.prefix == 0:
-            return q, np.zeros(self.batch, dtype=np.int64)
-        pre = core.seq_lens(g, self.batch, self.prefix, low=16, high=MAX_CONTEXT - 8192, sigma=self.sigma)
-        return q, pre
-
-    def call(self, seed: int) -> str:
-        text = (f"g = core.rng({seed}); q_lens = core.seq_lens(g, {self.batch}, {self.median}, low=16, high=8192, "
-                f"sigma={self.sigma})")
-        if self.prefix:
-            text += (f"; prefix_lens = core.seq_lens(g, {self.batch}, {self.prefix}, low=16, "
-                     f"high={MAX_CONTEXT - 8192}, sigma={self.sigma})")
-        return text
 
 
 DECODE_PS16 = [
