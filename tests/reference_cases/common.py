@@ -40,3 +40,31 @@ class Case:
     derived: Optional[Callable] = None
     check: Optional[Callable] = None
     extra: dict = field(default_factory=dict)
+
+
+# RoPE (NeoX, rotate-half) shared by the models: inputs with a model's real cos/sin cache, and the
+# rotation checked independently as a complex multiplication in float64.
+def rope_inputs_with(cos_sin_cache):
+    """An input maker for a rope definition whose cache rows are cos_sin_cache(max_position, head_dim)."""
+    def rope_inputs(ax, g, i):
+        T, P = ax["num_tokens"], ax["max_position"]
+        positions = torch.randint(0, P, (T,), generator=g)
+        positions[0] = P - 1  # the last row of the cache is read
+        return {"positions": positions,
+                "q": torch.randn(T, ax["num_qo_heads"], ax["head_dim"], generator=g).bfloat16(),
+                "k": torch.randn(T, ax["num_kv_heads"], ax["head_dim"], generator=g).bfloat16(),
+                "cos_sin_cache": cos_sin_cache(P, ax["head_dim"])}
+    return rope_inputs
+
+
+def rope_expected(ax, x):
+    half = ax["head_dim"] // 2
+    rows = x["cos_sin_cache"].double()[x["positions"]]  # [T, head_dim]
+    rot = torch.complex(rows[:, :half], rows[:, half:]).unsqueeze(1)  # cos + i sin, [T, 1, half]
+
+    def rotate(t):
+        t = t.double()
+        z = torch.complex(t[..., :half], t[..., half:]) * rot
+        return torch.cat([z.real, z.imag], dim=-1)
+
+    return {"q_out": rotate(x["q"]), "k_out": rotate(x["k"])}

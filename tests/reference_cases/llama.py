@@ -12,7 +12,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .common import Case
+from .common import Case, rope_expected, rope_inputs_with
 
 LN2 = math.log(2.0)
 EPS = 1e-5  # rms_norm_eps of meta-llama/Llama-3.1-8B
@@ -82,27 +82,7 @@ def llama3_cos_sin_cache(max_position, head_dim=128):
     return torch.cat([angles.cos(), angles.sin()], dim=-1).float()
 
 
-def rope_inputs(ax, g, i):
-    T, P = ax["num_tokens"], ax["max_position"]
-    positions = torch.randint(0, P, (T,), generator=g)
-    positions[0] = P - 1  # the last row of the cache is read
-    return {"positions": positions,
-            "q": torch.randn(T, ax["num_qo_heads"], ax["head_dim"], generator=g).bfloat16(),
-            "k": torch.randn(T, ax["num_kv_heads"], ax["head_dim"], generator=g).bfloat16(),
-            "cos_sin_cache": llama3_cos_sin_cache(P, ax["head_dim"])}
-
-
-def rope_expected(ax, x):
-    half = ax["head_dim"] // 2
-    rows = x["cos_sin_cache"].double()[x["positions"]]  # [T, head_dim]
-    rot = torch.complex(rows[:, :half], rows[:, half:]).unsqueeze(1)  # cos + i sin, [T, 1, half]
-
-    def rotate(t):
-        t = t.double()
-        z = torch.complex(t[..., :half], t[..., half:]) * rot
-        return torch.cat([z.real, z.imag], dim=-1)
-
-    return {"q_out": rotate(x["q"]), "k_out": rotate(x["k"])}
+rope_inputs = rope_inputs_with(llama3_cos_sin_cache)
 
 
 # --------------------------------------------------------------------------------------------------
