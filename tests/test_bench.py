@@ -355,3 +355,13 @@ def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):
     plan = make_plan(ds, "cpu", max_flops=flops[1])
     assert [p.workload.uuid for p in plan.pairs] == ["wl-0000", "wl-0001"]
     assert "GFLOP per call > limit" in plan.skipped[0][1]
+
+
+def test_bad_selection_and_device_are_clear_errors(tmp_path, capsys):
+    from generator import cli
+
+    root = write_dataset(tmp_path, traces=[])
+    with pytest.raises(KernelTraceError, match="--definitions: no definition named 'rmsnorm_h999'"):
+        make_plan(load(root), "cpu", definitions=["rmsnorm_h999"])
+    assert cli.main(["bench", "--dataset", str(root), "--device", "tpu", "--quiet"]) == 2
+    assert "--device 'tpu': use cpu or cuda" in capsys.readouterr().err
