@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from . import __version__
-from .errors import KernelTraceError
+from .model.errors import KernelTraceError
 from .load import DEFAULT_DATASET
 
 
@@ -19,7 +19,7 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from .diagnostics import count_errors, format_report
+    from .model.diagnostics import count_errors, format_report
     from .validate import validate_path
 
     fmt = args.format or ("github" if os.environ.get("GITHUB_ACTIONS") == "true" else "human")
@@ -53,7 +53,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .importer import run_import
+    from .formats.importer import run_import
 
     return run_import(args.paths, args.dataset, dry_run=args.dry_run, workload_uuid=args.workload)
 
@@ -66,7 +66,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from .publish import publish
+    from .export.publish import publish
 
     result = publish(args.dataset, args.repo, revision=args.revision, create_pr=args.create_pr,
                      dry_run=args.dry_run, export_dir=args.export_dir)

@@ -21,7 +21,7 @@ from generator.bench.check import Verdict, chi2_sf, compare, compare_samples, to
 from generator.bench.inputs import make_inputs
 from generator.bench.plan import make_plan, parse_shard, shard_of
 from generator.bench.store import append_line, read_traces
-from generator.errors import KernelTraceError
+from generator.model.errors import KernelTraceError
 from generator.load import load
 from generator.validate import validate_path
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import dialects
-from generator.records import Source
-from generator.schema_check import schema_diagnostics
+from generator.formats import dialects
+from generator.model.records import Source
+from generator.model.schema_check import schema_diagnostics
 
 DATA = Path(__file__).parent / "data" / "dialects"
 

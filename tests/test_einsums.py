@@ -10,7 +10,7 @@ import pytest
 import yaml
 from dataset_factory import EINSUM, write_dataset
 
-from generator.analyse.einsum import (ExprError, SetError, bits_problems, count_points, parse_cascade,
+from generator.einsum.cascade import (ExprError, SetError, bits_problems, count_points, parse_cascade,
                                       parse_constraints, parse_set_expression, resolve_renames)
 from generator.analyse.roofline import count, export_cascades, load_cascade, verify_export, workload_counts
 from generator.cli import main

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from dataset_factory import DEFINITION, TRACE, WORKLOAD, write_dataset
-from generator.errors import KernelTraceError
+from generator.model.errors import KernelTraceError
 from generator.export import CONFIG_NAMES, MARKER, export_dataset, record_from_row
 from generator.export.tables import config
 from generator.load import DEFAULT_DATASET, load

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from test_fuzz import FUZZ, GOOD, KIND_OF, json_values, mutated, mutated_records
 
-from generator.fastschema import FastSchema
-from generator.schemas import RECORD_KINDS, fast_check_for, validator_for
+from generator.model.fastschema import FastSchema
+from generator.model.schemas import RECORD_KINDS, fast_check_for, validator_for
 
 
 def agree(kind: str, data) -> None:

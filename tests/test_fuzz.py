@@ -23,8 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generator.cli import main
-from generator.diagnostics import Diagnostic
-from generator.schemas import RECORD_KINDS, load_schema
+from generator.model.diagnostics import Diagnostic
+from generator.model.schemas import RECORD_KINDS, load_schema
 from generator.validate import validate_path
 from generator.validate.others import render_einsum
 

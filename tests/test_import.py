@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from generator.cli import main
-from generator.importer import run_import
+from generator.formats.importer import run_import
 from generator.load import load
 
 DATA = Path(__file__).parent / "data" / "dialects"

@@ -12,8 +12,8 @@ import pytest
 
 import huggingface_hub.constants  # noqa: E402
 
-from generator.errors import KernelTraceError  # noqa: E402
-from generator.publish import plan_changes, local_files, publish  # noqa: E402
+from generator.model.errors import KernelTraceError  # noqa: E402
+from generator.export.publish import plan_changes, local_files, publish  # noqa: E402
 from hub_stub import HubStub  # noqa: E402
 
 REPO = "kerneltrace/kerneltrace"
@@ -258,7 +258,7 @@ def test_a_malformed_repo_name_is_refused(repo_id, export):
 
 
 def test_lfs_files_are_compared_by_sha256_and_regular_ones_by_git_sha1(export):
-    from generator.publish import RemoteFile
+    from generator.export.publish import RemoteFile
 
     local = local_files(export)
     remote = {

@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from dataset_factory import write_dataset
 
-from generator.analyse.einsum import parse_cascade
+from generator.einsum.cascade import parse_cascade
 from generator.analyse.roofline import (count, load_cascade, peak_tflops, roofline_rows, sol_percent, sol_score,
                                         speed_of_light, trace_sol, workload_counts)
 from generator.load import DEFAULT_DATASET, load
-from generator.records import HardwareSpec, Source
+from generator.model.records import HardwareSpec, Source
 
 
 @pytest.fixture(scope="module")

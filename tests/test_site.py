@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from generator import cli
-from generator.errors import KernelTraceError
+from generator.model.errors import KernelTraceError
 from generator.load import DEFAULT_DATASET, load
-from generator.schemas import DTYPES, RECORD_KINDS, load_schema
+from generator.model.schemas import DTYPES, RECORD_KINDS, load_schema
 from generator.site import build_site
 from generator.site import build as site_build
 from generator.site.escape import escape_block, escape_inline, fence_for
@@ -463,7 +463,7 @@ def test_every_link_and_load_resolves(bundled_site, results_site):
 
 
 def test_agent_trace_in_list_form_reads_as_one_conversation():
-    from generator.records import AgentTrace, Source
+    from generator.model.records import AgentTrace, Source
     from generator.site.results import conversation
 
     first = [{"role": "system", "content": "You write kernels."}, {"role": "user", "content": "Write rmsnorm."}]

@@ -17,7 +17,7 @@ from typing import Any, Callable, Union
 import pytest
 from dataset_factory import DEFINITION, SOLUTION, WORKLOAD, dump, safetensors_bytes, write_dataset
 
-from generator.diagnostics import ERROR, WARNING
+from generator.model.diagnostics import ERROR, WARNING
 from generator.validate import validate_path
 
 DEF = "definitions/norm/rmsnorm_h128.json"

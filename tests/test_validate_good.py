@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from dataset_factory import DEFINITION, HARDWARE, MODEL, SOLUTION, TRACE, WORKLOAD, write_dataset
 
-from generator.jsonpos import line_of_pointer
+from generator.model.jsonpos import line_of_pointer
 from generator.load import load
 from generator.validate import validate, validate_path
 

@@ -33,8 +33,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence
 
-from ..dataset import Dataset
-from ..records import HardwareSpec, Trace
+from ..model.dataset import Dataset
+from ..model.records import HardwareSpec, Trace
 
 BASELINE_AUTHOR = "baseline"
 PASSED = "PASSED"

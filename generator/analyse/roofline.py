@@ -32,7 +32,7 @@ from typing import Iterable, Mapping, Optional
 
 import yaml
 
-from .einsum import (BITS_DTYPE, Cascade, ExprError, Problem, access_bits, count_points, parse_cascade,
+from ..einsum.cascade import (BITS_DTYPE, Cascade, ExprError, Problem, access_bits, count_points, parse_cascade,
                      render_template)
 
 # Wider dtypes to fall back to when a machine lists no peak for a dtype (it has no faster unit for it).
@@ -259,8 +259,8 @@ def tensor_dtypes(definition) -> dict[str, str]:
 
 def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:
     """Render, read and parse a cascade template; CascadeProblem (or a jinja2/YAML error) when it is bad."""
-    from .. import schema_check
-    from ..records import Source
+    from ..model import schema_check
+    from ..model.records import Source
 
     data = yaml.safe_load(render_template(text, values))
     schema = schema_check.schema_diagnostics("einsum", data, Source("cascade"))
@@ -370,7 +370,7 @@ def export_cascades(ds, out, definitions: Optional[Iterable[str]] = None) -> lis
     import tempfile
     from pathlib import Path
 
-    from .einsum import plain_document
+    from ..einsum.cascade import plain_document
 
     out = Path(out)
     wanted = set(definitions) if definitions else None
@@ -405,7 +405,7 @@ def verify_export(ds, out, written: Iterable[str]) -> list[str]:
     MACs, FLOPs and bytes with the dataset's; one line per file that differs or does not read."""
     from pathlib import Path
 
-    from .einsum import parse_cascade
+    from ..einsum.cascade import parse_cascade
 
     problems = []
     for rel in written:

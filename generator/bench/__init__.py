@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional, Sequence
 
-from ..errors import KernelTraceError
+from ..model.errors import KernelTraceError
 from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, Plan, make_plan, parse_shard
 from .runner import Options, Outcome, run_plan
 from .store import MergeSummary, done_keys, merge

@@ -7,9 +7,9 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from ..dataset import Dataset
-from ..errors import KernelTraceError
-from ..records import Definition, Solution, Workload
+from ..model.dataset import Dataset
+from ..model.errors import KernelTraceError
+from ..model.records import Definition, Solution, Workload
 
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1,
                "float4_e2m1": 0.5, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}

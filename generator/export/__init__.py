@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
-from ..dataset import Dataset
-from ..errors import KernelTraceError
+from ..model.dataset import Dataset
+from ..model.errors import KernelTraceError
 from ..load import load
 from ..validate import validate
 from .card import CardInput, render_card

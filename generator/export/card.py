@@ -13,7 +13,7 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from ..dataset import Dataset
+from ..model.dataset import Dataset
 from .tables import CONFIGS, Config
 
 LICENSE = "cc-by-4.0"

@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Mapping, Optional
 
-from ..dataset import Dataset
-from ..records import Definition, Solution, Trace, Workload
+from ..model.dataset import Dataset
+from ..model.records import Definition, Solution, Trace, Workload
 from .tables import EDITOR_KEYS
 
 DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn",

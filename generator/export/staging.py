@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import KernelTraceError
+from ..model.errors import KernelTraceError
 
 MARKER = ".kerneltrace-export"
 

@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa
 
-from ..dataset import Dataset
+from ..model.dataset import Dataset
 
 JSON = pa.json_()
 STRING_LIST = pa.list_(pa.string())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import KernelTraceError
+from ..model.errors import KernelTraceError
 
 PLOTLY_PAGE = "assets/plotly.min.js"  # relative to the generated folder
 

@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..dataset import Dataset
-from ..diagnostics import count_errors
-from ..errors import KernelTraceError
+from ..model.dataset import Dataset
+from ..model.diagnostics import count_errors
+from ..model.errors import KernelTraceError
 from ..load import load
 from .render import current_umask, render_pages, write_pages
 

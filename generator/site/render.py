@@ -18,8 +18,8 @@ import jinja2
 
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
-from ..dataset import Dataset
-from ..records import Definition, TensorSpec
+from ..model.dataset import Dataset
+from ..model.records import Definition, TensorSpec
 from .escape import escape_block, escape_inline, fence_for
 from .results import analyse as analyse_results
 from .results import definition_results, install, kernel_filters, result_pages

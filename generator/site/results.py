@@ -19,8 +19,8 @@ import jinja2
 from ..analyse.leaderboard import (AuthorRanking, Entry, HardwareSummary, LatestResult, Leaderboard,
                                    ModelEstimate, Result, WorkloadRow, all_leaderboards, author_rankings,
                                    hardware_summaries, latest_results, model_estimates)
-from ..dataset import Dataset
-from ..records import AgentTrace, Solution
+from ..model.dataset import Dataset
+from ..model.records import AgentTrace, Solution
 from .assets import plotly_version, vendored_files
 from .escape import escape_html, highlight_html
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any, Optional
 
 from ..load import LAYOUT
-from ..schemas import RECORD_KINDS, SCHEMA_DIR, load_schema
+from ..model.schemas import RECORD_KINDS, SCHEMA_DIR, load_schema
 
 # Record kind -> top-level dataset folder (a key of load.LAYOUT, which says how files are laid out).
 FOLDER_OF_KIND = {

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mkdocs.exceptions import PluginError
 
-from generator.errors import KernelTraceError
+from generator.model.errors import KernelTraceError
 from generator.site.build import load_checked, render_site
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic, sort_diagnostics
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic, sort_diagnostics
 from ..load import load
 from .definitions import check_definitions
 from .einsums import check_einsums

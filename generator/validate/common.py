@@ -6,7 +6,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any, Optional
 
-from ..diagnostics import ERROR, WARNING, Diagnostic
+from ..model.diagnostics import ERROR, WARNING, Diagnostic
 
 
 def diag(record: Any, pointer: str, severity: str, message: str, hint: str = "") -> Diagnostic:

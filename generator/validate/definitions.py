@@ -6,10 +6,10 @@ import difflib
 import re
 from typing import Iterator
 
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic
-from ..diagnostics import make_pointer as ptr
-from ..records import Definition
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.diagnostics import make_pointer as ptr
+from ..model.records import Definition
 from .common import error, path_parts, warning
 from .pycode import find_function, parse_constraint, parse_module, uses_torch_functional
 

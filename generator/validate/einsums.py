@@ -16,13 +16,13 @@ from typing import Iterator, Optional
 import jinja2
 import yaml
 
-from ..analyse.einsum import (DTYPE_BITS, Cascade, Problem, access_bits, bits_problems, parse_cascade,
+from ..einsum.cascade import (DTYPE_BITS, Cascade, Problem, access_bits, bits_problems, parse_cascade,
                               render_template, resolve_renames)
 from ..analyse.roofline import CascadeProblem, axis_values, count, tensor_dtypes
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic
-from ..records import Definition, Source
-from ..schema_check import schema_diagnostics
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.records import Definition, Source
+from ..model.schema_check import schema_diagnostics
 from .common import error, path_parts
 
 

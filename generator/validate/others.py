@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Iterator
 
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic
-from ..diagnostics import make_pointer as ptr
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.diagnostics import make_pointer as ptr
 from .common import error, warning
 from .einsums import check_einsums, render_einsum, yaml_line  # noqa: F401 - moved to einsums.py; old import path kept
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic
-from ..diagnostics import make_pointer as ptr
-from ..records import Definition, Solution
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.diagnostics import make_pointer as ptr
+from ..model.records import Definition, Solution
 from .common import bad_relative_path, error, orphan_error, path_parts, warning
 from .pycode import find_function, parse_module
 

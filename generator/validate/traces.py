@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic
-from ..records import Trace
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.records import Trace
 from .common import error, orphan_error, path_parts
 
 # Which evaluation parts each status carries: (correctness, performance).

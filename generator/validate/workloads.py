@@ -9,10 +9,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from ..dataset import Dataset
-from ..diagnostics import Diagnostic
-from ..diagnostics import make_pointer as ptr
-from ..records import Definition, Workload
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.diagnostics import make_pointer as ptr
+from ..model.records import Definition, Workload
 from .common import bad_relative_path, error, orphan_error, path_parts
 from .pycode import evaluate_constraint, parse_constraint
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import KernelTraceError
+from ..model.errors import KernelTraceError
 from ..load import DEFAULT_DATASET
 from .write import all_specs, render, stale, write
 

@@ -9,7 +9,7 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
-from ..errors import KernelTraceError
+from ..model.errors import KernelTraceError
 from .recipes import Spec, as_jsonable
 
 RECIPE_MODULES = ("seed", "llama", "qwen", "deepseek")

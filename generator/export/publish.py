@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from . import __version__
-from .errors import KernelTraceError
+from .. import __version__
+from ..model.errors import KernelTraceError
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import HfApi
@@ -121,7 +121,7 @@ def publish(dataset_root: Path, repo_id: str, *, revision: str = "main", create_
     if export_dir is not None:
         return _publish_folder(Path(export_dir), repo_id, revision=revision, create_pr=create_pr,
                                dry_run=dry_run, endpoint=endpoint, token=token, commit_message=commit_message)
-    from .export import export_dataset  # heavy (pyarrow): only when publishing
+    from . import export_dataset  # heavy (pyarrow): only when publishing
 
     with tempfile.TemporaryDirectory(prefix="kerneltrace-publish-") as tmp:
         folder = Path(tmp) / "hub"

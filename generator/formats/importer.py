@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Optional
 
 from . import dialects
-from .records import Source
-from .schema_check import schema_diagnostics
-from .schemas import DEFINITION_TYPES
+from ..model.records import Source
+from ..model.schema_check import schema_diagnostics
+from ..model.schemas import DEFINITION_TYPES
 
 SUFFIXES = (".json", ".jsonl")
 _IGNORED = {".DS_Store", ".gitkeep", ".gitattributes"}

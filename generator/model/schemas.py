@@ -1,4 +1,4 @@
-"""The JSON Schemas (generator/schema/*.json): the data contract, and the shared vocabulary.
+"""The JSON Schemas (generator/model/schema/*.json): the data contract, and the shared vocabulary.
 
 Every list of allowed values (types, dtypes, statuses, ...) lives in schema/common.json;
 Python reads it from there so that there is only one place to change.

@@ -31,7 +31,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from .schemas import DEFINITION_TYPES, DTYPES
+from ..model.schemas import DEFINITION_TYPES, DTYPES
 
 FLASHINFER_TRACE = "FlashInfer-Trace"
 KERNEL_SIGNATURE = "Kernel Signature (seed 001)"

@@ -114,7 +114,7 @@ def _explain(err: ValidationError) -> Iterator[tuple[list, str, str]]:
     elif v == "uniqueItems":
         yield path, f"{field} has duplicate entries", "remove the repeated entries"
     else:
-        yield path, err.message, "see the schema in generator/schema/ for what is allowed here"
+        yield path, err.message, "see the schema in generator/model/schema/ for what is allowed here"
 
 
 def _branch_score(errors: list[ValidationError]) -> tuple:

@@ -14,14 +14,14 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from . import dialects
-from .dataset import Dataset
-from .diagnostics import ERROR, WARNING, Diagnostic
-from .records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Source, Trace,
+from ..formats import dialects
+from ..model.dataset import Dataset
+from ..model.diagnostics import ERROR, WARNING, Diagnostic
+from ..model.records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Source, Trace,
                       Workload)
-from .schema_check import schema_diagnostics
+from ..model.schema_check import schema_diagnostics
 
-DEFAULT_DATASET = Path(__file__).resolve().parent.parent / "dataset"
+DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "dataset"
 
 # Top-level folder -> (file suffix, depth of the file below the folder, what it holds).
 LAYOUT = {
