@@ -147,12 +147,16 @@ def test_scores_on_h100(boards):
 
     assert alice.geomean_speedup == pytest.approx(math.sqrt(8))  # 2x and 4x; w4 has no baseline
     assert (alice.passed, alice.failed, alice.not_run, alice.pass_rate) == (3, 1, 0, 0.75)
+    assert alice.failures == (("INCORRECT_NUMERICAL", 1),) and alice.unstable == 0
     assert alice.fast_1 == 0.5
     assert alice.best_latency_ms == 0.1 and alice.median_latency_ms == 0.5
     assert alice.samples == 20 + 1 + 5  # w2 did not record its samples: counts once
 
     assert bob.geomean_speedup == pytest.approx(2 ** (1 / 3))
-    assert (bob.passed, bob.failed, bob.not_run, bob.pass_rate) == (3, 0, 1, 0.75)  # not run counts against it
+    # Pass rate is over the workloads it ran: w4 was not run, which is shown apart, not as a failure;
+    # fast_1 is still over all four workloads.
+    assert (bob.passed, bob.failed, bob.not_run, bob.pass_rate) == (3, 0, 1, 1.0)
+    assert bob.failures == ()
     assert bob.fast_1 == 0.5
     assert bob.median_latency_ms == 2.0 and bob.samples == 3
 
@@ -174,7 +178,8 @@ def test_a_failed_workload_lowers_pass_rate_and_fast_p(tmp_path):
 
     passing = bob_with(trace(BOB, "w3", H100, 2.0))
     failing = bob_with(trace(BOB, "w3", H100, None, "TIMEOUT"))
-    assert (passing.pass_rate, failing.pass_rate) == (0.75, 0.5)
+    assert (passing.pass_rate, failing.pass_rate) == (1.0, pytest.approx(2 / 3))  # bob never ran w4
+    assert failing.failures == (("TIMEOUT", 1),)
     assert (passing.fast_1, failing.fast_1) == (0.5, 0.25)
     assert (passing.failed, failing.failed) == (0, 1)
     assert passing.curve[0] == (0.0, 0.75) and failing.curve[0] == (0.0, 0.5)
@@ -188,7 +193,7 @@ def test_latest_trace_wins_and_ties_share_a_rank(ds, boards):
     # 2026-11-22T10:00+01:00 is later than 2026-11-21T12:00Z: the passing run counts.
     assert cpu.results_of(ALICE)[0].status == "PASSED"
     assert (alice.rank, base.rank) == (1, 1)  # 1.0x each, 1 of 4 passed each; listed by name
-    assert alice.geomean_speedup == base.geomean_speedup == 1.0 and alice.pass_rate == 0.25
+    assert alice.geomean_speedup == base.geomean_speedup == 1.0 and alice.pass_rate == 1.0
     assert alice.not_run == 3
     latest = latest_traces(ds, ds.traces)
     assert latest[(ALICE, "w1", "test_cpu")].hardware == "Test CPU 9000"
@@ -206,6 +211,29 @@ def test_per_workload_rows(boards):
     w4 = {r.solution: r for r in rows[3].results}
     assert w4[ALICE].passed and w4[ALICE].speedup is None and w4[ALICE].latency_ms == 0.1
     assert w4[BOB].status == NOT_RUN and w4[BASE].log == "boom"
+
+
+def test_unstable_timings_are_marked_and_not_ranked(tmp_path):
+    from generator.analyse.leaderboard import is_unstable
+
+    assert is_unstable({"latency_ms": 3.9, "p20_ms": 1.27, "p80_ms": 11.3})  # host noise: p80 is 9x p20
+    assert is_unstable({"latency_ms": 1.0, "mean_ms": 1.0, "stderr_ms": 0.2})
+    assert not is_unstable({"latency_ms": 1.0, "p20_ms": 0.95, "p80_ms": 1.1, "mean_ms": 1.0, "stderr_ms": 0.01})
+    assert is_unstable({"latency_ms": 1.0, "p20_ms": 0.95, "p80_ms": 1.1, "unstable": True})  # the bench's mark wins
+    # Bob's w2 (2x) becomes noisy: still passed, but no speedup, latency score or rank from it.
+    noisy = trace(BOB, "w2", H100, 1.0)
+    noisy["evaluation"]["performance"].update(p20_ms=0.2, p80_ms=3.0)
+    root = write_dataset(tmp_path / "noisy", workloads=WORKLOADS, traces=[])
+    dump(root / f"solutions/bob/norm/{DEF}/{BOB}.json", solution(BOB, "bob"))
+    dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", H100_TRACES["baseline"])
+    dump_lines(root / f"traces/bob/norm/{DEF}.jsonl", [H100_TRACES["bob"][0], noisy, H100_TRACES["bob"][2]])
+    lb = definition_leaderboards(load(root), DEF)[0]
+    bob = lb.entry(BOB)
+    w2 = lb.results_of(BOB)[1]
+    assert w2.passed and w2.unstable and w2.speedup is None and w2.spread == (0.2, 3.0)
+    assert (bob.passed, bob.unstable, bob.pass_rate) == (3, 1, 1.0)
+    assert bob.geomean_speedup == pytest.approx(1.0)  # 0.5x and 2x; the noisy 2x does not count
+    assert bob.fast_1 == 0.25 and bob.median_latency_ms == 2.0
 
 
 def test_a_definition_without_traces_has_no_leaderboard(ds, boards):

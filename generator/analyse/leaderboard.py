@@ -12,12 +12,17 @@ pages all read from here, so no number is computed twice or in a template. The r
   is its solution by the author `baseline` (the one that passed most workloads there, ties by name).
   A solution's speedup on a workload is the baseline's latency over the solution's latency; it is
   known only where both passed.
-- **Every workload counts.** The workloads of a definition on a hardware are its workloads in the
-  dataset plus any other workload its traces there ran. A workload a solution failed or never ran
-  counts against its pass rate and its fast_p; nothing is silently dropped.
+- **Every workload counts, each for what it is.** The workloads of a definition on a hardware are its
+  workloads in the dataset plus any other workload its traces there ran. The pass rate is over the
+  workloads the solution *ran* (a workload it never ran is "not run", shown apart, never a failure);
+  each failure kind (INCORRECT_NUMERICAL, RUNTIME_ERROR, ...) is counted apart. fast_p is over *all*
+  workloads, so coverage still shows there.
+- **Unstable measurements are not ranked.** A passed result whose timing is too noisy to trust (the
+  trace says `unstable`, or its spread is wide: see `is_unstable`) counts as correct but gives no
+  latency, speedup or SOL% to any score; it is marked where it is shown.
 - **Scores.** geomean speedup: geometric mean of the speedups over the workloads the solution
-  passed (those with a known speedup). fast_p(p): share of *all* workloads where the solution is
-  correct and its speedup is strictly greater than p (KernelBench). fast_1 = fast_p(1).
+  passed with a stable timing. fast_p(p): share of *all* workloads where the solution is correct,
+  stably timed and its speedup is strictly greater than p (KernelBench). fast_1 = fast_p(1).
 - **Ranking.** By geomean speedup (highest first; solutions without one come last), then pass
   rate; solutions equal on both share a rank (1, 1, 3), listed by name.
 - **Authors.** Per hardware, over all workloads of every definition with results there: on each
@@ -111,6 +116,27 @@ def _same(a: tuple, b: tuple) -> bool:
 
 # -- records ------------------------------------------------------------------------------------
 
+# A passed result's timing is unstable when its middle 60% of samples spans more than this factor
+# (p80 / p20), or its standard error is more than this share of its mean: host noise, not the kernel.
+UNSTABLE_SPREAD = 2.0
+UNSTABLE_RSE = 0.1
+
+
+def is_unstable(performance: Mapping) -> bool:
+    """Whether a trace's timing is too noisy to rank: the bench's own `unstable` mark when present,
+    else the spread of its samples (p20/p80, or the standard error over the mean)."""
+    if not performance:
+        return False
+    if "unstable" in performance:
+        return bool(performance["unstable"])
+    p20, p80 = performance.get("p20_ms"), performance.get("p80_ms")
+    if isinstance(p20, (int, float)) and isinstance(p80, (int, float)) and p20 > 0 and p80 / p20 > UNSTABLE_SPREAD:
+        return True
+    stderr, mean = performance.get("stderr_ms"), performance.get("mean_ms")
+    return (isinstance(stderr, (int, float)) and isinstance(mean, (int, float)) and mean > 0
+            and stderr / mean > UNSTABLE_RSE)
+
+
 @dataclass(frozen=True)
 class Result:
     """One solution on one workload on one hardware: what its latest trace says (or that it has none)."""
@@ -119,7 +145,7 @@ class Result:
     workload: str
     status: str  # the trace's status, or NOT_RUN
     latency_ms: Optional[float]  # PASSED only
-    speedup: Optional[float]  # over the baseline: PASSED, and the baseline passed this workload
+    speedup: Optional[float]  # over the baseline: PASSED and stable, and the baseline passed this workload stably
     max_absolute_error: Optional[float]
     max_relative_error: Optional[float]
     samples: Optional[int]  # timing samples behind latency_ms, where the trace recorded them
@@ -127,14 +153,27 @@ class Result:
     timestamp: str
     trace_path: str  # where the trace lives, "file:line" ("" when not run)
     sol_percent: Optional[float] = None  # T_SOL / latency on this hardware (PASSED, with a cascade and a spec)
+    unstable: bool = False  # PASSED, but the timing is too noisy to rank
+    spread: Optional[tuple[float, float]] = None  # (p20, p80) of the timing samples, ms, where recorded
+    environment: tuple[tuple[str, str], ...] = ()  # the trace's environment, flattened ("libs.torch", "2.13")
+    timer: str = ""
 
     @property
     def passed(self) -> bool:
         return self.status == PASSED
 
     @property
+    def ran(self) -> bool:
+        return self.status != NOT_RUN
+
+    @property
     def failed(self) -> bool:
         return self.status not in (PASSED, NOT_RUN)
+
+    @property
+    def ranked(self) -> bool:
+        """Passed with a timing stable enough to count in scores."""
+        return self.passed and not self.unstable
 
 
 @dataclass(frozen=True)
@@ -151,7 +190,9 @@ class Entry:
     passed: int
     failed: int  # ran and did not pass
     not_run: int
-    pass_rate: float
+    pass_rate: Optional[float]  # passed / ran; None when it ran nothing
+    failures: tuple[tuple[str, int], ...]  # (status, count) per failure kind, by status
+    unstable: int  # passed workloads whose timing is too noisy to rank
     geomean_speedup: Optional[float]
     fast_1: float
     best_latency_ms: Optional[float]
@@ -170,6 +211,7 @@ class WorkloadRow:
     uuid: str
     axes: tuple[tuple[str, object], ...]  # the definition's variable axes and their values (None: not given)
     baseline_latency_ms: Optional[float]
+    baseline_stable: bool  # the baseline passed with a stable timing (speedups are known here)
     results: tuple[Result, ...]  # one per entry, in ranking order
 
 
@@ -283,21 +325,36 @@ def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     return ""
 
 
+def _environment(env: Mapping) -> tuple[tuple[str, str], ...]:
+    out = []
+    for key, value in sorted(env.items()):
+        if isinstance(value, Mapping):
+            out.extend((f"{key}.{k}", str(v)) for k, v in sorted(value.items()))
+        else:
+            out.append((str(key), str(value)))
+    return tuple(out)
+
+
 def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: Optional[float]) -> Result:
+    """`baseline_ms`: the baseline's stable latency on this workload (None: no speedup)."""
     if trace is None:
         return Result(solution, workload, NOT_RUN, None, None, None, None, None, "", "", "")
     ev = trace.data["evaluation"]
     correctness = ev.get("correctness") or {}
     perf = ev.get("performance") or {}
     passed = trace.status == PASSED
+    unstable = passed and is_unstable(perf)
     latency = trace.latency_ms if passed else None
-    speedup = baseline_ms / latency if passed and latency and baseline_ms else None
+    speedup = baseline_ms / latency if passed and not unstable and latency and baseline_ms else None
+    p20, p80 = perf.get("p20_ms"), perf.get("p80_ms")
     return Result(
         solution=solution, workload=workload, status=trace.status, latency_ms=latency, speedup=speedup,
         max_absolute_error=correctness.get("max_absolute_error"),
         max_relative_error=correctness.get("max_relative_error"),
         samples=perf.get("samples") if passed else None, log=ev.get("log") or "", timestamp=trace.timestamp,
-        trace_path=f"{trace.source.path}:{trace.source.line}",
+        trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable,
+        spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
+        environment=_environment(ev.get("environment") or {}), timer=str(perf.get("timer", "")),
     )
 
 
@@ -319,7 +376,7 @@ def _t_sol_by_workload(ds: Dataset, definition: str, hw: str, axes_of: Mapping[s
 
 
 def _with_sol(r: Result, t_sol_s: Optional[float]) -> Result:
-    if t_sol_s is None or not r.passed or not r.latency_ms:
+    if t_sol_s is None or not r.ranked or not r.latency_ms:
         return r
     return replace(r, sol_percent=t_sol_s * 1e3 / r.latency_ms)
 
@@ -357,68 +414,86 @@ def definition_leaderboards(ds: Dataset, definition: str,
                  for hw in sorted(by_hw))
 
 
-def _leaderboard(ds: Dataset, definition: str, hw: str, latest: Mapping[tuple[str, str], Trace],
-                 known_workloads, var_axes: Sequence[str], counts: Mapping[tuple[str, str], int],
-                 newest: Mapping[tuple[str, str], str]) -> Leaderboard:
-    # Workloads: the dataset's, in file order, then any other the traces ran, by uuid.
+def _workload_order(known_workloads, latest: Mapping[tuple[str, str], Trace]) -> dict[str, Mapping]:
+    """Axes per workload uuid, in order: the dataset's workloads in file order, then any other the traces ran."""
     axes_of: dict[str, Mapping] = {}
-    order: list[str] = []
     for w in known_workloads:
-        if w.uuid not in axes_of:
-            axes_of[w.uuid] = w.axes
-            order.append(w.uuid)
+        axes_of.setdefault(w.uuid, w.axes)
     extra: dict[str, Mapping] = {}
     for (_, wl), t in sorted(latest.items()):
         if wl not in axes_of and wl not in extra:
             extra[wl] = t.workload_axes
-    axes_of.update(extra)
-    order.extend(sorted(extra))
-    total = len(order)
+    axes_of.update(sorted(extra.items()))
+    return axes_of
 
+
+def _baseline(ds: Dataset, solutions: Sequence[str], order: Sequence[str],
+              latest: Mapping[tuple[str, str], Trace]) -> Optional[str]:
+    """The solution by the author `baseline` that passed most workloads here (ties by name)."""
+    passed = {s: sum(1 for wl in order if (t := latest.get((s, wl))) is not None and t.is_passed) for s in solutions}
+    baselines = [s for s in solutions if (found := ds.solutions.get(s)) is not None and found.author == BASELINE_AUTHOR]
+    return min(baselines, key=lambda s: (-passed[s], s)) if baselines else None
+
+
+def _entry_fields(ds: Dataset, solution: str, rs: Sequence[Result], first_trace: Optional[Trace],
+                  end: float) -> dict:
+    """A solution's scores over its results on every workload (ranks are added later)."""
+    total = len(rs)
+    passed = [r for r in rs if r.passed]
+    ranked = [r for r in passed if r.ranked]
+    ran = sum(1 for r in rs if r.ran)
+    speedups = [r.speedup for r in ranked]
+    latencies = [r.latency_ms for r in ranked if r.latency_ms is not None]
+    kinds: dict[str, int] = defaultdict(int)
+    for r in rs:
+        if r.failed:
+            kinds[r.status] += 1
+    found = ds.solutions.get(solution)
+    return dict(
+        solution=solution, author=_author(ds, solution, first_trace), language=found.language if found else "",
+        known=found is not None, workloads=total, passed=len(passed), failed=sum(kinds.values()),
+        not_run=total - ran, pass_rate=len(passed) / ran if ran else None, failures=tuple(sorted(kinds.items())),
+        unstable=len(passed) - len(ranked), geomean_speedup=geomean(x for x in speedups if x is not None),
+        fast_1=fast_p(speedups, total, 1.0), best_latency_ms=min(latencies, default=None),
+        median_latency_ms=median(latencies), samples=sum(r.samples or 1 for r in ranked),
+        sol_percent=geomean(r.sol_percent for r in ranked if r.sol_percent), curve=fast_p_curve(speedups, total, end),
+    )
+
+
+def _ranked(unranked: list[dict]) -> tuple[Entry, ...]:
+    unranked.sort(key=lambda e: (e["geomean_speedup"] is None, -(e["geomean_speedup"] or 0.0),
+                                 -(e["pass_rate"] or 0.0), e["solution"]))
+    ranks = competition_ranks([(e["geomean_speedup"], e["pass_rate"] or 0.0) for e in unranked])
+    return tuple(Entry(rank=r, **e) for r, e in zip(ranks, unranked))
+
+
+def _leaderboard(ds: Dataset, definition: str, hw: str, latest: Mapping[tuple[str, str], Trace],
+                 known_workloads, var_axes: Sequence[str], counts: Mapping[tuple[str, str], int],
+                 newest: Mapping[tuple[str, str], str]) -> Leaderboard:
+    axes_of = _workload_order(known_workloads, latest)
+    order = list(axes_of)
     solutions = sorted({s for (s, _) in latest})
-    passed_count = {s: sum(1 for wl in order if (t := latest.get((s, wl))) is not None and t.is_passed)
-                    for s in solutions}
-    baselines = [s for s in solutions
-                 if (sol := ds.solutions.get(s)) is not None and sol.author == BASELINE_AUTHOR]
-    baseline = min(baselines, key=lambda s: (-passed_count[s], s)) if baselines else None
-
-    baseline_ms: dict[str, Optional[float]] = {}
+    baseline = _baseline(ds, solutions, order, latest)
+    shown_ms: dict[str, Optional[float]] = {}  # the baseline's latency where it passed
+    baseline_ms: dict[str, Optional[float]] = {}  # ... and was stable: the speedups' denominator
     for wl in order:
-        t = latest.get((baseline, wl)) if baseline else None
-        baseline_ms[wl] = t.latency_ms if t is not None and t.is_passed else None
+        r = _result(baseline, wl, latest.get((baseline, wl)), None) if baseline else None
+        shown_ms[wl] = r.latency_ms if r is not None and r.passed else None
+        baseline_ms[wl] = shown_ms[wl] if r is not None and r.ranked else None
 
     t_sol = _t_sol_by_workload(ds, definition, hw, axes_of)
     results = {s: [_with_sol(_result(s, wl, latest.get((s, wl)), baseline_ms[wl]), t_sol.get(wl)) for wl in order]
                for s in solutions}
-    all_speedups = [r.speedup for rs in results.values() for r in rs]
-    end = curve_end(all_speedups)
-
+    end = curve_end(r.speedup for rs in results.values() for r in rs)
     unranked = []
     for s in solutions:
-        rs = results[s]
-        passed = [r for r in rs if r.passed]
-        speedups = [r.speedup for r in passed]
-        latencies = [r.latency_ms for r in passed if r.latency_ms is not None]
-        sol = ds.solutions.get(s)
-        unranked.append(dict(
-            solution=s, author=_author(ds, s, next((latest[(s, wl)] for wl in order if (s, wl) in latest), None)),
-            language=sol.language if sol else "", is_baseline=s == baseline, known=sol is not None,
-            workloads=total, passed=len(passed), failed=sum(1 for r in rs if r.failed),
-            not_run=sum(1 for r in rs if r.status == NOT_RUN), pass_rate=len(passed) / total if total else 0.0,
-            geomean_speedup=geomean(s_ for s_ in speedups if s_ is not None),
-            fast_1=fast_p(speedups, total, 1.0), best_latency_ms=min(latencies, default=None),
-            median_latency_ms=median(latencies), samples=sum(r.samples or 1 for r in passed),
-            sol_percent=geomean(r.sol_percent for r in passed if r.sol_percent),
-            traces=counts.get((s, hw), 0), updated=newest[(s, hw)], curve=fast_p_curve(speedups, total, end),
-        ))
-    unranked.sort(key=lambda e: (e["geomean_speedup"] is None, -(e["geomean_speedup"] or 0.0), -e["pass_rate"],
-                                 e["solution"]))
-    ranks = competition_ranks([(e["geomean_speedup"], e["pass_rate"]) for e in unranked])
-    entries = tuple(Entry(rank=r, **e) for r, e in zip(ranks, unranked))
-
+        first = next((latest[(s, wl)] for wl in order if (s, wl) in latest), None)
+        fields = _entry_fields(ds, s, results[s], first, end)
+        unranked.append(dict(fields, is_baseline=s == baseline, traces=counts.get((s, hw), 0), updated=newest[(s, hw)]))
+    entries = _ranked(unranked)
     rows = tuple(
         WorkloadRow(uuid=wl, axes=tuple((a, axes_of[wl].get(a)) for a in var_axes),
-                    baseline_latency_ms=baseline_ms[wl],
+                    baseline_latency_ms=shown_ms[wl], baseline_stable=baseline_ms[wl] is not None,
                     results=tuple(results[e.solution][i] for e in entries))
         for i, wl in enumerate(order)
     )
@@ -542,9 +617,9 @@ def kernel_speedup(lb: Leaderboard) -> Optional[tuple[float, float]]:
     times, ratios = [], []
     for row in lb.rows:
         base = row.baseline_latency_ms
-        if base is None:
+        if base is None or not row.baseline_stable:
             continue
-        best = min([base, *(r.latency_ms for r in row.results if r.passed and r.latency_ms)])
+        best = min([base, *(r.latency_ms for r in row.results if r.ranked and r.latency_ms)])
         times.append(base)
         ratios.append(base / best)
     if not times:
