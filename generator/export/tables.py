@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 import pyarrow as pa
 
 from ..model.dataset import Dataset
+from ..model.kinds import KINDS
 
 JSON = pa.json_()
 STRING_LIST = pa.list_(pa.string())
@@ -363,8 +364,9 @@ HARDWARE = Config(
     constants={},
 )
 
-# In the order of the card; `definitions` is the default config.
-CONFIGS: tuple[Config, ...] = (DEFINITIONS, WORKLOADS, SOLUTIONS, TRACES, MODELS, EINSUMS, HARDWARE)
+# One config per exported record kind, in the registry's order (the card's); `definitions` is the default config.
+_BY_NAME = {c.name: c for c in (DEFINITIONS, WORKLOADS, SOLUTIONS, TRACES, MODELS, EINSUMS, HARDWARE)}
+CONFIGS: tuple[Config, ...] = tuple(_BY_NAME[k.config] for k in KINDS if k.config)
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
 
 

@@ -12,29 +12,21 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from ..formats import dialects
 from ..model.dataset import Dataset
 from ..model.diagnostics import ERROR, WARNING, Diagnostic
+from ..model.kinds import KIND_OF_FOLDER
+from ..model.layout import CANONICAL, Folder
 from ..model.records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Source, Trace,
                       Workload)
 from ..model.schema_check import schema_diagnostics
 
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "dataset"
 
-# Top-level folder -> (file suffix, depth of the file below the folder, what it holds).
-LAYOUT = {
-    "definitions": (".json", 2, "definitions/<type>/<definition>.json"),
-    "workloads": (".jsonl", 2, "workloads/<type>/<definition>.jsonl"),
-    "solutions": (".json", 4, "solutions/<author>/<type>/<definition>/<solution>.json"),
-    "traces": (".jsonl", 3, "traces/<author>/<type>/<definition>.jsonl"),
-    "models": (".json", 1, "models/<model>.json"),
-    "hardware": (".json", 1, "hardware/<hardware>.json"),
-    "agent_traces": (".json", 2, "agent_traces/<author>/<solution>.json"),
-    "einsums": (".yaml", 2, "einsums/<type>/<definition>.yaml"),
-    "blob": (None, None, "blob/workloads/<type>/<definition>/<uuid>.safetensors"),
-}
+# The folders read, in order, and where their files sit (model/layout.py owns the patterns).
+LAYOUT = CANONICAL
 # Files anywhere that are not data (editor and OS clutter, docs).
 IGNORED_NAMES = {".DS_Store", "README.md", ".gitkeep", ".gitattributes"}
 
@@ -187,36 +179,31 @@ class _Loader:
                 self.reject("hardware", raw)
 
     def load_agent_trace(self, rel: str) -> None:
-        parts = Path(rel).parts
+        where = LAYOUT["agent_traces"].fields(rel)
         for raw, source in self.json_document(rel):
             if self.checked("agent_trace", dialects.Normalised(raw), source):
-                self.ds.agent_traces.append(AgentTrace.from_data(parts[1], Path(rel).stem, raw, source))
+                self.ds.agent_traces.append(AgentTrace.from_data(where["author"], where["solution"], raw, source))
 
     def load_einsum(self, rel: str) -> None:
         text = self.read_text(rel)
         if text is not None:
-            parts = Path(rel).parts
-            cascade = EinsumCascade(Path(rel).stem, parts[1], text, Source(rel, 1, text))
+            where = LAYOUT["einsums"].fields(rel)
+            cascade = EinsumCascade(where["definition"], where["type"], text, Source(rel, 1, text))
             self.ds.einsums[cascade.definition] = cascade
 
     # -- walking ---------------------------------------------------------------------------
     def run(self) -> Dataset:
-        loaders: dict[str, Callable[[str], None]] = {
-            "definitions": self.load_definition, "workloads": self.load_workloads,
-            "solutions": self.load_solution, "traces": self.load_traces, "models": self.load_model,
-            "hardware": self.load_hardware, "agent_traces": self.load_agent_trace, "einsums": self.load_einsum,
-        }
-        # Definitions first so that nothing depends on file-system order; then the rest.
-        for folder in ("definitions", "workloads", "solutions", "traces", "models", "hardware", "agent_traces",
-                       "einsums"):
-            for rel in self.files_in(folder):
-                loaders[folder](rel)
+        # Layout order: definitions first so that nothing depends on file-system order.
+        for folder in LAYOUT.folders.values():
+            if folder.loaded:
+                load_one = getattr(self, LOADERS[KIND_OF_FOLDER[folder.name].name])
+                for rel in self.files_in(folder):
+                    load_one(rel)
         self.check_top_level()
         return self.ds
 
-    def files_in(self, folder: str) -> list[str]:
-        suffix, depth, layout = LAYOUT[folder]
-        base = self.root / folder
+    def files_in(self, folder: Folder) -> list[str]:
+        base = self.root / folder.name
         if not base.is_dir():
             return []
         found = []
@@ -226,12 +213,12 @@ class _Loader:
                 if name in IGNORED_NAMES or name.startswith("."):
                     continue
                 rel = Path(dirpath, name).relative_to(self.root).as_posix()
-                if not name.endswith(suffix):
-                    self.report(rel, 0, "", WARNING, f"unexpected file in {folder}/ (not {suffix}); ignored",
-                                f"files here are laid out as {layout}")
-                elif len(Path(rel).parts) - 1 != depth:
-                    self.report(rel, 0, "", ERROR, f"file is at the wrong depth for {folder}/; not loaded",
-                                f"move it to {layout}")
+                if not name.endswith(folder.suffix):
+                    self.report(rel, 0, "", WARNING, f"unexpected file in {folder.name}/ (not {folder.suffix}); ignored",
+                                f"files here are laid out as {folder.pattern}")
+                elif len(Path(rel).parts) - 1 != folder.depth:
+                    self.report(rel, 0, "", ERROR, f"file is at the wrong depth for {folder.name}/; not loaded",
+                                f"move it to {folder.pattern}")
                 else:
                     found.append(rel)
         return found
@@ -243,10 +230,18 @@ class _Loader:
                         "pass --dataset DIR pointing at a folder with definitions/, workloads/, ...")
             return
         for entry in sorted(os.listdir(self.root)):
-            if entry in LAYOUT or entry in IGNORED_NAMES or entry.startswith("."):
+            if entry in LAYOUT.folders or entry in IGNORED_NAMES or entry.startswith("."):
                 continue
             self.report(entry, 0, "", WARNING, f"unknown entry '{entry}' at the dataset root; ignored",
-                        "known folders: " + ", ".join(LAYOUT))
+                        "known folders: " + ", ".join(LAYOUT.folders))
+
+
+# Record kind -> the _Loader method that reads one of its files.
+LOADERS = {
+    "definition": "load_definition", "workload": "load_workloads", "solution": "load_solution",
+    "trace": "load_traces", "model": "load_model", "hardware": "load_hardware",
+    "agent_trace": "load_agent_trace", "einsum": "load_einsum",
+}
 
 
 def load(root: Path | str = DEFAULT_DATASET) -> Dataset:

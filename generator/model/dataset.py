@@ -8,12 +8,14 @@ from functools import cached_property
 from pathlib import Path
 
 from .diagnostics import Diagnostic
+from .kinds import KIND
 from .records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Trace,
                       Workload)
 
 
 @dataclass
 class Dataset:
+    # One attribute per record kind, named after its folder (kinds.KINDS).
     root: Path
     definitions: dict[str, Definition] = field(default_factory=dict)
     workloads: list[Workload] = field(default_factory=list)
@@ -52,5 +54,4 @@ class Dataset:
 
     def is_known(self, kind: str, name: str) -> bool:
         """True if a record of this kind and name exists, valid or rejected by its schema."""
-        index = {"definition": self.definitions, "solution": self.solutions, "hardware": self.hardware}[kind]
-        return name in index or name in self.rejected[kind]
+        return name in getattr(self, KIND[kind].folder) or name in self.rejected[kind]

@@ -13,10 +13,12 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
+from .kinds import KINDS
+
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
-# Record kind -> schema file stem. The order is the order of the schema reference page.
-RECORD_KINDS = ("definition", "workload", "solution", "trace", "model", "agent_trace", "einsum", "hardware")
+# Record kind -> schema file stem (kinds.py is the registry). The order is the order of the schema reference page.
+RECORD_KINDS = tuple(k.name for k in KINDS)
 
 
 @lru_cache(maxsize=None)

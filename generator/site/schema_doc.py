@@ -12,14 +12,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Optional
 
-from ..load import LAYOUT
+from ..model.kinds import KIND
 from ..model.schemas import RECORD_KINDS, SCHEMA_DIR, load_schema
 
-# Record kind -> top-level dataset folder (a key of load.LAYOUT, which says how files are laid out).
-FOLDER_OF_KIND = {
-    "definition": "definitions", "workload": "workloads", "solution": "solutions", "trace": "traces",
-    "model": "models", "agent_trace": "agent_traces", "einsum": "einsums", "hardware": "hardware",
-}
 # Fields the schemas leave undescribed because they mean the same in every record.
 _STANDARD_DESCRIPTIONS = {"$schema": "Optional: where the JSON Schema of this file is, for editors. Ignored otherwise."}
 _MAX_DEPTH = 16
@@ -294,7 +289,7 @@ def kind_doc(kind: str) -> KindDoc:
     walker.children(schema, schema, "", None, 0)
     return KindDoc(
         kind=kind, title=schema.get("title", kind), description=schema.get("description", ""),
-        stored_at=LAYOUT[FOLDER_OF_KIND[kind]][2], type=" or ".join(_types(schema, schema)),
+        stored_at=KIND[kind].layout.pattern, type=" or ".join(_types(schema, schema)),
         schema_file=f"{kind}.json", schema_text=(SCHEMA_DIR / f"{kind}.json").read_text(encoding="utf-8"),
         fields=walker.fields(),
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic, sort_diagnostics
+from ..model.kinds import KINDS
 from ..load import load
 from .definitions import check_definitions
 from .einsums import check_einsums
@@ -17,14 +18,18 @@ from .solutions import check_solutions
 from .traces import check_traces
 from .workloads import check_workloads
 
-CHECKS = (check_definitions, check_workloads, check_solutions, check_traces, check_models, check_agent_traces,
-          check_hardware, check_einsums)
+# Record kind -> its semantic checks (every kind of model.kinds.KINDS has one).
+CHECKS = {
+    "definition": check_definitions, "workload": check_workloads, "solution": check_solutions,
+    "trace": check_traces, "model": check_models, "agent_trace": check_agent_traces, "hardware": check_hardware,
+    "einsum": check_einsums,
+}
 
 
 def validate(ds: Dataset) -> list[Diagnostic]:
     diags = list(ds.load_diagnostics)
-    for check in CHECKS:
-        diags.extend(check(ds))
+    for kind in KINDS:
+        diags.extend(CHECKS[kind.name](ds))
     return sort_diagnostics(diags)
 
 
