@@ -26,7 +26,7 @@ from generator.cli import main
 from generator.model.diagnostics import Diagnostic
 from generator.model.schemas import RECORD_KINDS, load_schema
 from generator.validate import validate_path
-from generator.validate.others import render_einsum
+from generator.validate.einsums import render_einsum
 
 FUZZ = settings(max_examples=200, deadline=None, database=None, derandomize=bool(os.environ.get("CI")),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

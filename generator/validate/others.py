@@ -8,8 +8,8 @@ from typing import Iterator
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
+from ..model.layout import CANONICAL
 from .common import error, warning
-from .einsums import check_einsums, render_einsum, yaml_line  # noqa: F401 - moved to einsums.py; old import path kept
 
 
 def check_models(ds: Dataset) -> Iterator[Diagnostic]:
@@ -32,10 +32,10 @@ def check_agent_traces(ds: Dataset) -> Iterator[Diagnostic]:
         if s is None:
             if not ds.is_known("solution", a.solution):
                 yield error(a, "", f"agent trace of unknown solution '{a.solution}'",
-                            "store it as agent_traces/<author>/<solution>.json for an existing solution")
+                            f"store it as {CANONICAL['agent_traces'].pattern} for an existing solution")
         elif s.author != a.author:
             yield error(a, "", f"solution '{a.solution}' is by '{s.author}', but the agent trace is under agent_traces/{a.author}/",
-                        f"move it to agent_traces/{s.author}/{a.solution}.json")
+                        f"move it to {CANONICAL.agent_trace_file(s.author, a.solution)}")
 
 
 def check_hardware(ds: Dataset) -> Iterator[Diagnostic]:

@@ -8,6 +8,7 @@ from typing import Iterator
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
+from ..model.layout import CANONICAL
 from ..model.records import Definition, Solution
 from .common import bad_relative_path, error, orphan_error, path_parts, warning
 from .pycode import find_function, parse_module
@@ -27,7 +28,7 @@ def check_solutions(ds: Dataset) -> Iterator[Diagnostic]:
 def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
     parts = path_parts(s)  # solutions/<author>/<type>/<definition>/<name>.json
     expected_type = d.type if d is not None else parts[2]
-    expected = f"solutions/{s.author}/{expected_type}/{s.definition}/{s.name}.json"
+    expected = CANONICAL.solution_file(s.author, expected_type, s.definition, s.name)
     if s.source.path != expected:
         field = ("/author" if parts[1] != s.author else "/definition" if parts[3] != s.definition
                  else "/name" if parts[4] != s.name + ".json" else "/definition")

@@ -9,6 +9,7 @@ from typing import Iterator
 
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
+from ..model.layout import CANONICAL
 from ..model.records import Trace
 from .common import error, orphan_error, path_parts
 
@@ -49,7 +50,7 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
 
 def check_location(t: Trace, author: str, type_: str | None) -> Iterator[Diagnostic]:
     parts = path_parts(t)  # traces/<author>/<type>/<definition>.jsonl
-    expected = f"traces/{author}/{type_ or parts[2]}/{t.definition}.jsonl"
+    expected = CANONICAL.trace_file(author, type_ or parts[2], t.definition)
     if t.source.path != expected:
         yield error(t, "/definition", f"trace of {t.solution} by {author} is stored in {t.source.path}",
                     f"append it to {expected}")
