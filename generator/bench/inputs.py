@@ -1,26 +1,43 @@
-"""Seeded inputs for one workload: the same seed gives the same tensors on every machine.
+"""Inputs of a workload, made the way the KernelTrace bench makes them: bit-identical tensors from
+(definition, workload, seed) with only torch installed.
 
-Random tensors are drawn on the CPU from torch.Generator(seed) and then moved to the device, so a GPU
-run and a CPU run of the same workload see the same values. The distributions per dtype:
+This module is part of the data contract. It imports nothing but torch and the standard library,
+so a dataset consumer may import it (`from generator.bench.inputs import make_inputs`) or copy this
+one file. `definition` and `workload` are plain dicts: the records' JSON, or rows of the exported
+`definitions` and `workloads` configs (both have `axes` and `inputs`; a workload has `seed`).
 
-- floats: standard normal, drawn in float32 and rounded once to the dtype;
-- float8: standard normal clamped to the dtype's finite range before the cast (no inf/NaN);
-- ints: uniform in [0, 128) (small non-negative values valid as ids); index inputs are never drawn
-  here: workloads give them as blobs (see generator/workloadgen);
-- bool: fair coin.
-Input names with a conventional meaning get a distribution that honours it, because a normal draw
-would break the definition's contract: `probs` rows are softmax(3 * normal) (peaked, like a language
-model's next-token distribution); names ending in `scale` are uniform in [0.5, 2) / 64 (positive
-dequantisation scales); `top_p` uniform in [0.5, 1); `top_k` uniform in [1, 64].
+How each input is made (`input_recipes` lists them, resolved, for one workload):
+
+- `{"type": "scalar", "value": v}` in the workload: the value itself.
+- `{"type": "safetensors", "path", "tensor_key"}`: that tensor of the file (path relative to the
+  dataset root), cast to the definition's dtype. Blobs are the same in every input set.
+- `{"type": "random"}`: drawn from the distribution named by the definition's input spec,
+  `"random": {"distribution": ..., parameters}`, or, when it names none, the default below.
+  Distributions, each drawn in float32 (int64 for randint) on the CPU and then cast once:
+    normal(mean=0, std=1)          mean + std * randn; float8 clamped to the finite range first
+    uniform(low, high)             low + (high - low) * rand
+    softmax_normal(scale=1)        softmax(scale * randn) over the last axis (probability rows)
+    randint(low=0, high)           integers in [low, high)
+    bernoulli(p=0.5)               rand < p
+  Defaults: float dtypes normal(0, 1); integer dtypes randint(0, 128); bool bernoulli(0.5); and, for
+  names with a conventional meaning, `probs` softmax_normal(3), names ending in `scale`
+  uniform(1/128, 1/32), `top_p` uniform(0.5, 1), `top_k` randint(1, 65).
+  Every random input has its own generator: torch.Generator().manual_seed(input_seed(seed, index,
+  position)), `position` its place in the definition's inputs, `index` the input set (0 for the
+  first; the bench draws further sets for timing). So one input can be regenerated without
+  drawing the others.
 """
 
 from __future__ import annotations
 
+import json
+import struct
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Optional, Union
 
 import torch
 
+# Dataset dtype name -> torch dtype (the dataset writes `float8_e4m3`, torch `float8_e4m3fn`).
 TORCH_DTYPES = {
     "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
     "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
@@ -28,63 +45,172 @@ TORCH_DTYPES = {
     "uint8": torch.uint8, "bool": torch.bool,
 }
 FP8_MAX = {"float8_e4m3": 448.0, "float8_e5m2": 57344.0}
+DISTRIBUTIONS = {  # name -> parameters with their defaults (None: required)
+    "normal": {"mean": 0.0, "std": 1.0},
+    "uniform": {"low": None, "high": None},
+    "softmax_normal": {"scale": 1.0},
+    "randint": {"low": 0, "high": None},
+    "bernoulli": {"p": 0.5},
+}
+_SAFETENSORS_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                       "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "I64": torch.int64,
+                       "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+                       "BOOL": torch.bool}
 
 
 def set_seed(seed: int, index: int) -> int:
-    """Seed of input set `index` of a workload with seed `seed` (set 0 is the workload's own seed)."""
+    """Seed of input set `index` of a workload with seed `seed`."""
     return (seed * 1_000_003 + index) % (2**63)
 
 
-def shape_of(spec: Mapping[str, Any], axes: Mapping[str, int]) -> tuple[int, ...]:
-    return tuple(int(axes[a]) for a in spec["shape"])
+def input_seed(seed: int, index: int, position: int) -> int:
+    """Seed of the generator of the input at `position` (0-based, the definition's order) in input set
+    `index` of a workload with seed `seed`."""
+    return (set_seed(seed, index) * 1_000_003 + position) % (2**63)
 
 
-def _random(name: str, dtype: str, shape: tuple, g: torch.Generator) -> torch.Tensor:
-    target = TORCH_DTYPES[dtype]
+def default_distribution(name: str, dtype: str) -> dict[str, Any]:
+    """The distribution of a random input whose definition names none."""
     if name == "probs":
-        x = torch.softmax(3.0 * torch.randn(shape, generator=g), dim=-1)
-    elif name.endswith("scale"):
-        x = (0.5 + 1.5 * torch.rand(shape, generator=g)) / 64
-    elif name == "top_p":
-        x = 0.5 + 0.5 * torch.rand(shape, generator=g)
-    elif name == "top_k":
-        return torch.randint(1, 65, shape, generator=g).to(target)
-    elif dtype == "bool":
-        return torch.rand(shape, generator=g) < 0.5
-    elif dtype.startswith(("int", "uint")):
-        return torch.randint(0, 128, shape, generator=g).to(target)
-    else:
-        x = torch.randn(shape, generator=g)
+        return {"distribution": "softmax_normal", "scale": 3.0}
+    if name.endswith("scale"):
+        return {"distribution": "uniform", "low": 0.0078125, "high": 0.03125}
+    if name == "top_p":
+        return {"distribution": "uniform", "low": 0.5, "high": 1.0}
+    if name == "top_k":
+        return {"distribution": "randint", "low": 1, "high": 65}
+    if dtype == "bool":
+        return {"distribution": "bernoulli", "p": 0.5}
+    if dtype.startswith(("int", "uint")):
+        return {"distribution": "randint", "low": 0, "high": 128}
+    return {"distribution": "normal", "mean": 0.0, "std": 1.0}
+
+
+def distribution_of(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The definition input's distribution with every parameter filled in (raises ValueError on an
+    unknown distribution or parameter)."""
+    given = spec.get("random")
+    if given is None:
+        return default_distribution(name, spec["dtype"])
+    kind = given.get("distribution")
+    if kind not in DISTRIBUTIONS:
+        raise ValueError(f"input '{name}': unknown distribution {kind!r}; use one of {', '.join(DISTRIBUTIONS)}")
+    params = DISTRIBUTIONS[kind]
+    unknown = sorted(set(given) - set(params) - {"distribution"})
+    missing = sorted(p for p, v in params.items() if v is None and p not in given)
+    if unknown or missing:
+        raise ValueError(f"input '{name}': {kind} takes {', '.join(params)}"
+                         + (f"; unknown {', '.join(unknown)}" if unknown else "")
+                         + (f"; missing {', '.join(missing)}" if missing else ""))
+    return {"distribution": kind, **{p: given.get(p, v) for p, v in params.items()}}
+
+
+def axis_values(definition: Mapping[str, Any], workload: Mapping[str, Any]) -> dict[str, int]:
+    axes = {n: a["value"] for n, a in _as_dict(definition["axes"]).items() if a["type"] == "const"}
+    axes.update(_as_dict(workload["axes"]))
+    return axes
+
+
+def shape_of(spec: Mapping[str, Any], axes: Mapping[str, int]) -> tuple[int, ...]:
+    return tuple(int(axes[a]) for a in (spec.get("shape") or ()))
+
+
+def input_recipes(definition: Mapping[str, Any], workload: Mapping[str, Any],
+                  seed: Optional[int] = None, index: int = 0) -> dict[str, dict[str, Any]]:
+    """How each input of the workload is made, resolved: for random inputs the distribution with all
+    parameters, the concrete shape, the dtype and the generator seed; blobs and scalars as given."""
+    axes = axis_values(definition, workload)
+    base = int(workload.get("seed") or 0) if seed is None else int(seed)
+    given_inputs = _as_dict(workload["inputs"])
+    out = {}
+    for position, (name, spec) in enumerate(_as_dict(definition["inputs"]).items()):
+        given = dict(given_inputs[name])
+        if given["type"] == "random":
+            given = {"type": "random", **distribution_of(name, spec), "dtype": spec["dtype"],
+                     "shape": list(shape_of(spec, axes)), "seed": input_seed(base, index, position)}
+        out[name] = given
+    return out
+
+
+def draw(recipe: Mapping[str, Any]) -> torch.Tensor:
+    """The tensor of one resolved random recipe (see input_recipes), on the CPU."""
+    g = torch.Generator().manual_seed(int(recipe["seed"]))
+    shape, dtype, kind = tuple(recipe["shape"]), recipe["dtype"], recipe["distribution"]
+    target = TORCH_DTYPES[dtype]
+    if kind == "normal":
+        x = recipe["mean"] + recipe["std"] * torch.randn(shape, generator=g)
         if dtype in FP8_MAX:
             x = x.clamp_(-FP8_MAX[dtype], FP8_MAX[dtype])
+    elif kind == "uniform":
+        x = recipe["low"] + (recipe["high"] - recipe["low"]) * torch.rand(shape, generator=g)
+    elif kind == "softmax_normal":
+        x = torch.softmax(recipe["scale"] * torch.randn(shape, generator=g), dim=-1)
+    elif kind == "randint":
+        x = torch.randint(int(recipe["low"]), int(recipe["high"]), shape, generator=g)
+    elif kind == "bernoulli":
+        x = torch.rand(shape, generator=g) < recipe["p"]
+    else:
+        raise ValueError(f"unknown distribution {kind!r}")
     return x.to(target)
 
 
-def load_blob(root: Path, path: str, key: str) -> torch.Tensor:
-    from safetensors.torch import load_file
+def load_blob(root: Union[Path, str], path: str, key: str) -> torch.Tensor:
+    """One tensor of a safetensors file, read with torch alone (the format: an 8-byte little-endian
+    header length, a JSON header of {key: {dtype, shape, data_offsets}}, then the raw bytes)."""
+    raw = (Path(root) / path).read_bytes()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    if key not in header:
+        raise KeyError(f"{path} has no tensor '{key}' (it has {', '.join(k for k in header if k != '__metadata__')})")
+    info = header[key]
+    begin, end = info["data_offsets"]
+    data = bytearray(raw[8 + n + begin: 8 + n + end])  # a writable copy: torch.frombuffer shares memory
+    dtype = _SAFETENSORS_DTYPES[info["dtype"]]
+    if not data:
+        return torch.empty(info["shape"], dtype=dtype)
+    return torch.frombuffer(data, dtype=dtype).reshape(info["shape"]).clone()
 
-    return load_file(str(root / path))[key]
 
+def make_inputs(definition: Mapping[str, Any], workload: Mapping[str, Any], blob_root: Union[Path, str, None] = None,
+                index: int = 0, device: str = "cpu", *, seed: Optional[int] = None,
+                max_elements: Optional[int] = None) -> dict[str, Any]:
+    """The inputs of input set `index` of `workload`, in the definition's order, as the bench makes them.
 
-def make_inputs(definition: Mapping[str, Any], workload: Mapping[str, Any], dataset_root: Path,
-                index: int, device: str) -> dict[str, Any]:
-    """Inputs of input set `index`, in the definition's order. Blobs and scalars are the same in every
-    set; random tensors differ (their seed is set_seed(workload seed, index))."""
-    axes = {n: a["value"] for n, a in definition["axes"].items() if a["type"] == "const"}
-    axes.update(workload["axes"])
-    g = torch.Generator().manual_seed(set_seed(int(workload.get("seed") or 0), index))
+    `blob_root` is the folder blob paths are relative to (the dataset root, or the export folder);
+    `seed` overrides the workload's own. Random tensors are drawn on the CPU and then moved to
+    `device`, so a GPU run sees the same values. With `max_elements`, random tensors larger than
+    that are left out (None in the result); the others are unchanged, since each input has its own
+    generator."""
     out: dict[str, Any] = {}
-    for name, spec in definition["inputs"].items():
-        given = workload["inputs"][name]
-        if given["type"] == "scalar":
-            out[name] = given["value"]
+    for name, recipe in input_recipes(definition, workload, seed, index).items():
+        kind = recipe["type"]
+        if kind == "scalar":
+            out[name] = recipe["value"]
             continue
-        if given["type"] == "safetensors":
-            tensor = load_blob(dataset_root, given["path"], given["tensor_key"]).to(TORCH_DTYPES[spec["dtype"]])
-        elif not spec["shape"]:  # 0-d tensor given as random
-            tensor = _random(name, spec["dtype"], (), g)
+        spec = _as_dict(definition["inputs"])[name]
+        if kind == "safetensors":
+            if blob_root is None:
+                raise ValueError(f"input '{name}' is read from {recipe['path']}: pass blob_root, the folder that "
+                                 "holds blob/")
+            tensor = load_blob(blob_root, recipe["path"], recipe["tensor_key"]).to(TORCH_DTYPES[spec["dtype"]])
+        elif kind == "random":
+            if max_elements is not None and _numel(recipe["shape"]) > max_elements:
+                out[name] = None
+                continue
+            tensor = draw(recipe)
         else:
-            tensor = _random(name, spec["dtype"], shape_of(spec, axes), g)
+            raise ValueError(f"input '{name}': unknown input type {kind!r}")
         out[name] = tensor.to(device)
     return out
 
+
+def _numel(shape) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _as_dict(value: Any) -> dict:
+    """JSON columns read with pandas or pyarrow come as text; `datasets` gives dicts."""
+    return json.loads(value) if isinstance(value, (str, bytes)) else dict(value)
