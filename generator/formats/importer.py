@@ -18,7 +18,6 @@ not be carried over. Bad input gives a message naming the file and line, never a
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import sys
@@ -28,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-from . import dialects
+from . import benchmark_result, dialects, flashinfer_trace
 from ..model.records import Source
 from ..model.schema_check import schema_diagnostics
 from ..model.schemas import DEFINITION_TYPES
@@ -303,148 +302,134 @@ class _Importer:
         return None
 
     def place(self) -> dict[str, _Target]:
-        targets: dict[str, _Target] = {}
+        """Where each record goes: dataset-relative path -> the records written there."""
+        self.targets: dict[str, _Target] = {}
+        self.definitions: dict[str, tuple[str, dict]] = {}  # imported: name -> (type, data)
+        self.solutions: dict[str, str] = {}  # imported: name -> author
+        self.workloads: dict[tuple[str, str], dict] = {}  # imported: (definition, uuid) -> workload
+        self.place_definitions()
+        self.place_solutions()
+        self.place_workloads()
+        self.skip_benchmarks_without_workload()
+        self.place_traces()
+        for item in self.items:
+            if item.kind == "model" and self.check(item, "model"):
+                self.put(f"models/{item.path.stem}.json", False, item)
+        return self.targets
 
-        def put(rel: str, lines: bool, item: _Item) -> None:
-            targets.setdefault(rel, _Target(rel, lines)).items.append(item)
+    def put(self, rel: str, lines: bool, item: _Item) -> None:
+        self.targets.setdefault(rel, _Target(rel, lines)).items.append(item)
 
-        definitions: dict[str, tuple[str, dict]] = {}  # imported: name -> (type, data)
+    def type_of(self, definition: str) -> Optional[str]:
+        if definition in self.definitions:
+            return self.definitions[definition][0]
+        return self.dataset_definition_type(definition)
+
+    def spec_of(self, definition: str) -> Optional[dict]:
+        if definition in self.definitions:
+            return self.definitions[definition][1]
+        t = self.dataset_definition_type(definition)
+        return self.dataset_definition(definition, t) if t else None
+
+    def missing_definition(self, item: _Item, what: str, definition: Any) -> None:
+        self.fail(item, f"{what} names definition '{definition}', which is neither in the dataset "
+                        f"({self.root}) nor among the imported files; import the definition first")
+
+    def place_definitions(self) -> None:
         for item in self.items:
             if item.kind == "definition" and self.check(item, "definition"):
                 name, type_ = item.data["name"], item.data["type"]
-                if name in definitions and definitions[name][1] != item.data:
+                if name in self.definitions and self.definitions[name][1] != item.data:
                     self.fail(item, f"definition '{name}' is imported twice with different content")
                     continue
-                definitions[name] = (type_, item.data)
-                put(f"definitions/{type_}/{name}.json", False, item)
+                self.definitions[name] = (type_, item.data)
+                self.put(f"definitions/{type_}/{name}.json", False, item)
 
-        def type_of(definition: str) -> Optional[str]:
-            if definition in definitions:
-                return definitions[definition][0]
-            return self.dataset_definition_type(definition)
-
-        def spec_of(definition: str) -> Optional[dict]:
-            if definition in definitions:
-                return definitions[definition][1]
-            t = self.dataset_definition_type(definition)
-            return self.dataset_definition(definition, t) if t else None
-
-        def missing_definition(item: _Item, what: str, definition: Any) -> None:
-            self.fail(item, f"{what} names definition '{definition}', which is neither in the dataset "
-                            f"({self.root}) nor among the imported files; import the definition first")
-
-        solutions: dict[str, str] = {}  # imported: name -> author
+    def place_solutions(self) -> None:
         for item in self.items:
             if item.kind != "solution":
                 continue
-            self.fix_dps(item, spec_of)
+            self.fix_dps(item)
             if not self.check(item, "solution"):
                 continue
             d = item.data
-            t = type_of(d["definition"])
+            t = self.type_of(d["definition"])
             if t is None:
-                missing_definition(item, f"solution '{d['name']}'", d["definition"])
+                self.missing_definition(item, f"solution '{d['name']}'", d["definition"])
                 continue
-            solutions[d["name"]] = d["author"]
-            put(f"solutions/{d['author']}/{t}/{d['definition']}/{d['name']}.json", False, item)
+            self.solutions[d["name"]] = d["author"]
+            self.put(f"solutions/{d['author']}/{t}/{d['definition']}/{d['name']}.json", False, item)
 
-        workloads: dict[tuple[str, str], dict] = {}  # imported: (definition, uuid) -> workload
+    def place_workloads(self) -> None:
         for item in self.items:
             if item.kind == "workload" and self.check(item, "workload"):
                 d = item.data
-                t = type_of(d["definition"])
+                t = self.type_of(d["definition"])
                 if t is None:
-                    missing_definition(item, f"workload '{d['workload']['uuid']}'", d["definition"])
+                    self.missing_definition(item, f"workload '{d['workload']['uuid']}'", d["definition"])
                     continue
-                workloads[(d["definition"], d["workload"]["uuid"])] = d["workload"]
-                put(f"workloads/{t}/{d['definition']}.jsonl", True, item)
+                self.workloads[(d["definition"], d["workload"]["uuid"])] = d["workload"]
+                self.put(f"workloads/{t}/{d['definition']}.jsonl", True, item)
 
-        skipped_benchmarks = [i for i in self.items if i.kind == "benchmark" and self.workload_uuid is None]
-        if skipped_benchmarks:
-            self.failed += len(skipped_benchmarks)
-            for path in dict.fromkeys(i.path for i in skipped_benchmarks):
-                n = sum(1 for i in skipped_benchmarks if i.path == path)
-                print(f"{path}: skipped: benchmark results name no workload; rerun with --workload UUID "
-                      f"({n} record(s) not written)", file=sys.stderr)
-            for i in skipped_benchmarks:
-                i.ok = False
+    def skip_benchmarks_without_workload(self) -> None:
+        skipped = [i for i in self.items if i.kind == "benchmark" and self.workload_uuid is None]
+        if not skipped:
+            return
+        self.failed += len(skipped)
+        for path in dict.fromkeys(i.path for i in skipped):
+            n = sum(1 for i in skipped if i.path == path)
+            print(f"{path}: skipped: benchmark results name no workload; rerun with --workload UUID "
+                  f"({n} record(s) not written)", file=sys.stderr)
+        for i in skipped:
+            i.ok = False
 
+    def place_traces(self) -> None:
         for item in self.items:
             if item.kind not in ("trace", "benchmark") or not item.ok:
                 continue
             d = item.data
             definition = d.get("definition") if isinstance(d, dict) else None
             if item.kind == "benchmark" and isinstance(definition, str):
-                t = type_of(definition)
-                found = workloads.get((definition, self.workload_uuid)) or (
-                    self.dataset_workload(t, definition, self.workload_uuid) if t else None)
-                if found is not None:
-                    d["workload"] = found
-                    item.notes = [n for n in item.notes if not n.startswith(dialects.WORKLOAD_MISSING_NOTE)]
-                    item.notes.append(f"workload: taken from workload '{self.workload_uuid}' of '{definition}'")
-                else:
-                    item.notes = [n if not n.startswith(dialects.WORKLOAD_MISSING_NOTE) else
-                                  f"{dialects.WORKLOAD_MISSING_NOTE} benchmark results name no workload and "
-                                  f"'{self.workload_uuid}' is not a workload of '{definition}' in the dataset or "
-                                  f"the imported files; recorded with that uuid, no axes and no inputs"
-                                  for n in item.notes]
+                self.attach_workload(item, definition)
             if not self.check(item, "trace"):
                 continue
-            t = type_of(definition)
+            t = self.type_of(definition)
             if t is None:
-                missing_definition(item, "trace", definition)
+                self.missing_definition(item, "trace", definition)
                 continue
-            author = (solutions.get(d["solution"]) or self.dataset_solution_author(definition, d["solution"])
+            author = (self.solutions.get(d["solution"]) or self.dataset_solution_author(definition, d["solution"])
                       or self.author_from_place(item.path))
             if author is None:
                 self.fail(item, f"trace names solution '{d['solution']}', which is neither in the dataset nor among "
                                 f"the imported files, so its author (the traces/<author>/ folder) is unknown; "
                                 f"import the solution first")
                 continue
-            put(f"traces/{author}/{t}/{definition}.jsonl", True, item)
+            self.put(f"traces/{author}/{t}/{definition}.jsonl", True, item)
 
-        for item in self.items:
-            if item.kind == "model" and self.check(item, "model"):
-                put(f"models/{item.path.stem}.json", False, item)
-        return targets
+    def attach_workload(self, item: _Item, definition: str) -> None:
+        """A benchmark result gets the workload --workload names, from the imports or the dataset."""
+        t = self.type_of(definition)
+        found = self.workloads.get((definition, self.workload_uuid)) or (
+            self.dataset_workload(t, definition, self.workload_uuid) if t else None)
+        if found is not None:
+            item.data["workload"] = found
+        item.notes = benchmark_result.workload_notes(item.notes, found is not None, self.workload_uuid, definition)
 
-    def fix_dps(self, item: _Item, spec_of) -> None:
+    def fix_dps(self, item: _Item) -> None:
         """Where a solution does not say whether its entry point is destination-passing, read its
-        signature: as many parameters as inputs means value-returning; inputs + outputs, DPS."""
+        signature (see flashinfer_trace.destination_passing_from_signature)."""
         d = item.data
-        if not isinstance(d, dict) or not isinstance(d.get("spec"), dict) or not isinstance(d.get("sources"), list):
-            return
-        spec = d["spec"]
         raw_spec = item.raw.get("spec") if isinstance(item.raw, dict) else None
         if isinstance(raw_spec, dict) and "destination_passing_style" in raw_spec:
             return  # said explicitly
-        entry = spec.get("entry_point")
-        if spec.get("language") not in ("python", "triton") or not isinstance(entry, str) or "::" not in entry:
+        if not isinstance(d, dict) or not isinstance(d.get("definition"), str):
             return
-        definition = spec_of(d.get("definition")) if isinstance(d.get("definition"), str) else None
-        if not definition:
-            return
-        file_, func = entry.rsplit("::", 1)
-        code = next((s.get("content") for s in d["sources"] if isinstance(s, dict) and s.get("path") == file_), None)
-        try:
-            tree = ast.parse(code) if isinstance(code, str) else None
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            tree = None
-        fn = next((n for n in (tree.body if tree else []) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                   and n.name == func), None)
-        if fn is None:
-            return
-        n_params = len(fn.args.posonlyargs) + len(fn.args.args)
-        n_in, n_out = len(definition["inputs"]), len(definition["outputs"])
-        dps = True if n_params == n_in + n_out else False if n_params == n_in else None
-        if dps is None or dps == spec.get("destination_passing_style", False):
-            return
-        new_spec = dict(spec, destination_passing_style=dps)
-        item.data = dict(d, spec=new_spec)
-        item.notes = [n for n in item.notes if "destination_passing_style" not in n]
-        item.notes.append(f"spec.destination_passing_style absent; {func}() takes {n_params} arguments "
-                          f"({n_in} inputs{' + ' + str(n_out) + ' outputs' if dps else ''}), so it is written as "
-                          f"{str(dps).lower()}")
+        definition = self.spec_of(d["definition"])
+        fixed = flashinfer_trace.destination_passing_from_signature(d, definition) if definition else None
+        if fixed is not None:
+            item.data, note = fixed
+            item.notes = [n for n in item.notes if "destination_passing_style" not in n]
+            item.notes.append(note)
 
     # -- writing -----------------------------------------------------------------------------
     def write(self, targets: dict[str, _Target]) -> None:
