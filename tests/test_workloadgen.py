@@ -11,7 +11,7 @@ from safetensors.numpy import load_file
 
 from generator.workloadgen import core
 from generator.workloadgen.__main__ import main as workloadgen_main
-from generator.workloadgen.recipes import Spec
+from generator.workloadgen.spec import Spec
 from generator.workloadgen.write import render, stale
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"

@@ -12,19 +12,11 @@ from typing import Any, Iterator, Optional
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
+from ..model.dtypes import FLOAT_MAX, INT_RANGE, SAFETENSORS_DTYPES
 from ..model.records import Definition, Workload
 from .common import bad_relative_path, error, orphan_error, path_parts
 from .pycode import evaluate_constraint, parse_constraint
 
-# Largest finite value per float dtype (scalars must fit).
-FLOAT_MAX = {"float32": 3.4028234663852886e38, "float16": 65504.0, "bfloat16": 3.3895313892515355e38,
-             "float8_e4m3": 448.0, "float8_e5m2": 57344.0, "float4_e2m1": 6.0}
-INT_RANGE = {"int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1), "int32": (-2**31, 2**31 - 1),
-             "int64": (-2**63, 2**63 - 1), "uint8": (0, 255)}
-# safetensors header dtype codes -> our dtypes.
-SAFETENSORS_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16", "F8_E4M3": "float8_e4m3",
-                      "F8_E5M2": "float8_e5m2", "F4": "float4_e2m1", "I8": "int8", "I16": "int16",
-                      "I32": "int32", "I64": "int64", "U8": "uint8", "BOOL": "bool"}
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
 

@@ -19,7 +19,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .recipes import Spec
+from .spec import Spec
 
 SM_SCALE = 0.1352337788608801  # 192**-0.5 * (0.1 * ln(40) + 1)**2: yarn mscale^2 / sqrt(qk_head_dim)
 MLA_SUFFIX = "h16_ckv512_kpe64"

@@ -23,7 +23,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .recipes import Spec
+from .spec import Spec
 from .scenarios import Decode, Prefill
 
 MODEL = "Llama-3.1-8B TP1"

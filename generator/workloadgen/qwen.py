@@ -25,7 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .recipes import Spec
+from .spec import Spec
 from .scenarios import Decode, Prefill
 
 MODEL = "Qwen3-30B-A3B"

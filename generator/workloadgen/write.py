@@ -9,31 +9,25 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ..model.dtypes import NUMPY_NAMES
 from ..model.errors import KernelTraceError
-from .recipes import Spec, as_jsonable
+from ..model.fileio import dump_line, write_atomic
+from ..model.layout import CANONICAL
+from .spec import Spec, as_jsonable
 
-RECIPE_MODULES = ("seed", "llama", "qwen", "deepseek")
-
-NUMPY_DTYPES = {"float32": np.float32, "float16": np.float16, "int8": np.int8, "int16": np.int16,
-                "int32": np.int32, "int64": np.int64, "uint8": np.uint8, "bool": np.bool_}
+RECIPE_MODULES = ("examples", "llama", "qwen", "deepseek")
 
 
 def all_specs() -> list[Spec]:
     specs: list[Spec] = []
     for name in RECIPE_MODULES:
-        try:
-            module = importlib.import_module(f"{__package__}.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{name}":
-                raise
-            continue
-        specs.extend(module.workloads())
+        specs.extend(importlib.import_module(f"{__package__}.{name}").workloads())
     return specs
 
 
 def _definitions(root: Path) -> dict:
     out = {}
-    for path in sorted((root / "definitions").glob("*/*.json")):
+    for path in sorted((root / CANONICAL["definitions"].name).glob("*/*.json")):
         d = json.loads(path.read_text(encoding="utf-8"))
         out[d["name"]] = d
     return out
@@ -61,14 +55,14 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
         if set(spec.inputs) != set(d["inputs"]):
             raise KernelTraceError(f"{where}: inputs {sorted(spec.inputs)} but the definition takes {list(d['inputs'])}")
         inputs, blob = {}, {}
-        rel = f"blob/workloads/{d['type']}/{d['name']}/{spec.uuid}.safetensors"
+        rel = CANONICAL.blob_file(d["type"], d["name"], spec.uuid)
         for name in d["inputs"]:  # the definition's order
             value = spec.inputs[name]
             if isinstance(value, np.ndarray):
                 dtype = d["inputs"][name]["dtype"]
-                if dtype not in NUMPY_DTYPES:
+                if dtype not in NUMPY_NAMES:
                     raise KernelTraceError(f"{where}: input {name} is {dtype}, which a numpy blob cannot hold")
-                blob[name] = np.ascontiguousarray(value.astype(NUMPY_DTYPES[dtype]))
+                blob[name] = np.ascontiguousarray(value.astype(NUMPY_NAMES[dtype]))
                 inputs[name] = {"type": "safetensors", "path": rel, "tensor_key": name}
             elif value == "random":
                 inputs[name] = {"type": "random"}
@@ -79,7 +73,7 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
         if spec.description:
             workload["description"] = spec.description
         line = {"definition": d["name"], "workload": workload, "solution": None, "evaluation": None}
-        lines.setdefault(f"workloads/{d['type']}/{d['name']}.jsonl", []).append(json.dumps(line))
+        lines.setdefault(CANONICAL.workload_file(d["type"], d["name"]), []).append(dump_line(line))
         if blob:
             files[root / rel] = save(dict(sorted(blob.items())))
     for rel, rows in lines.items():
@@ -92,10 +86,7 @@ def write(root: Path, files: dict[Path, bytes]) -> Iterator[Path]:
     for path, data in sorted(files.items()):
         if path.is_file() and path.read_bytes() == data:
             continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        write_atomic(path, data)
         yield path
 
 

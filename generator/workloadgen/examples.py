@@ -1,4 +1,4 @@
-"""Workloads for the six examples of seed 000 (no index inputs: shapes only).
+"""Workloads for the six example definitions of the origin document "seed 000" (no index inputs: shapes only).
 
 The shapes follow serving: GEMM M is the number of tokens in a step (decode batches 1-256, prefill
 chunks up to 8k); grouped GEMM G is experts with tokens, M the tokens each got (the seed's layout
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from .recipes import Spec
+from .spec import Spec
 
 GEMM_M = [(1, "decode, batch 1"), (16, "decode, batch 16"), (128, "decode, batch 128"),
           (1024, "prefill chunk of 1024 tokens"), (4096, "prefill chunk of 4096 tokens")]

@@ -1,6 +1,6 @@
-"""The workload recipes: what one model's serving produces, written down as code.
+"""Spec, one workload as a recipe writes it down; recipes are what one model's serving produces, as code.
 
-A recipe module (llama, qwen, deepseek, ...) has a function `workloads()` that yields Spec records.
+A recipe module (examples, llama, qwen, deepseek) has a function `workloads()` that yields Spec records.
 `python -m generator.workloadgen` writes them: workloads/<type>/<definition>.jsonl (the whole file,
 for each definition a recipe covers) and blob/workloads/<type>/<definition>/<uuid>.safetensors for
 inputs given as arrays. `--check` rebuilds everything in memory and fails if a committed file differs,
