@@ -26,18 +26,17 @@ cannot express are left out and reported, never written half-right.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Mapping, Optional
 
 from ..model.dataset import Dataset
+from ..model.dtypes import FLASHINFER_NAMES as DTYPES
+from ..model.fileio import dump_document, dump_line
+from ..model.layout import CANONICAL
 from ..model.records import Definition, Solution, Trace, Workload
 from .tables import EDITOR_KEYS
 
-DTYPES = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn",
-          "float8_e5m2": "float8_e5m2", "float4_e2m1": "float4_e2m1", "int64": "int64", "int32": "int32",
-          "int16": "int16", "int8": "int8", "bool": "bool"}
 LANGUAGES = frozenset({"python", "triton", "cpp", "cuda", "tilelang"})
 BINDINGS = frozenset({None, "torch", "tvm-ffi"})
 STATUSES = frozenset({"PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR",
@@ -63,7 +62,7 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
             out.skipped.append(f"{d.source.path}:{d.source.line}: definition {d.name}: {why}")
             continue
         definitions[d.name] = d
-        out.files[f"definitions/{d.type}/{d.name}.json"] = _dump_document(doc)
+        out.files[CANONICAL.definition_file(d.type, d.name)] = dump_document(doc)
         out.counts["definitions"] += 1
 
     lines: dict[str, list[str]] = {}
@@ -72,7 +71,7 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
         if d is None:
             out.skipped.append(f"{w.source.path}:{w.source.line}: workload {w.uuid}: its definition is not exported")
             continue
-        lines.setdefault(f"workloads/{d.type}/{d.name}.jsonl", []).append(_dump_line(workload_doc(w)))
+        lines.setdefault(CANONICAL.workload_file(d.type, d.name), []).append(dump_line(workload_doc(w)) + "\n")
         out.counts["workloads"] += 1
 
     solutions: set[str] = set()
@@ -83,7 +82,7 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
             out.skipped.append(f"{s.source.path}:{s.source.line}: solution {s.name}: {why}")
             continue
         solutions.add(s.name)
-        out.files[f"solutions/{s.author}/{d.type}/{d.name}/{s.name}.json"] = _dump_document(doc)
+        out.files[CANONICAL.solution_file(s.author, d.type, d.name, s.name)] = dump_document(doc)
         out.counts["solutions"] += 1
 
     for t in sorted(ds.traces, key=_where):
@@ -94,8 +93,8 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
         if doc is None:
             out.skipped.append(f"{t.source.path}:{t.source.line}: trace of {t.solution} on {t.workload_uuid}: {why}")
             continue
-        author = PurePosixPath(t.source.path).parts[1]  # traces/<author>/<type>/<definition>.jsonl
-        lines.setdefault(f"traces/{author}/{d.type}/{d.name}.jsonl", []).append(_dump_line(doc))
+        author = CANONICAL.trace_author(t.source.path)
+        lines.setdefault(CANONICAL.trace_file(author, d.type, d.name), []).append(dump_line(doc) + "\n")
         out.counts["traces"] += 1
 
     for path, rows in lines.items():
@@ -168,14 +167,6 @@ def trace_doc(t: Trace) -> tuple[Optional[dict], str]:
 
 
 # -- text ----------------------------------------------------------------------------------
-
-def _dump_document(doc: Any) -> str:
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
-
-
-def _dump_line(doc: Any) -> str:
-    return json.dumps(doc, ensure_ascii=False) + "\n"
-
 
 def _where(record: Any) -> tuple[str, int]:
     return (record.source.path, record.source.line)

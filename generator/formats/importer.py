@@ -21,13 +21,14 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 from . import benchmark_result, dialects, flashinfer_trace
+from ..model.fileio import dump_document, dump_line, write_atomic
+from ..model.layout import CANONICAL
 from ..model.records import Source
 from ..model.schema_check import schema_diagnostics
 from ..model.schemas import DEFINITION_TYPES
@@ -88,31 +89,6 @@ def _describe(obj: Any) -> str:
         keys = ", ".join(list(obj)[:6]) or "no fields"
         return f"an object with {keys}"
     return {list: "a list", str: "a string", bool: "true or false", type(None): "null"}.get(type(obj), "a number")
-
-
-def _dump_document(obj: Any) -> str:
-    return json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
-
-
-def _dump_line(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -282,14 +258,14 @@ class _Importer:
 
     def dataset_definition(self, name: str, type_: str) -> Optional[dict]:
         try:
-            data = json.loads((self.root / "definitions" / type_ / f"{name}.json").read_text(encoding="utf-8"))
+            data = json.loads((self.root / CANONICAL.definition_file(type_, name)).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         return dialects.normalise_definition(data, name).data
 
     def dataset_workload(self, type_: str, definition: str, uuid: str) -> Optional[dict]:
         try:
-            text = (self.root / "workloads" / type_ / f"{definition}.jsonl").read_text(encoding="utf-8")
+            text = (self.root / CANONICAL.workload_file(type_, definition)).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             return None
         for line in text.splitlines():
@@ -343,7 +319,7 @@ class _Importer:
                     self.fail(item, f"definition '{name}' is imported twice with different content")
                     continue
                 self.definitions[name] = (type_, item.data)
-                self.put(f"definitions/{type_}/{name}.json", False, item)
+                self.put(CANONICAL.definition_file(type_, name), False, item)
 
     def place_solutions(self) -> None:
         for item in self.items:
@@ -358,7 +334,7 @@ class _Importer:
                 self.missing_definition(item, f"solution '{d['name']}'", d["definition"])
                 continue
             self.solutions[d["name"]] = d["author"]
-            self.put(f"solutions/{d['author']}/{t}/{d['definition']}/{d['name']}.json", False, item)
+            self.put(CANONICAL.solution_file(d["author"], t, d["definition"], d["name"]), False, item)
 
     def place_workloads(self) -> None:
         for item in self.items:
@@ -369,7 +345,7 @@ class _Importer:
                     self.missing_definition(item, f"workload '{d['workload']['uuid']}'", d["definition"])
                     continue
                 self.workloads[(d["definition"], d["workload"]["uuid"])] = d["workload"]
-                self.put(f"workloads/{t}/{d['definition']}.jsonl", True, item)
+                self.put(CANONICAL.workload_file(t, d["definition"]), True, item)
 
     def skip_benchmarks_without_workload(self) -> None:
         skipped = [i for i in self.items if i.kind == "benchmark" and self.workload_uuid is None]
@@ -404,7 +380,7 @@ class _Importer:
                                 f"the imported files, so its author (the traces/<author>/ folder) is unknown; "
                                 f"import the solution first")
                 continue
-            self.put(f"traces/{author}/{t}/{definition}.jsonl", True, item)
+            self.put(CANONICAL.trace_file(author, t, definition), True, item)
 
     def attach_workload(self, item: _Item, definition: str) -> None:
         """A benchmark result gets the workload --workload names, from the imports or the dataset."""
@@ -444,12 +420,12 @@ class _Importer:
                         print(f"unchanged {path} (every line is already there)")
                     continue
                 if not self.dry_run:
-                    _atomic_write(path, text)
+                    write_atomic(path, text)
                 self.written += 1
                 print(f"{verb} {path} ({added} line(s))")
             else:
                 item = target.items[0]
-                new = _dump_document(item.data)
+                new = dump_document(item.data)
                 for other in target.items[1:]:
                     if other.data != item.data:
                         self.fail(other, f"{rel} is also imported from {item.where} with different content; "
@@ -476,7 +452,7 @@ class _Importer:
                     except (OSError, UnicodeDecodeError):
                         pass
                 if not self.dry_run:
-                    _atomic_write(path, new)
+                    write_atomic(path, new)
                 self.written += 1
                 print(f"{verb} {path}")
 
@@ -498,7 +474,7 @@ class _Importer:
             for number in range(1, len(lines) + 1):
                 i = by_line.get(number)
                 if i is not None and i.dialect:
-                    lines[number - 1] = _dump_line(i.data)
+                    lines[number - 1] = dump_line(i.data)
                     changed += 1
         seen: set[str] = set()  # existing records, as sorted-key JSON, to skip identical ones
         uuids: dict[str, Any] = {}
@@ -525,7 +501,7 @@ class _Importer:
                                     f"content")
                     continue
                 uuids[uuid] = item.data
-            lines.append(_dump_line(item.data))
+            lines.append(dump_line(item.data))
             seen.add(key)
             added += 1
         if not added and not changed:
