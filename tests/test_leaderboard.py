@@ -26,7 +26,7 @@ from generator.analyse.leaderboard import (NOT_RUN, all_leaderboards, author_ran
                                            hardware_summaries, kernel_speedup, latest_results, latest_traces,
                                            median, model_estimates, solution_boards)
 from generator.load import load
-from tests.dataset_factory import DEFINITION, HARDWARE, SOLUTION, WORKLOAD, dump, dump_lines, write_dataset
+from dataset_factory import DEFINITION, HARDWARE, SOLUTION, WORKLOAD, dump, dump_lines, write_dataset
 
 DEF = "rmsnorm_h128"
 BASE, ALICE, BOB = "rmsnorm_h128_torch", "rmsnorm_h128_alice", "rmsnorm_h128_bob"
@@ -323,7 +323,7 @@ def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
     # trace ran on test_cpu, so the leaderboard shows SOL% = T_SOL / latency for it.
     from dataset_factory import write_dataset
     from generator.analyse.leaderboard import definition_leaderboards
-    from generator.analyse.roofline import hardware_for, speed_of_light, workload_counts
+    from generator.analyse.roofline import speed_of_light, workload_counts
     from generator.load import load
 
     ds = load(write_dataset(tmp_path))
@@ -331,7 +331,7 @@ def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
     [entry] = board.entries
     d = ds.definitions["rmsnorm_h128"]
     w = next(w for w in ds.workloads if w.uuid == "wl-0001")
-    t_sol = speed_of_light(workload_counts(ds, d, dict(w.axes)), hardware_for(ds, "test_cpu")).t_sol_s
+    t_sol = speed_of_light(workload_counts(ds, d, dict(w.axes)), ds.hardware_spec("test_cpu")).t_sol_s
     assert entry.sol_percent == pytest.approx(t_sol * 1e3 / 0.02)  # the trace's latency_ms is 0.02
     other = write_dataset(tmp_path / "other", hardware={"name": "other_cpu", "kind": "cpu",
                                                         "peak_tflops": {"float32": 1.0}, "memory_bandwidth_gb_s": 50.0})

@@ -6,6 +6,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Optional
 
 from .diagnostics import Diagnostic
 from .kinds import KIND
@@ -51,6 +52,16 @@ class Dataset:
         for t in self.traces:
             out[t.definition].append(t)
         return dict(out)
+
+    def hardware_spec(self, name: str) -> Optional[HardwareSpec]:
+        """The hardware spec `name` names, by its name or one of its aliases (the first spec by name
+        that lists it); None if none does. Traces file their results under the spec's name."""
+        if name in self.hardware:
+            return self.hardware[name]
+        for _, spec in sorted(self.hardware.items()):
+            if name in spec.aliases:
+                return spec
+        return None
 
     def is_known(self, kind: str, name: str) -> bool:
         """True if a record of this kind and name exists, valid or rejected by its schema."""

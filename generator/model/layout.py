@@ -91,8 +91,9 @@ class Layout:
         return self["agent_traces"].path(author=author, solution=solution)
 
     def trace_author(self, rel: str) -> str:
-        """The author folder of a trace file (traces/<author>/...)."""
-        return PurePosixPath(rel).parts[1]
+        """The author folder of a trace file; '' where the path does not name one."""
+        where = self["traces"].fields(rel)
+        return where["author"] if where else ""
 
 
 # KernelTrace's own layout (DESIGN.md, dataset/). The order is the loader's reading order.
