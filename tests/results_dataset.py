@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from tests.dataset_factory import DEFINITION, SOLUTION, TRACE, WORKLOAD, dump, dump_lines, write_dataset
+from dataset_factory import DEFINITION, SOLUTION, TRACE, WORKLOAD, dump, dump_lines, write_dataset
 
 DEF = "rmsnorm_h128"
 FAST, SLOW = "rmsnorm_h128_fast", "rmsnorm_h128_slow"

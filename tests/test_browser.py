@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
-from tests.results_dataset import DEF, FAST, PLANTED, SLOW, browser_dataset
-from tests.test_site import build
+from results_dataset import DEF, FAST, PLANTED, SLOW, browser_dataset
+from test_site import build
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",

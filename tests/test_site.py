@@ -25,7 +25,7 @@ from generator.site import build_site
 from generator.site import build as site_build
 from generator.site.escape import escape_block, escape_inline, fence_for
 from generator.site.render import write_pages
-from tests.results_dataset import DEF, FAST, SLOW, TRICKY_SOURCE, browser_dataset
+from results_dataset import DEF, FAST, SLOW, TRICKY_SOURCE, browser_dataset
 
 REPO = Path(__file__).resolve().parent.parent
 EVIL = "<script>alert(1)</script>"
@@ -500,7 +500,7 @@ def test_definition_page_lists_its_workloads(results_site):
 def test_include_markers_in_contributor_code_stay_text(tmp_path):
     # Only the home page's markers are filled (home_hook.py); a reference that contains one, or a
     # snippet marker, is shown as written and pulls no file into its page.
-    from tests.dataset_factory import DEFINITION, write_dataset
+    from dataset_factory import DEFINITION, write_dataset
 
     d = json.loads(json.dumps(DEFINITION))
     d["reference"] = d["reference"].replace(
