@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+from ..model.dtypes import TORCH_NAMES
 from ..model.schemas import DEFINITION_TYPES, DTYPES
 from .rewrite import axis_value
 
@@ -46,12 +47,7 @@ DTYPE_SPELLINGS: dict[str, tuple[str, Optional[str]]] = {
     "float4_e2m1fn_x2": ("float4_e2m1", "packs two values per byte (torch float4_e2m1fn_x2); "
                                         "the canonical shape counts values, check the last axis"),
 }
-TORCH_DTYPE = {
-    "float32": "torch.float32", "float16": "torch.float16", "bfloat16": "torch.bfloat16",
-    "float8_e4m3": "torch.float8_e4m3fn", "float8_e5m2": "torch.float8_e5m2",
-    "float4_e2m1": "torch.float4_e2m1fn_x2", "int8": "torch.int8", "bool": "torch.bool",
-    "int16": "torch.int16", "int32": "torch.int32", "int64": "torch.int64", "uint8": "torch.uint8",
-}
+TORCH_DTYPE = TORCH_NAMES  # dtype -> its torch spelling in code
 DTYPE_SET = frozenset(DTYPES)
 TYPE_SET = frozenset(DEFINITION_TYPES)
 RECORD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
