@@ -1,4 +1,4 @@
-"""The bench stage: seeded inputs, strict correctness, timing, isolation, anti-cheat; traces out.
+"""The bench stage: seeded inputs, strict correctness, timing across a trust boundary; traces out.
 
 `run_bench` is what `kerneltrace bench` calls; `merge` folds shard outputs into a dataset.
 Needs the bench extra (torch, numpy, safetensors) in the parent too: it describes the machine.
@@ -54,6 +54,15 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
     out = out or dataset_root
     environment = describe(device)
+    from .sandbox import sandbox_mode
+
+    mode, why = sandbox_mode(device)
+    environment["sandbox"] = mode
+    if mode != "bwrap":
+        print(f"kerneltrace bench: WARNING: solutions run WITHOUT the bubblewrap sandbox: {why}. They can "
+              "read any file this user can (the dataset, its seeds and references) and reach the network, "
+              "and a process they start can outlive them; outputs are still compared here and the clock "
+              "still bounded from outside. Traces record environment.sandbox = \"none\".", file=sys.stderr)
     if device == "cpu":
         max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
         max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
@@ -61,7 +70,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
                      shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done, hardware=environment["hardware"])
     summary = BenchSummary(plan, hardware=environment["hardware"])
-    opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only,
+    opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                    timing=timing or ({"budget_s": 1.0, "min_samples": 5, "max_samples": 200} if device == "cpu" else {}))
     bar = None
     if progress and plan.pairs:

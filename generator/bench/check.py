@@ -2,7 +2,10 @@
 
 One tolerance table, by output dtype, in this one place; a definition can override it in
 DEFINITION_TOLERANCE (say why next to the entry). An element matches when
-|actual - expected| <= atol + rtol * |expected|; a check passes when the share of matching elements
+|actual - expected| <= atol * scale + rtol * |expected|, where scale is the root mean square of the
+reference's output (1 where it is all zeros): the absolute part is relative to the output's magnitude,
+so an output whose values are all far below the table's atol (an FP8 MoE's 1e-3) is still checked,
+and all-zeros fails it. A check passes when the share of matching elements
 is at least `matched_ratio` (1.0 by default: every element) and there is no NaN/inf where the
 reference is finite. Integer and bool outputs must be equal.
 """
@@ -50,6 +53,13 @@ def tolerance_for(definition: str, output: str, dtype: str) -> Tolerance:
     return DTYPE_TOLERANCE.get(dtype, EXACT)
 
 
+def magnitude(expected: torch.Tensor) -> float:
+    """Root mean square of the finite values of a reference output; 1.0 when they are all zero."""
+    finite = expected[torch.isfinite(expected)]
+    rms = finite.square().mean().sqrt().item() if finite.numel() else 0.0
+    return rms if rms > 0 else 1.0
+
+
 @dataclass
 class Verdict:
     status: str  # PASSED | INCORRECT_SHAPE | INCORRECT_DTYPE | INCORRECT_NUMERICAL | REWARD_HACK
@@ -86,6 +96,7 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
         tol = tolerance_for(definition["name"], name, spec["dtype"])
         af = a.detach().to("cpu", torch.float32)
         ef = e.detach().to("cpu", torch.float32)
+        tol = Tolerance(tol.atol * magnitude(ef), tol.rtol, tol.matched_ratio)
         bad_nonfinite = ~torch.isfinite(af) & torch.isfinite(ef)
         diff = (af - ef).abs()
         diff = torch.where(torch.isfinite(af) & torch.isfinite(ef), diff,
@@ -118,6 +129,21 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
 # --------------------------------------------------------------------------------------------------
 # Sampling: outputs are random, so compare distributions, not elements.
 # --------------------------------------------------------------------------------------------------
+
+def check_support(definition: Mapping[str, Any], draw: Mapping[str, Any], probs: Optional[torch.Tensor]) -> Verdict:
+    """One draw of a sampling kernel (a timed call's outputs): every token id is in range and has
+    non-zero probability. (The distribution itself is checked on the correctness draws.)"""
+    if probs is None:
+        return Verdict("PASSED")
+    name = next(iter(definition["outputs"]))
+    ids = draw[name].to("cpu", torch.int64).reshape(-1)
+    p = probs.to("cpu", torch.float32).reshape(ids.numel(), -1)
+    if ((ids < 0) | (ids >= p.shape[-1])).any():
+        return Verdict("INCORRECT_NUMERICAL", f"output {name!r} holds token ids outside [0, {p.shape[-1]})")
+    if (p.gather(1, ids[:, None]) <= 0).any():
+        return Verdict("INCORRECT_NUMERICAL", f"output {name!r} picked a token of probability 0")
+    return Verdict("PASSED")
+
 
 def chi2_sf(x: float, dof: int) -> float:
     """Upper tail of the chi-square distribution (Wilson-Hilferty normal approximation; good to a few

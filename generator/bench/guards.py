@@ -1,43 +1,36 @@
-"""Anti-cheat checks around every call of a solution.
+"""Checks the worker makes around every call of a solution, inside the solution's process.
 
-Each check looks for one way a solution can look fast or correct without doing the work:
-- it mutates its inputs (to leave a precomputed answer where the checker looks, or to skip work);
-- it calls the definition's reference (or reads the definition file to run it);
-- it returns something other than a plain tensor (a lazy object or a subclass that fakes equality);
-- it patches the timer or the synchronisation we measure with;
-- it leaves work running after it returns (another thread, another CUDA stream), so the timed region
-  ends before the work does;
-- it reuses a previous result instead of computing (checked in worker.py: timed inputs differ from the
-  checked ones, and the timed inputs are changed in place before a last checked call).
-A caught cheat becomes a REWARD_HACK trace whose log says which check caught it.
+They run in the solution's own process, so a determined solution could defeat them; they are not
+what makes the bench trustworthy (the trust boundary is: runner.py compares outputs copied out, the
+wall clock outside bounds the time, the sandbox holds nothing to steal). They turn the plain
+mistakes and naive cheats into a clear REWARD_HACK message:
+- it mutates its inputs;
+- it returns something other than a plain, dense tensor on the device (a lazy object or a subclass
+  that fakes equality);
+- it patches the timer or the synchronisation;
+- it leaves a thread running after it returns (work finishing after the clock stopped).
 """
 
 from __future__ import annotations
 
 import sys
-import threading
 import time
-from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 import torch
 
 
-class CheatDetected(Exception):
-    """Raised inside the worker; becomes status REWARD_HACK with this message as the log."""
-
-
 def _watched() -> dict[str, Any]:
     """The functions a timing cheat would patch, as they are before any solution is loaded."""
-    watched = {"time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
-               "time.time": time.time, "time.monotonic": time.monotonic,
-               "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
-               "torch.cuda.Event.record": torch.cuda.Event.record,
-               "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-               "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
-               "torch.Tensor.__eq__": torch.Tensor.__eq__, "torch.allclose": torch.allclose,
-               "torch.equal": torch.equal, "torch.isfinite": torch.isfinite}
-    return watched
+    return {"time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
+            "time.time": time.time, "time.monotonic": time.monotonic,
+            "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
+            "torch.cuda.Event.record": torch.cuda.Event.record,
+            "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+            "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize}
+
+
+ORIGINALS = _watched()  # bound at import, before the worker loads the solution
 
 
 def _lookup(dotted: str) -> Any:
@@ -48,6 +41,17 @@ def _lookup(dotted: str) -> Any:
     return obj
 
 
+def watched_patched() -> Optional[str]:
+    changed = []
+    for name, original in ORIGINALS.items():
+        try:
+            if _lookup(name) is not original:
+                changed.append(name)
+        except (AttributeError, KeyError):
+            changed.append(name)
+    return f"the solution replaced {', '.join(changed)} (timer or synchronisation patched)" if changed else None
+
+
 def _bits(t: torch.Tensor) -> torch.Tensor:
     """A view whose torch.equal compares bits (NaN == NaN; float8 has no equality kernel)."""
     t = t.detach()
@@ -56,92 +60,15 @@ def _bits(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-class Guard:
-    """Created in the worker before the solution is imported."""
-
-    def __init__(self, dataset_root: Path, device: str):
-        self.device = device
-        self.originals = _watched()
-        self.definitions_dir = str((dataset_root / "definitions").resolve())
-        self.reference_calls = 0
-        self.armed = False
-        self.forbidden_reads: list[str] = []
-        sys.addaudithook(self._audit)
-
-    # A solution that reads a definition file during a call is fetching the reference.
-    def _audit(self, event: str, args: tuple) -> None:
-        if self.armed and event == "open" and args and isinstance(args[0], (str, bytes, Path)):
-            path = args[0].decode() if isinstance(args[0], bytes) else str(args[0])
-            try:
-                resolved = str(Path(path).resolve())
-            except (OSError, RuntimeError, ValueError):
-                return
-            if resolved.startswith(self.definitions_dir):
-                self.forbidden_reads.append(resolved)
-
-    def wrap_reference(self, fn: Callable) -> Callable:
-        def reference(*args, **kwargs):
-            self.reference_calls += 1
-            return fn(*args, **kwargs)
-        return reference
-
-    def patched(self) -> list[str]:
-        changed = []
-        for name, original in self.originals.items():
-            try:
-                if _lookup(name) is not original:
-                    changed.append(name)
-            except (AttributeError, KeyError):
-                changed.append(name)
-        return changed
-
-    def call(self, fn: Callable, args: list, outputs: Optional[list] = None) -> Any:
-        """Call a solution once with every check on; return its raw result. `outputs`: the
-        preallocated output tensors a destination-passing solution gets after its inputs."""
-        inputs_before = [_bits(a).clone() if isinstance(a, torch.Tensor) else a for a in args]
-        threads_before = set(threading.enumerate())
-        calls_before = self.reference_calls
-        self.forbidden_reads.clear()
-        self.armed = True
-        try:
-            result = fn(*args, *(outputs or ()))
-            if self.device.startswith("cuda"):
-                torch.cuda.current_stream().synchronize()  # only the stream we gave it
-        finally:
-            self.armed = False
-        watched = outputs if outputs is not None else result
-        first = _snapshot(watched)
-        if self.reference_calls != calls_before:
-            raise CheatDetected("the solution called the definition's reference")
-        if self.forbidden_reads:
-            raise CheatDetected(f"the solution read the definition file {self.forbidden_reads[0]} during a call")
-        changed = self.patched()
-        if changed:
-            raise CheatDetected(f"the solution replaced {', '.join(changed)} (timer or check patched)")
-        alive = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
-        if alive:
-            raise CheatDetected(f"the solution left thread {alive[0].name!r} running after it returned")
-        for i, (a, before) in enumerate(zip(args, inputs_before)):
-            if isinstance(a, torch.Tensor) and not torch.equal(_bits(a), before):
-                raise CheatDetected(f"the solution modified its input number {i + 1} in place")
-        if first:
-            # Work still running elsewhere (another stream, a thread that already detached) changes
-            # the outputs after the call returned: wait for everything, then look again.
-            if self.device.startswith("cuda"):
-                torch.cuda.synchronize()
-            else:
-                time.sleep(0.02)
-            second = _snapshot(watched)
-            if any(not torch.equal(x, y) for x, y in zip(first, second)):
-                raise CheatDetected("the outputs changed after the call returned: work was left running "
-                                    "on another stream or thread")
-        return result
+def inputs_snapshot(args: list) -> list:
+    return [_bits(a).clone() if isinstance(a, torch.Tensor) else a for a in args]
 
 
-def _snapshot(result: Any) -> list:
-    values = result.values() if isinstance(result, Mapping) else (
-        result if isinstance(result, (tuple, list)) else [result])
-    return [_bits(v).clone() for v in values if type(v) is torch.Tensor]  # noqa: E721
+def mutated_input(args: list, before: list) -> Optional[str]:
+    for i, (a, b) in enumerate(zip(args, before)):
+        if isinstance(a, torch.Tensor) and not torch.equal(_bits(a), b):
+            return f"the solution modified its input number {i + 1} in place"
+    return None
 
 
 def check_output_types(outputs: Mapping[str, Any], device: str) -> Optional[str]:
@@ -159,7 +86,7 @@ def check_output_types(outputs: Mapping[str, Any], device: str) -> Optional[str]
 
 def poison(outputs: Mapping[str, torch.Tensor]) -> None:
     """Fill preallocated outputs (destination-passing solutions) with values no correct kernel leaves:
-    NaN for floats, the most negative value for integers."""
+    NaN for floats, the most negative value for integers. Every call gets this, checked or not."""
     for t in outputs.values():
         if t.dtype.is_floating_point:
             t.fill_(float("nan"))
@@ -167,14 +94,3 @@ def poison(outputs: Mapping[str, torch.Tensor]) -> None:
             t.fill_(True)
         else:
             t.fill_(torch.iinfo(t.dtype).min)
-
-
-def poison_allocator(device: str, nbytes: int) -> None:
-    """Value-returning solutions allocate their own outputs: on CUDA, fill the memory the caching
-    allocator will hand out next with NaN bytes, so outputs the solution never writes read as NaN
-    instead of a previous call's correct answer. (On the CPU, freed memory goes back to malloc and
-    cannot be poisoned this way.)"""
-    if device.startswith("cuda") and nbytes > 0:
-        block = torch.empty(nbytes // 2 + 1, dtype=torch.float16, device=device)
-        block.fill_(float("nan"))
-        del block

@@ -1,21 +1,29 @@
-"""Trace files: atomic appends, what is already done (for --resume), and merging shard outputs.
+"""Trace files: locked appends with a unique key, what is already done (for --resume), merging.
 
-A trace line is written with one write() on a file opened for appending, after a repair step that
-cuts a half-written last line (left by a kill during an earlier write) back to the last newline: a
-killed run never leaves a line that does not parse, and everything before it survives.
+Every write to a trace file happens under an exclusive lock (flock on the file's folder), so two
+benches writing the same dataset at once neither tear nor lose each other's lines. A trace's key,
+(solution, workload uuid, hardware), is unique in its file: writing a key that is there replaces that
+line (the newest measurement wins, as in `merge`), so concurrent --resume runs cannot duplicate it.
+A line is appended with one write(); a half-written last line (a kill during a write) is cut back to
+the last newline before the next write, under the same lock.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..model.fileio import dump_line, write_atomic
+from ..model.layout import CANONICAL
+
 
 def trace_path(root: Path, author: str, type_: str, definition: str) -> Path:
-    return root / "traces" / author / type_ / f"{definition}.jsonl"
+    return root / CANONICAL.trace_file(author, type_, definition)
 
 
 def _repair_tail(fd: int) -> int:
@@ -42,10 +50,19 @@ def _repair_tail(fd: int) -> int:
     return size
 
 
-def append_line(path: Path, record: dict) -> int:
-    """Append one JSON record as a line; return bytes of a broken tail that had to be cut first."""
+@contextlib.contextmanager
+def locked(path: Path):
+    """Hold the exclusive lock of the folder `path` is in (created if missing)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8")
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+def _append(path: Path, data: bytes) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         cut = _repair_tail(fd)
@@ -54,6 +71,38 @@ def append_line(path: Path, record: dict) -> int:
     finally:
         os.close(fd)
     return cut
+
+
+def append_line(path: Path, record: dict) -> int:
+    """Append one JSON record as a line, under the lock; return bytes of a broken tail cut first."""
+    with locked(path):
+        return _append(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+
+
+def write_trace(path: Path, record: dict) -> str:
+    """Write one trace under the lock: "added", or "replaced" when its key was already in the file."""
+    line = json.dumps(record, ensure_ascii=False) + "\n"
+    key = trace_key(record)
+    with locked(path):
+        existing = list(read_traces(path)) if path.is_file() else []
+        at = next((i for i, r in enumerate(existing) if _key_or_none(r) == key), None)
+        if at is None:
+            _append(path, line.encode("utf-8"))
+            return "added"
+        existing[at] = record
+        _rewrite(path, existing)
+        return "replaced"
+
+
+def _rewrite(path: Path, records: list[dict]) -> None:
+    write_atomic(path, "".join(dump_line(r) + "\n" for r in records))
+
+
+def _key_or_none(record: dict):
+    try:
+        return trace_key(record)
+    except (KeyError, TypeError):
+        return None
 
 
 def trace_key(record: dict) -> tuple[str, str, str]:
@@ -142,9 +191,7 @@ def merge(dataset: Path, folders: Iterable[Path]) -> MergeSummary:
             else:
                 summary.unchanged += 1
         if changed:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(target.name + ".tmp")
-            tmp.write_text("".join(json.dumps(by_key[k], ensure_ascii=False) + "\n" for k in order), encoding="utf-8")
-            tmp.replace(target)
+            with locked(target):
+                _rewrite(target, [by_key[k] for k in order])
             summary.files += 1
     return summary

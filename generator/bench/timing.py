@@ -1,11 +1,13 @@
-"""Timing loop: warm-up, then repetitions until the relative standard error of the mean is below a
-target or a time budget ends. On CUDA each timed call runs with a cold L2 (a buffer twice the L2 size
-is written before it) and is timed with device events; on the CPU the same loop uses a host clock.
-The statistics say which timer was used.
+"""Clocks and statistics.
 
-The clock functions are bound when this module is imported, before any solution is loaded, so a
-solution that patches time.perf_counter or torch.cuda.Event cannot change our measurements (and
-guards.py reports it as a cheat).
+`timed_call` is what the worker times one call with: the host clock on the CPU; on CUDA, device
+events around the call, after the worker flushed the L2 (a buffer twice its size written). The clock
+functions are bound when this module is imported, before any solution is loaded; the trusted
+process (runner.py) also measures each call from outside, so a patched clock cannot make a number
+smaller than the wall clock allows.
+
+`summarize` turns samples into the trace's statistics; `unstable` says when their spread shows the
+host was busy. `measure` (a loop in one process) is kept for tests/benchmarks/bench_harness.py.
 """
 
 from __future__ import annotations
@@ -47,6 +49,40 @@ def summarize(samples_ms: list[float], timer: str) -> dict:
     return {"latency_ms": statistics.median(ordered), "mean_ms": mean, "min_ms": ordered[0],
             "max_ms": ordered[-1], "p20_ms": quantile(0.2), "p80_ms": quantile(0.8),
             "stderr_ms": stderr, "samples": n, "timer": timer}
+
+
+def synchronize() -> None:
+    if _synchronize is not None:
+        _synchronize()
+
+
+def timed_call(fn: Callable, args: list, outs: list, device: str) -> tuple[float, object]:
+    """(milliseconds, result) of one call fn(*args, *outs)."""
+    if device.startswith("cuda"):
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        start.record()
+        result = fn(*args, *outs)
+        end.record()
+        _synchronize()
+        return start.elapsed_time(end), result
+    t0 = _perf_counter()
+    result = fn(*args, *outs)
+    return (_perf_counter() - t0) * 1e3, result
+
+
+# A measurement is unstable when the middle of its distribution is wide ((p80 - p20) / median) or its
+# fastest sample is far below its median: on a quiet machine repeated calls of a kernel differ by a
+# few per cent; a busy host (other jobs, frequency changes) makes medians of 48 ms next to minima of
+# 0.1 ms. Such a number is re-measured, then recorded with unstable: true and never ranked.
+MAX_SPREAD = 0.5
+MIN_OVER_MEDIAN = 0.25
+
+
+def unstable(stats: dict) -> bool:
+    median = stats["latency_ms"]
+    if median <= 0:
+        return True
+    return (stats["p80_ms"] - stats["p20_ms"]) / median > MAX_SPREAD or stats["min_ms"] / median < MIN_OVER_MEDIAN
 
 
 def _done(samples: list[float], cfg: TimingConfig, started: float) -> bool:

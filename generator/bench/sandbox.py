@@ -1,0 +1,195 @@
+"""Start a worker process in a bubblewrap sandbox, read its log with a bounded tail, and kill it.
+
+Inside the sandbox (`bwrap`): its own PID, network, IPC and mount namespaces; a root holding only
+/usr, /etc, the Python installation and the `generator` package, all read-only; a private /tmp
+(tmpfs, gone with the process); /dev, /proc, and on CUDA the GPU device nodes. It cannot see the
+dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
+process it starts lives in its PID namespace, which the kernel tears down when the worker goes
+(--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
+
+Where bwrap is missing or refused (no user namespaces: some containers, Ubuntu's AppArmor
+setting), the worker runs as a plain child process instead: its own session and process group,
+SIGKILL when the bench dies (PR_SET_PDEATHSIG), a private temporary folder; but it can read files
+the bench can read and reach the network, and a grandchild that leaves its process group can
+outlive it. The trace says which (`environment.sandbox`), and the bench prints a warning.
+KERNELTRACE_SANDBOX=none forces the plain mode (tests of it), =bwrap makes a missing bwrap an error.
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+from ..model.errors import KernelTraceError
+
+LOG_TAIL = 4000
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding generator/
+INSIDE_PACKAGE = "/kt"  # where generator/ appears inside the sandbox
+
+
+def _pdeathsig() -> None:
+    """In the child before exec: SIGKILL when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _binds(device: str) -> list[str]:
+    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    for name in ("bin", "lib", "lib64", "sbin"):
+        p = Path("/" + name)
+        if p.is_symlink():
+            args += ["--symlink", os.readlink(p), str(p)]
+        elif p.is_dir():
+            args += ["--ro-bind", str(p), str(p)]
+    prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
+    for prefix in sorted(prefixes):
+        if not str(prefix).startswith("/usr"):
+            args += ["--ro-bind", str(prefix), str(prefix)]
+    args += ["--ro-bind", str(PACKAGE_ROOT / "generator"), f"{INSIDE_PACKAGE}/generator"]
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if device.startswith("cuda"):
+        for node in sorted(Path("/dev").glob("nvidia*")):
+            args += ["--dev-bind", str(node), str(node)]
+        if Path("/dev/dri").is_dir():
+            args += ["--dev-bind", "/dev/dri", "/dev/dri"]
+        if Path("/sys").is_dir():
+            args += ["--ro-bind", "/sys", "/sys"]
+    return args
+
+
+def bwrap_command(argv: list[str], device: str) -> list[str]:
+    return (["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"] + _binds(device)
+            + ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+               "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "PYTHONPATH", INSIDE_PACKAGE,
+               "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "PYTHONHASHSEED", "0"]
+            + [a for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET")
+               if k in os.environ for a in ("--setenv", k, os.environ[k])]
+            + ["--", *argv])
+
+
+@lru_cache(maxsize=None)
+def sandbox_mode(device: str = "cpu") -> tuple[str, str]:
+    """("bwrap", "") where bubblewrap works here, else ("none", why)."""
+    forced = os.environ.get("KERNELTRACE_SANDBOX", "").strip().lower()
+    if forced == "none":
+        return "none", "KERNELTRACE_SANDBOX=none"
+    why = ""
+    if shutil.which("bwrap") is None:
+        why = "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
+    else:
+        try:
+            probe = subprocess.run(bwrap_command(["/usr/bin/true"], device), capture_output=True, timeout=60)
+            if probe.returncode != 0:
+                why = ("bwrap is installed but refused to start a sandbox here ("
+                       + probe.stderr.decode("utf-8", "replace").strip()[:300]
+                       + "); this host does not allow user namespaces (a container without them, or "
+                         "kernel.apparmor_restrict_unprivileged_userns=1)")
+        except (OSError, subprocess.SubprocessError) as exc:
+            why = f"bwrap could not be run ({exc})"
+    if why and forced == "bwrap":
+        raise KernelTraceError(f"KERNELTRACE_SANDBOX=bwrap but {why}")
+    return ("none", why) if why else ("bwrap", "")
+
+
+class Tail:
+    """Reads a pipe until it closes, keeping only the last LOG_TAIL bytes (a solution that prints
+    400 MB costs the bench 4 KB)."""
+
+    def __init__(self, fd: int):
+        self.chunks: collections.deque = collections.deque()
+        self.size = 0
+        self.total = 0
+        self.thread = threading.Thread(target=self._pump, args=(fd,), daemon=True)
+        self.thread.start()
+
+    def _pump(self, fd: int) -> None:
+        try:
+            while True:
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                self.total += len(data)
+                self.chunks.append(data)
+                self.size += len(data)
+                while self.size - len(self.chunks[0]) >= LOG_TAIL:
+                    self.size -= len(self.chunks.popleft())
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def text(self) -> str:
+        data = b"".join(self.chunks)[-LOG_TAIL:]
+        more = f"[{self.total - len(data)} earlier bytes of output not kept]\n" if self.total > len(data) else ""
+        return more + data.decode("utf-8", errors="replace").strip()
+
+
+class Worker:
+    """One `python -m generator.bench.worker` process; messages go over two pipes (fds 3 and 4 inside)."""
+
+    def __init__(self, device: str, mode: str):
+        to_child_r, self.to_child = os.pipe()
+        self.from_child, from_child_w = os.pipe()
+        log_r, log_w = os.pipe()
+        self.tmp: Optional[str] = None
+        argv = [sys.executable, "-m", "generator.bench.worker", "3", "4"]
+        if mode == "bwrap":
+            cmd, env = bwrap_command(argv, device), None
+        else:
+            self.tmp = tempfile.mkdtemp(prefix="kt-worker-")
+            cmd = argv
+            env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELTRACE")}
+            env.update(PYTHONPATH=str(PACKAGE_ROOT), PYTHONUNBUFFERED="1", PYTHONHASHSEED="0",
+                       TMPDIR=self.tmp, HOME=self.tmp)
+        # The child sees the two message pipes as fds 3 and 4 whatever their numbers are here.
+        fds = {3: to_child_r, 4: from_child_w}
+
+        def setup() -> None:
+            _pdeathsig()
+            for target, source in fds.items():
+                os.dup2(source, target + 100)
+            for target in fds:
+                os.dup2(target + 100, target)
+                os.close(target + 100)
+                os.set_inheritable(target, True)
+
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, env=env,
+                                     cwd=self.tmp or "/", start_new_session=True, preexec_fn=setup,
+                                     pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
+        for fd in (to_child_r, from_child_w, log_w):
+            os.close(fd)
+        self.log = Tail(log_r)
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.proc.wait()
+        for fd in (self.to_child, self.from_child):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.log.thread.join(timeout=5)
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None
+
+    def how_it_ended(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return "still running"
+        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
