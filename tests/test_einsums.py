@@ -10,9 +10,9 @@ import pytest
 import yaml
 from dataset_factory import EINSUM, write_dataset
 
-from generator.einsum.cascade import (ExprError, SetError, bits_problems, count_points, parse_cascade,
-                                      parse_constraints, parse_set_expression, resolve_renames)
-from generator.analyse.roofline import count, export_cascades, load_cascade, verify_export, workload_counts
+from generator.analyse.roofline import export_cascades, verify_export
+from generator.einsum import (ExprError, SetError, bits_problems, count, count_points, load_cascade, parse_cascade,
+                              parse_constraints, parse_set_expression, resolve_renames, workload_counts)
 from generator.cli import main
 from generator.load import DEFAULT_DATASET, load
 from generator.validate import validate, validate_path

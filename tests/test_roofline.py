@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 from dataset_factory import write_dataset
 
-from generator.einsum.cascade import parse_cascade
-from generator.analyse.roofline import (count, load_cascade, peak_tflops, roofline_rows, sol_percent, sol_score,
-                                        speed_of_light, trace_sol, workload_counts)
+from generator.analyse.roofline import peak_tflops, roofline_rows, sol_percent, sol_score, speed_of_light, trace_sol
+from generator.einsum import count, load_cascade, parse_cascade, workload_counts
 from generator.load import DEFAULT_DATASET, load
 from generator.model.records import HardwareSpec, Source
 

@@ -1,21 +1,11 @@
-"""Speed of light: FLOPs, minimum bytes and the roofline bound of every workload (pure functions).
+"""Speed of light: T_SOL of every workload on every machine, SOL% and SOL score (pure functions).
 
-The model, per workload of a definition (its Einsum cascade rendered with the workload's axes):
+Counts (MACs, FLOPs, minimum bytes, each Einsum's dtype) come from the Einsum cascade
+(generator/einsum/counting.py); this module turns them into time on a hardware spec:
 
-- MACs of an Einsum: the points of its iteration space (the product of its rank variables'
-  sizes, fewer where iteration_space_shape couples them, e.g. a causal mask) times its
-  n_instances and the workload's; zero for copies.
-- FLOPs: an Einsum that sums over a rank variable (one that indexes no output) does a
-  multiply and an add per point: 2 FLOPs per MAC. An Einsum that sums over nothing is
-  element-wise: 1 operation per point (exp, silu, a scale), counted as one FLOP.
-- Minimum bytes: every input read once and every output written once, at its bits per
-  value; intermediates cost nothing (they may live in registers or shared memory);
-  persistent tensors count once however many instances run. A tensor's size is the part
-  its projections reach (a paged KV cache counts the pages the workload reads, not the pool).
 - T_SOL = max(compute time, memory time): compute time sums each Einsum's FLOPs over the
-  hardware's peak for its dtype (Einsums that sum over a rank variable and read two or more
-  tensors run at the rate of their inputs' dtype, e.g. tensor cores; the rest at the
-  float32 rate); memory time is bytes over the memory bandwidth.
+  hardware's peak for its dtype (or the first wider dtype the machine lists); memory time is
+  bytes over the memory bandwidth.
 - SOL% = T_SOL / measured latency; SOL score = 1 / (1 + (T - T_SOL) / (T_baseline - T_SOL))
   (SOL-ExecBench): 1 at the speed of light, 0.5 at the baseline's latency.
 
@@ -32,8 +22,10 @@ from typing import Iterable, Mapping, Optional
 
 import yaml
 
-from ..einsum.cascade import (BITS_DTYPE, Cascade, ExprError, Problem, access_bits, count_points, parse_cascade,
-                     render_template)
+from ..einsum import Counts, axis_values, load_cascade, tensor_dtypes, workload_counts
+from ..einsum import CascadeProblem  # noqa: F401 - TRANSITIONAL: committed leaderboard.py imports it from here
+from ..model.fileio import write_atomic
+from ..model.layout import CANONICAL
 
 # Wider dtypes to fall back to when a machine lists no peak for a dtype (it has no faster unit for it).
 FALLBACK = {
@@ -50,144 +42,6 @@ FALLBACK = {
     "bool": ("float32",),
     "float32": (),
 }
-VECTOR_DTYPE = "float32"  # element-wise work and single-input reductions run on the vector units
-
-
-class CascadeProblem(ValueError):
-    """The cascade cannot be counted; carries the problems (the validator reports them in full)."""
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = problems
-        first = problems[0] if problems else Problem("", "unknown problem", "")
-        super().__init__(f"{first.pointer or '$'}: {first.message}")
-
-
-@dataclass(frozen=True)
-class EinsumCount:
-    name: str
-    kind: str  # "copy" | "contraction" (sums, reads >= 2 tensors) | "reduction" | "elementwise"
-    macs: int  # iteration points x instances (the issue's "MACs per Einsum"); 0 for copies
-    flops: int
-    dtype: str  # whose peak rate applies
-
-
-@dataclass(frozen=True)
-class TensorBytes:
-    name: str
-    role: str  # "input" | "output" | "intermediate"
-    elements: int  # reached by the projections, times instances unless persistent
-    bits: int
-    bytes: float
-
-    @property
-    def counted(self) -> bool:
-        return self.role != "intermediate"
-
-
-@dataclass(frozen=True)
-class Counts:
-    einsums: tuple[EinsumCount, ...]
-    tensors: tuple[TensorBytes, ...]
-
-    @property
-    def macs(self) -> int:
-        """MACs of the Einsums that sum over a rank variable (2 FLOPs each)."""
-        return sum(e.macs for e in self.einsums if e.kind in ("contraction", "reduction"))
-
-    @property
-    def elementwise_ops(self) -> int:
-        return sum(e.macs for e in self.einsums if e.kind == "elementwise")
-
-    @property
-    def flops(self) -> int:
-        return sum(e.flops for e in self.einsums)
-
-    @property
-    def bytes(self) -> float:
-        return sum(t.bytes for t in self.tensors if t.counted)
-
-    @property
-    def intensity(self) -> float:
-        """FLOPs per byte (0 when nothing moves)."""
-        return self.flops / self.bytes if self.bytes else 0.0
-
-
-def _bits_dtype(bits: int) -> str:
-    return BITS_DTYPE.get(bits, "float32")
-
-
-def count(cascade: Cascade, dtypes: Optional[Mapping[str, str]] = None) -> Counts:
-    """MACs, FLOPs and minimum bytes of a parsed cascade. `dtypes`: the definition's tensors.
-
-    Raises CascadeProblem when an iteration space cannot be counted.
-    """
-    dtypes = dict(dtypes or {})
-    bits = access_bits(cascade, dtypes)
-    einsums = []
-    for e in cascade.einsums:
-        instances = e.n_instances * cascade.n_instances
-        if e.is_copy:
-            einsums.append(EinsumCount(e.name, "copy", 0, 0, VECTOR_DTYPE))
-            continue
-        try:
-            points = count_points(e.rank_variables, e.bounds, e.constraints)
-        except ExprError as ex:
-            raise CascadeProblem([Problem(e.pointer, f"iteration space of Einsum '{e.name}' {ex}",
-                                          "split the Einsum or loosen its iteration_space_shape")]) from None
-        macs = points * instances
-        sums = bool(e.reduced_variables)
-        if sums and len(e.inputs) >= 2:
-            kind, dtype = "contraction", _compute_dtype(cascade, e, bits, dtypes)
-        else:
-            kind, dtype = ("reduction" if sums else "elementwise"), VECTOR_DTYPE
-        einsums.append(EinsumCount(e.name, kind, macs, 2 * macs if sums else macs, dtype))
-    return Counts(tuple(einsums), _tensor_bytes(cascade, bits))
-
-
-def _compute_dtype(cascade: Cascade, e, bits, dtypes: Mapping[str, str]) -> str:
-    """The dtype whose peak rate a contraction runs at: the widest of the data it is fed from outside
-    the cascade (floating-point tensors before index tensors, which steer rather than feed the units);
-    intermediates only when it reads nothing else (their dtype follows their bits)."""
-    def dtype_of(a) -> str:
-        b, origin = bits[(e.name, a.tensor)]
-        return dtypes[a.tensor] if origin.startswith("dtype") else _bits_dtype(b)
-
-    outside = [a for a in e.inputs if a.tensor not in cascade.intermediates]
-    floating = [a for a in outside if dtype_of(a).startswith(("float", "bfloat"))]
-    chosen = floating or outside or list(e.inputs)
-    best = max(chosen, key=lambda a: bits[(e.name, a.tensor)][0])
-    return dtype_of(best)
-
-
-def _tensor_bytes(cascade: Cascade, bits) -> tuple[TensorBytes, ...]:
-    out = []
-    for t in cascade.tensors:
-        role = cascade.role(t)
-        elements, width, persistent, instances = 0, 0, False, 1
-        for e in cascade.einsums:
-            for a in e.accesses:
-                if a.tensor != t:
-                    continue
-                # An input's bits are those it is read with; an output's, those it is written with.
-                if role == "intermediate" or a.output == (role == "output"):
-                    width = max(width, bits[(e.name, t)][0])
-                elements = max(elements, _footprint(e, a))
-                persistent = persistent or a.persistent
-                instances = max(instances, e.n_instances * cascade.n_instances)
-        if not persistent:
-            elements *= instances
-        out.append(TensorBytes(t, role, elements, width, elements * width / 8))
-    return tuple(out)
-
-
-def _footprint(e, a) -> int:
-    """Elements of the tensor one access reaches: per rank, the distinct in-range index values."""
-    n = 1
-    for rank, idx in zip(a.ranks, a.indices):
-        lo, hi = idx.interval(e.bounds)
-        lo, hi = max(lo, 0), min(hi, e.rank_sizes[rank] - 1)
-        n *= max(0, hi - lo + 1)
-    return n
 
 
 # -- hardware -------------------------------------------------------------------------------------------
@@ -248,54 +102,6 @@ def sol_score(latency_ms: float, baseline_ms: Optional[float], t_sol_s: float) -
 
 
 # -- over the dataset -------------------------------------------------------------------------------------
-def axis_values(definition, axes: Mapping[str, int]) -> dict[str, int]:
-    """What a cascade template is rendered with: the workload's var axes and the const axes."""
-    return {**{a: axes[a] for a in definition.var_axes if a in axes}, **definition.const_axes}
-
-
-def tensor_dtypes(definition) -> dict[str, str]:
-    return {**{n: t.dtype for n, t in definition.inputs.items()}, **{n: t.dtype for n, t in definition.outputs.items()}}
-
-
-def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:
-    """Render, read and parse a cascade template; CascadeProblem (or a jinja2/YAML error) when it is bad."""
-    from ..model import schema_check
-    from ..model.records import Source
-
-    data = yaml.safe_load(render_template(text, values))
-    schema = schema_check.schema_diagnostics("einsum", data, Source("cascade"))
-    if schema:
-        raise CascadeProblem([Problem(d.pointer, d.message, d.hint) for d in schema])
-    cascade, problems = parse_cascade(data)
-    errors = [p for p in problems if p.severity == "error"]
-    if cascade is None or errors:
-        raise CascadeProblem(errors)
-    return cascade
-
-
-def workload_counts(ds, definition, axes: Mapping[str, int], cache: Optional[dict] = None) -> Counts:
-    """Counts of one workload of a definition (its cascade rendered with the workload's axes)."""
-    key = (definition.name, tuple(sorted(axes.items())))
-    if cache is not None and key in cache:
-        return cache[key]
-    cascade_record = ds.einsums[definition.name]
-    cascade = load_cascade(cascade_record.template, axis_values(definition, axes))
-    counts = count(cascade, tensor_dtypes(definition))
-    if cache is not None:
-        cache[key] = counts
-    return counts
-
-
-def hardware_for(ds, name: str):
-    """The hardware spec a trace's environment.hardware names (by name or alias); None if none."""
-    if name in ds.hardware:
-        return ds.hardware[name]
-    for h in ds.hardware.values():
-        if name in h.aliases:
-            return h
-    return None
-
-
 @dataclass(frozen=True)
 class RooflineRow:
     definition: str
@@ -346,7 +152,7 @@ def trace_sol(ds, trace, cache: Optional[dict] = None) -> Optional[TraceSOL]:
     """SOL% and SOL score of one trace; None when its definition has no cascade, its hardware no
     spec, or it has no latency."""
     d = ds.definitions.get(trace.definition)
-    h = hardware_for(ds, trace.hardware)
+    h = ds.hardware_spec(trace.hardware)
     if d is None or h is None or trace.definition not in ds.einsums or trace.latency_ms is None:
         return None
     try:
@@ -366,11 +172,9 @@ def export_cascades(ds, out, definitions: Optional[Iterable[str]] = None) -> lis
     the definition (AccelForge, or parse_cascade) counts the same MACs and bytes. Files are
     written to a temporary name and renamed. Returns the paths written, relative to `out`.
     """
-    import os
-    import tempfile
     from pathlib import Path
 
-    from ..einsum.cascade import plain_document
+    from ..einsum import plain_document
 
     out = Path(out)
     wanted = set(definitions) if definitions else None
@@ -382,20 +186,10 @@ def export_cascades(ds, out, definitions: Optional[Iterable[str]] = None) -> lis
             cascade = load_cascade(ds.einsums[name].template, axis_values(d, w.axes))
             doc = plain_document(cascade, tensor_dtypes(d))
             header = (f"# {name}, workload {w.uuid}: {dict(w.axes)}\n"
-                      f"# Rendered from einsums/{d.type}/{name}.yaml by kerneltrace roofline --export.\n")
+                      f"# Rendered from {CANONICAL.einsum_file(d.type, name)} by kerneltrace roofline --export.\n")
             text = header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=120)
             rel = f"{d.type}/{name}/{w.uuid}.yaml"
-            path = out / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                    f.write(text)
-                os.replace(tmp, path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
+            write_atomic(out / rel, text)
             written.append(rel)
     return written
 
@@ -405,7 +199,7 @@ def verify_export(ds, out, written: Iterable[str]) -> list[str]:
     MACs, FLOPs and bytes with the dataset's; one line per file that differs or does not read."""
     from pathlib import Path
 
-    from ..einsum.cascade import parse_cascade
+    from ..einsum import count, parse_cascade
 
     problems = []
     for rel in written:

@@ -8,11 +8,10 @@ from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
 from ..model.dataset import Dataset
+from ..model.dtypes import DTYPE_BYTES
 from ..model.errors import KernelTraceError
 from ..model.records import Definition, Solution, Workload
 
-DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1,
-               "float4_e2m1": 0.5, "int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "bool": 1}
 
 # A CPU run takes a workload when one call touches at most this many bytes of inputs and outputs (a
 # kernel reads each input and writes each output at least once, so this bounds the memory traffic
@@ -75,7 +74,7 @@ def call_flops(ds: Dataset, d: Definition, w: Workload, cache: dict) -> Optional
     """FLOPs of one call from the definition's Einsum cascade; None without a (countable) cascade."""
     if d.name not in ds.einsums:
         return None
-    from ..analyse.roofline import workload_counts
+    from ..einsum import workload_counts
 
     try:
         return workload_counts(ds, d, w.axes, cache).flops

@@ -16,9 +16,9 @@ from typing import Iterator, Optional
 import jinja2
 import yaml
 
-from ..einsum.cascade import (DTYPE_BITS, Cascade, Problem, access_bits, bits_problems, parse_cascade,
-                              render_template, resolve_renames)
-from ..analyse.roofline import CascadeProblem, axis_values, count, tensor_dtypes
+from ..einsum import (Cascade, CascadeProblem, Problem, access_bits, axis_values, bits_problems, count, parse_cascade,
+                      render_template, resolve_renames, tensor_dtypes)
+from ..model.dtypes import DTYPE_BITS
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.records import Definition, Source
@@ -163,14 +163,22 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
 
 def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> Iterator[tuple[Problem, str]]:
     """Problems of a cascade against its definition, each with a key that ignores workload numbers."""
-    tensors = c.tensors
     first_access = {}
     for e in c.einsums:
         for a in e.accesses:
             first_access.setdefault(a.tensor, (e, a))
+    yield from _missing_tensors(c, d)
+    yield from _wrong_direction(c, d)
+    yield from _unknown_tensors(c, d, first_access)
+    yield from _wrong_shapes(d, values, first_access)
+    yield from _bits_against_dtypes(c, d)
+
+
+def _missing_tensors(c: Cascade, d: Definition) -> Iterator[tuple[Problem, str]]:
+    """Every input and output of the definition appears in some Einsum."""
     for kind, group in (("input", d.inputs), ("output", d.outputs)):
         for name, spec in group.items():
-            if name not in tensors:
+            if name not in c.tensors:
                 shape = ", ".join(s.upper() for s in spec.shape)
                 msg = f"{kind} '{name}' of {d.name} appears in no Einsum"
                 yield (Problem("/workload/einsums", msg,
@@ -178,6 +186,10 @@ def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> It
                                f"{{name: {name}, projection: [{', '.join(s.lower() for s in spec.shape)}]"
                                f"{', output: true' if kind == 'output' else ''}}} (ranks {shape or 'none: a scalar'})"),
                        msg)
+
+
+def _wrong_direction(c: Cascade, d: Definition) -> Iterator[tuple[Problem, str]]:
+    """Inputs are only read and outputs only written."""
     for e in c.einsums:
         for a in e.accesses:
             if a.tensor in d.inputs and a.output:
@@ -190,8 +202,12 @@ def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> It
                                "an output read again would count as an intermediate (AccelForge reads it so): "
                                f"compute an intermediate, read that, and copy it to '{a.tensor}' with an "
                                "is_copy_operation Einsum"), msg)
+
+
+def _unknown_tensors(c: Cascade, d: Definition, first_access) -> Iterator[tuple[Problem, str]]:
+    """A tensor the definition does not name must be an intermediate: written and read."""
     known = set(d.inputs) | set(d.outputs)
-    for t in tensors:
+    for t in c.tensors:
         if t in known:
             continue
         e, a = first_access[t]
@@ -203,7 +219,10 @@ def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> It
             msg = f"tensor '{t}' is written but never read, and {d.name} has no output '{t}'"
             yield Problem(a.pointer + "/name", msg, "name an output of the definition (" + ", ".join(d.outputs) +
                           ") or read the tensor in a later Einsum" + _close(t, d.outputs)), msg
-    # Shapes: the ranks of a definition tensor must have the sizes the definition gives this workload.
+
+
+def _wrong_shapes(d: Definition, values: dict[str, int], first_access) -> Iterator[tuple[Problem, str]]:
+    """The ranks of a definition tensor have the sizes the definition gives this workload."""
     for t, (e, a) in first_access.items():
         spec = d.inputs.get(t) or d.outputs.get(t)
         if spec is None or any(axis not in d.axes for axis in spec.shape):
@@ -225,7 +244,10 @@ def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> It
                                f"{axis} = {want}",
                                f"set rank_sizes {rank}: {{{{ {axis} }}}} (ranks take the definition's axis values)"),
                        key)
-    # Bits that contradict a tensor's dtype are allowed (packed formats) but worth a look.
+
+
+def _bits_against_dtypes(c: Cascade, d: Definition) -> Iterator[tuple[Problem, str]]:
+    """Bits that contradict a tensor's dtype are allowed (packed formats) but worth a look."""
     bits = access_bits(c, tensor_dtypes(d))
     for e in c.einsums:
         for a in e.accesses:

@@ -1,0 +1,294 @@
+"""From a rendered, schema-valid cascade document to a `Cascade`, with every problem found.
+
+- projection: a list [m, k] means {M: m, K: k} (each entry one rank variable, the rank is its
+  upper case); a map {RANK: expression} allows other rank names and index expressions.
+- the size of a rank variable is the intersection of [0, size) of every rank it indexes
+  directly and of its iteration_space_shape constraints ("0 <= p < 8", "kv <= q + 64").
+
+Problems are collected in document order, never raised: the validator reports them all.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Optional
+
+from .constraints import Constraint, parse_constraints, tighten
+from .expressions import Expr, ExprError, parse_expr
+from .model import Access, Cascade, Einsum, Rename, RenameBlock
+from .problems import Problem, did_you_mean, ptr, ptr_join
+from .sets import KEYWORDS, SetError, parse_set_expression
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+GlobalConstraints = list[tuple[str, Constraint]]  # (key variable, constraint)
+
+
+def parse_cascade(data: Mapping[str, Any]) -> tuple[Optional[Cascade], list[Problem]]:
+    """A cascade from its rendered, schema-valid YAML; None when it has errors."""
+    b = _Builder(data)
+    try:
+        cascade = b.build()
+    except ExprError as e:  # counting-time limits surface while building bounds
+        b.problem("", f"iteration space {e}", "simplify the iteration_space_shape constraints")
+        cascade = None
+    return cascade, b.problems
+
+
+def _renames(value: Any, pointer: str) -> tuple[Rename, ...]:
+    if isinstance(value, dict):
+        return tuple(Rename(str(k), v, None, ptr_join(pointer, k)) for k, v in value.items())
+    if isinstance(value, list):
+        return tuple(Rename(r["name"], r["source"], r.get("expected_count"), f"{pointer}/{i}")
+                     for i, r in enumerate(value))
+    return ()
+
+
+class _Builder:
+    def __init__(self, data: Mapping[str, Any]):
+        self.data = data
+        self.problems: list[Problem] = []
+
+    def problem(self, pointer: str, message: str, hint: str, severity: str = "error") -> None:
+        self.problems.append(Problem(pointer, message, hint, severity))
+
+    # -- the document ----------------------------------------------------------------------------
+    def build(self) -> Optional[Cascade]:
+        w = self.data["workload"]
+        rank_sizes = dict(w.get("rank_sizes") or {})
+        global_shape = dict(w.get("iteration_space_shape") or {})
+        global_constraints = self.global_constraints(global_shape)
+        einsums = self.einsums(w["einsums"], rank_sizes, global_constraints)
+        used_vars = {v for e in einsums for v in e.rank_variables}
+        for var in global_shape:
+            if var not in used_vars and einsums:
+                self.problem(ptr("workload", "iteration_space_shape", var),
+                             f"iteration_space_shape names '{var}', which no projection uses",
+                             "remove it, or fix the rank variable's name", "warning")
+        self.check_shapes(einsums)
+        bits = self.bits_per_value(w.get("bits_per_value") or {})
+        blocks = self.rename_blocks(w, list(dict.fromkeys(e.name for e in einsums)))
+        if any(p.severity == "error" for p in self.problems):
+            return None
+        return Cascade(tuple(einsums), rank_sizes, global_shape, tuple(bits), int(w.get("n_instances", 1)),
+                       tuple(blocks), self.data)
+
+    def global_constraints(self, global_shape: Mapping[str, str]) -> GlobalConstraints:
+        out: GlobalConstraints = []
+        for var, text in global_shape.items():
+            p = ptr("workload", "iteration_space_shape", var)
+            try:
+                parsed = parse_constraints(text)
+            except ExprError as e:
+                self.problem(p, f"iteration_space_shape of '{var}': '{text}' {e}",
+                             f"write a condition such as '0 <= {var} < 128'")
+                continue
+            out.extend((var, c) for c in parsed)
+            if var not in {v for c in parsed for v in c.variables}:
+                self.problem(p, f"iteration_space_shape of '{var}' does not mention '{var}': '{text}'",
+                             f"write a condition on {var}, such as '0 <= {var} < 128'")
+        return out
+
+    def einsums(self, docs: list, rank_sizes: Mapping[str, int],
+                global_constraints: GlobalConstraints) -> list[Einsum]:
+        einsums: list[Einsum] = []
+        names: dict[str, int] = {}
+        for i, e in enumerate(docs):
+            built = self.einsum(i, e, rank_sizes, global_constraints)
+            if built is None:
+                continue
+            if built.name in names:
+                self.problem(ptr("workload", "einsums", i, "name"),
+                             f"Einsum name '{built.name}' is used twice (first at einsums[{names[built.name]}])",
+                             "give every Einsum a unique name")
+            names.setdefault(built.name, i)
+            einsums.append(built)
+        return einsums
+
+    def bits_per_value(self, entries: Mapping[str, int]) -> list[tuple[str, int]]:
+        bits = []
+        for key, value in entries.items():
+            try:
+                parse_set_expression(key)
+                bits.append((key, value))
+            except SetError as e:
+                self.problem(ptr("workload", "bits_per_value", key), f"bits_per_value key '{key}' {e}",
+                             "keys are set expressions such as All, Inputs, Intermediates or a tensor name")
+        return bits
+
+    def rename_blocks(self, w: Mapping[str, Any], built: list[str]) -> list[RenameBlock]:
+        blocks = []
+        for i, b in enumerate((self.data.get("renames") or {}).get("einsums") or []):
+            p = ptr("renames", "einsums", i)
+            blocks.append(RenameBlock(b["name"], _renames(b.get("tensor_accesses"), p + "/tensor_accesses"),
+                                      _renames(b.get("rank_variables"), p + "/rank_variables"), p))
+            if b["name"] != "default" and b["name"] not in {e["name"] for e in w["einsums"]}:
+                self.problem(p + "/name", f"renames for Einsum '{b['name']}', which the workload does not have",
+                             "name an Einsum of the workload, or 'default' for renames that apply to every Einsum"
+                             + did_you_mean(b["name"], built))
+        return blocks
+
+    # -- one Einsum ------------------------------------------------------------------------------
+    def einsum(self, i: int, e: Mapping[str, Any], rank_sizes: Mapping[str, int],
+               global_constraints: GlobalConstraints) -> Optional[Einsum]:
+        p = ptr("workload", "einsums", i)
+        name = e["name"]
+        sizes = {**rank_sizes, **(e.get("rank_sizes") or {})}
+        accesses = self.accesses(p, name, e["tensor_accesses"], sizes)
+        if accesses is None:
+            return None
+        if not any(a.output for a in accesses):
+            self.problem(p + "/tensor_accesses", f"Einsum '{name}' has no output",
+                         "mark the tensor it computes with 'output: true'")
+            return None
+        if e.get("is_copy_operation") and not any(not a.output for a in accesses):
+            self.problem(p + "/is_copy_operation", f"copy Einsum '{name}' reads no tensor",
+                         "a copy moves an input tensor to its output: list the input")
+            return None
+        variables = list(dict.fromkeys(v for a in accesses for v in a.variables))
+        constraints = self.local_constraints(p, name, e.get("iteration_space_shape") or [], variables)
+        if constraints is None:
+            return None
+        # Global constraints of a variable of this Einsum apply to it; the parts that name
+        # variables it does not have cannot (the seed appends them by their key variable).
+        for key, c in global_constraints:
+            if key in variables and all(v in variables for v in c.variables):
+                constraints.append(c)
+        bounds = self.bounds(p, name, accesses, sizes, constraints)
+        if bounds is None:
+            return None
+        n = int(e.get("n_instances", 1))
+        return Einsum(name, tuple(accesses), bool(e.get("is_copy_operation", False)), n, sizes,
+                      tuple(constraints), _renames(e.get("renames"), p + "/renames"), p, bounds)
+
+    def accesses(self, p: str, name: str, docs: list, sizes: Mapping[str, int]) -> Optional[list[Access]]:
+        """The Einsum's tensor accesses; None (problems reported) when any is wrong."""
+        accesses: list[Access] = []
+        seen: dict[str, int] = {}
+        ok = True
+        for j, a in enumerate(docs):
+            pa = f"{p}/tensor_accesses/{j}"
+            t = a["name"]
+            if t in KEYWORDS:
+                self.problem(pa + "/name", f"tensor name '{t}' is a set keyword",
+                             f"rename the tensor: {', '.join(KEYWORDS)} name sets in renames")
+                ok = False
+                continue
+            if t in seen:
+                self.problem(pa + "/name", f"tensor '{t}' is accessed twice by Einsum '{name}' "
+                                           f"(also tensor_accesses[{seen[t]}])",
+                             "list each tensor once per Einsum; use a copy Einsum to read a tensor twice")
+                ok = False
+                continue
+            seen[t] = j
+            acc = self.access(pa, name, a, sizes)
+            if acc is None:
+                ok = False
+            else:
+                accesses.append(acc)
+        return accesses if ok else None
+
+    def local_constraints(self, p: str, name: str, local: Any, variables: list[str]) -> Optional[list[Constraint]]:
+        """The Einsum's own iteration_space_shape (a map or a list); None (reported) when one is wrong."""
+        constraints: list[Constraint] = []
+        items = list(local.items()) if isinstance(local, dict) else [(None, t) for t in local]
+        for k, (key, text) in enumerate(items):
+            pc = f"{p}/iteration_space_shape/" + (ptr(key)[1:] if key is not None else str(k))
+            try:
+                cs = parse_constraints(text)
+            except ExprError as ex:
+                self.problem(pc, f"iteration_space_shape of Einsum '{name}': '{text}' {ex}",
+                             "write a condition such as '0 <= m < 128'")
+                return None
+            unknown = [v for c in cs for v in c.variables if v not in variables]
+            if unknown:
+                self.problem(pc, f"iteration_space_shape of Einsum '{name}' names '{unknown[0]}', "
+                                 f"which none of its projections uses",
+                             f"its rank variables are {', '.join(variables) or 'none'}")
+                return None
+            constraints.extend(cs)
+        return constraints
+
+    def bounds(self, p: str, name: str, accesses: list[Access], sizes: Mapping[str, int],
+               constraints: list[Constraint]) -> Optional[dict[str, tuple[int, int]]]:
+        """Inclusive range of every rank variable: the ranks it indexes directly, then its one-variable
+        constraints; None (reported) when a variable has no lower or upper bound."""
+        variables = list(dict.fromkeys(v for a in accesses for v in a.variables))
+        bounds: dict[str, list] = {v: [None, None] for v in variables}
+        for a in accesses:
+            for rank, idx in zip(a.ranks, a.indices):
+                if idx.is_variable:
+                    lo, hi = bounds[idx.text]
+                    size = sizes[rank]
+                    bounds[idx.text] = [0 if lo is None else max(lo, 0), size - 1 if hi is None else min(hi, size - 1)]
+        b2 = {v: (lo, hi) for v, (lo, hi) in bounds.items()}
+        for c in constraints:
+            if len(c.coefs) == 1:
+                tighten(b2, c)
+        for v, (lo, hi) in b2.items():
+            if lo is None or hi is None:
+                where = [a.tensor for a in accesses if v in a.variables]
+                self.problem(p, f"rank variable '{v}' of Einsum '{name}' has no " +
+                             ("lower bound" if lo is None and hi is not None else
+                              "upper bound" if hi is None and lo is not None else "size") +
+                             f": it only appears inside expressions (in {', '.join(where)})",
+                             f"bound it in workload.iteration_space_shape, e.g. {v}: 0 <= {v} < 16")
+                return None
+        return b2
+
+    def access(self, pa: str, einsum: str, a: Mapping[str, Any], sizes: Mapping[str, int]) -> Optional[Access]:
+        proj = a["projection"]
+        ranks: list[str] = []
+        indices: list[Expr] = []
+        items = []
+        if isinstance(proj, list):
+            for k, var in enumerate(proj):
+                if not _IDENT.match(var):
+                    self.problem(f"{pa}/projection/{k}",
+                                 f"projection entry '{var}' of tensor '{a['name']}' is not a single rank variable",
+                                 "a list projection holds rank variables (its ranks are their upper case); "
+                                 "use a map {RANK: expression} for expressions")
+                    return None
+                items.append((var.upper(), var, f"{pa}/projection/{k}"))
+        else:
+            items = [(rank, text, f"{pa}/projection" + ptr(rank)) for rank, text in proj.items()]
+        for rank, text, pk in items:
+            if rank not in sizes:
+                self.problem(pk, f"rank '{rank}' of tensor '{a['name']}' (Einsum '{einsum}') has no size",
+                             f"add '{rank}: <size>' to workload.rank_sizes" + did_you_mean(rank, sizes)
+                             + (f" (known ranks: {', '.join(sizes)})" if sizes else ""))
+                return None
+            try:
+                expr = parse_expr(text)
+            except ExprError as e:
+                self.problem(pk, f"index '{text}' of rank '{rank}' of tensor '{a['name']}' {e}",
+                             "write a rank variable or an expression such as 'kh * 4 + g' or 'k // 128'")
+                return None
+            if not _IDENT.match(rank):
+                self.problem(pk, f"rank name '{rank}' is not an identifier",
+                             "rank names are letters, digits and '_' (usually upper case)")
+                return None
+            ranks.append(rank)
+            indices.append(expr)
+        return Access(a["name"], tuple(ranks), tuple(indices), bool(a.get("output", False)),
+                      bool(a.get("persistent", False)), a.get("bits_per_value"), pa)
+
+    def check_shapes(self, einsums: list[Einsum]) -> None:
+        """A tensor is indexed by the same ranks everywhere (it has one shape)."""
+        first: dict[str, tuple[Einsum, Access]] = {}
+        for e in einsums:
+            for a in e.accesses:
+                if a.tensor not in first:
+                    first[a.tensor] = (e, a)
+                    continue
+                e0, a0 = first[a.tensor]
+                if a0.ranks != a.ranks:
+                    self.problem(a.pointer + "/projection",
+                                 f"tensor '{a.tensor}' has ranks [{', '.join(a.ranks)}] in Einsum '{e.name}' but "
+                                 f"[{', '.join(a0.ranks)}] in Einsum '{e0.name}'",
+                                 "a tensor has one shape: project into the same ranks, in the same order")
+                elif any(e.rank_sizes[r] != e0.rank_sizes[r] for r in a.ranks):
+                    r = next(r for r in a.ranks if e.rank_sizes[r] != e0.rank_sizes[r])
+                    self.problem(a.pointer + "/projection",
+                                 f"rank '{r}' of tensor '{a.tensor}' has size {e.rank_sizes[r]} in Einsum "
+                                 f"'{e.name}' but {e0.rank_sizes[r]} in Einsum '{e0.name}'",
+                                 "a tensor has one shape: give the rank one size")
