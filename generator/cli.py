@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from . import __version__
 from .model.errors import KernelTraceError
+from .model.layout import CANONICAL
 from .load import DEFAULT_DATASET
 
 
@@ -91,7 +93,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if plan.already_done:
         print(f"{plan.already_done} pair(s) already have a trace on {summary.hardware} (--resume)")
     counts = summary.counts()
-    where = "checked, no traces written" if args.correctness_only else f"traces in {(args.out or args.dataset) / 'traces'}"
+    where = "checked, no traces written" if args.correctness_only else f"traces in {(args.out or args.dataset) / CANONICAL['traces'].name}"
     print(f"{len(summary.outcomes)} pair(s) on {summary.hardware}: "
           + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to do") + f"; {where}")
     for o in summary.outcomes:
@@ -106,7 +108,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     summary = merge(args.dataset, args.folders)
     for line in summary.skipped:
         print(f"skipped {line}", file=sys.stderr)
-    print(f"merged into {args.dataset / 'traces'}: {summary.added} added, {summary.replaced} replaced by newer, "
+    print(f"merged into {args.dataset / CANONICAL['traces'].name}: {summary.added} added, {summary.replaced} replaced by newer, "
           f"{summary.unchanged} already there; {summary.files} file(s) rewritten")
     return 0
 
@@ -134,24 +136,15 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     return 1 if any(r.counts is None for r in rows) else 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kerneltrace", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--version", action="version", version=f"kerneltrace {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+# -- arguments, one function per command -----------------------------------------------------
 
-    p = sub.add_parser("validate", help="check the dataset; exit 1 on any error",
-                       description="Schema and semantic checks of every record. Prints file:line $.field: message, "
-                                   "with a hint. Writes GitHub annotations when run inside GitHub Actions.")
+def _validate_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--format", choices=["human", "json", "github"], help="output format (default: human; github in Actions)")
     p.add_argument("--no-warnings", dest="warnings", action="store_false", help="print errors only")
-    p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("bench", help="run solutions on workloads; append one trace per pair",
-                       description="Runs every selected (solution, workload) pair in its own process with a "
-                                   "timeout: seeded inputs, checks against the reference on several input sets, "
-                                   "anti-cheat checks, timing (cold L2 and CUDA events on GPUs, a host clock on "
-                                   "the CPU). Appends traces to <out>/traces/<author>/<type>/<definition>.jsonl.")
+
+def _bench_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
     p.add_argument("--definitions", nargs="+", metavar="NAME", help="only these definitions")
@@ -171,52 +164,41 @@ def build_parser() -> argparse.ArgumentParser:
                    help="seconds one workload (or building a solution) may take (default: 300)")
     p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(func=cmd_bench)
 
-    p = sub.add_parser("merge", help="fold traces from bench shards into the dataset, without duplicates",
-                       description="Reads the traces/ of each folder (outputs of `kerneltrace bench --out`) and "
-                                   "adds them to the dataset's traces: one per (solution, workload, hardware), "
-                                   "the newest winning.")
+
+def _merge_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="shard output folders")
-    p.set_defaults(func=cmd_merge)
 
-    p = sub.add_parser("build", help="render the site and build it with mkdocs --strict")
+
+def _build_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--out", type=Path, default=Path("site"), metavar="DIR", help="where the built site goes (default: site/)")
     p.add_argument("--no-strict", action="store_true", help="do not fail on mkdocs warnings")
-    p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("serve", help="render the site and preview it live")
+
+def _serve_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--addr", default="127.0.0.1:8000", help="address to serve on (default: 127.0.0.1:8000)")
-    p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("import", help="rewrite files in other dialects as canonical dataset files",
-                       description="Reads Kernel Signature (seed 001), schema-set (seed 002) and FlashInfer-Trace "
-                                   "files and writes canonical files into the dataset; says what could not be carried over.")
+
+def _import_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="files or folders to import")
     _add_dataset(p)
     p.add_argument("--dry-run", action="store_true", help="say what would be written, write nothing")
     p.add_argument("--workload", metavar="UUID",
                    help="workload uuid to attach legacy benchmark-result records to (they name none)")
-    p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("export", help="write a Hub-ready folder: Parquet per record kind and a dataset card",
-                       description="Validates, then writes one Parquet config per record kind, a generated dataset "
-                                   "card (README.md) and the blobs; the same dataset gives byte-identical output. "
-                                   "--format flashinfer-trace writes the FlashInfer-Trace layout instead.")
+
+def _export_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--out", type=Path, default=Path("export"), metavar="DIR", help="output folder (default: export/)")
     p.add_argument("--format", choices=["hub", "flashinfer-trace"], default="hub", help="layout to write (default: hub)")
     p.add_argument("--repo", default="kerneltrace/kerneltrace", metavar="ORG/NAME",
                    help="repo id the dataset card's examples name (default: kerneltrace/kerneltrace)")
-    p.set_defaults(func=cmd_export)
 
-    p = sub.add_parser("publish", help="upload the export to a Hugging Face dataset repo, only what changed",
-                       description="Exports the dataset, compares it with what the Hub repo holds and uploads only "
-                                   "the files that changed, in one commit (deleting files the export no longer has). "
-                                   "The token comes from HF_TOKEN; HF_ENDPOINT selects another Hub.")
+
+def _publish_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--repo", required=True, metavar="ORG/NAME", help="the dataset repo on the Hub (must exist)")
     p.add_argument("--revision", default="main", metavar="BRANCH", help="branch to commit to (default: main)")
@@ -224,20 +206,71 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="list the files that would be sent, send nothing")
     p.add_argument("--export-dir", type=Path, metavar="DIR",
                    help="publish this folder written by `kerneltrace export` instead of exporting again")
-    p.set_defaults(func=cmd_publish)
 
-    p = sub.add_parser("roofline", help="FLOPs, bytes and speed-of-light time of every workload, per hardware",
-                       description="Renders each definition's Einsum cascade with every workload's axes and prints "
-                                   "MACs/FLOPs, minimum bytes, arithmetic intensity and T_SOL = max(FLOPs / peak, "
-                                   "bytes / bandwidth) with the bound that binds, for each hardware spec. "
-                                   "--export writes the rendered cascades as plain YAML (the workload-and-renames "
-                                   "format AccelForge reads) and checks that they read back to the same counts.")
+
+def _roofline_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--definition", action="append", metavar="NAME", help="only this definition (repeatable)")
     p.add_argument("--hardware", action="append", metavar="NAME", help="only this hardware spec (repeatable)")
     p.add_argument("--export", type=Path, metavar="DIR",
                    help="write DIR/<type>/<definition>/<workload uuid>.yaml instead of printing the table")
-    p.set_defaults(func=cmd_roofline)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str
+    run: Callable[[argparse.Namespace], int]
+    arguments: Callable[[argparse.ArgumentParser], None]
+    help: str
+    description: Optional[str] = None
+
+
+# The commands in the order `kerneltrace --help` lists them.
+COMMANDS = (
+    Command("validate", cmd_validate, _validate_args, "check the dataset; exit 1 on any error",
+            "Schema and semantic checks of every record. Prints file:line $.field: message, "
+            "with a hint. Writes GitHub annotations when run inside GitHub Actions."),
+    Command("bench", cmd_bench, _bench_args, "run solutions on workloads; append one trace per pair",
+            "Runs every selected (solution, workload) pair in its own process with a "
+            "timeout: seeded inputs, checks against the reference on several input sets, "
+            "anti-cheat checks, timing (cold L2 and CUDA events on GPUs, a host clock on "
+            "the CPU). Appends traces to <out>/traces/<author>/<type>/<definition>.jsonl."),
+    Command("merge", cmd_merge, _merge_args, "fold traces from bench shards into the dataset, without duplicates",
+            "Reads the traces/ of each folder (outputs of `kerneltrace bench --out`) and "
+            "adds them to the dataset's traces: one per (solution, workload, hardware), "
+            "the newest winning."),
+    Command("build", cmd_build, _build_args, "render the site and build it with mkdocs --strict"),
+    Command("serve", cmd_serve, _serve_args, "render the site and preview it live"),
+    Command("import", cmd_import, _import_args, "rewrite files in other dialects as canonical dataset files",
+            "Reads Kernel Signature (seed 001), schema-set (seed 002) and FlashInfer-Trace "
+            "files and writes canonical files into the dataset; says what could not be carried over."),
+    Command("export", cmd_export, _export_args, "write a Hub-ready folder: Parquet per record kind and a dataset card",
+            "Validates, then writes one Parquet config per record kind, a generated dataset "
+            "card (README.md) and the blobs; the same dataset gives byte-identical output. "
+            "--format flashinfer-trace writes the FlashInfer-Trace layout instead."),
+    Command("publish", cmd_publish, _publish_args,
+            "upload the export to a Hugging Face dataset repo, only what changed",
+            "Exports the dataset, compares it with what the Hub repo holds and uploads only "
+            "the files that changed, in one commit (deleting files the export no longer has). "
+            "The token comes from HF_TOKEN; HF_ENDPOINT selects another Hub."),
+    Command("roofline", cmd_roofline, _roofline_args,
+            "FLOPs, bytes and speed-of-light time of every workload, per hardware",
+            "Renders each definition's Einsum cascade with every workload's axes and prints "
+            "MACs/FLOPs, minimum bytes, arithmetic intensity and T_SOL = max(FLOPs / peak, "
+            "bytes / bandwidth) with the bound that binds, for each hardware spec. "
+            "--export writes the rendered cascades as plain YAML (the workload-and-renames "
+            "format AccelForge reads) and checks that they read back to the same counts."),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kerneltrace", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--version", action="version", version=f"kerneltrace {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        p = sub.add_parser(command.name, help=command.help, description=command.description)
+        command.arguments(p)
+        p.set_defaults(func=command.run)
     return parser
 
 

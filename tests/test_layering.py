@@ -1,0 +1,138 @@
+"""One pipeline, one direction: a stage of generator/ imports from model/ and from stages below it.
+
+Imports are read with ast (module-level and the lazy ones inside functions). A stage never imports
+a stage of the same rank (sideways) or above it, nor a private (_name) from another stage.
+`python tests/test_layering.py` prints which stage imports which.
+"""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+GENERATOR = Path(__file__).resolve().parents[1] / "generator"
+
+# Rank of each subpackage: it may import ranks below its own. Equal ranks are unrelated stages.
+RANK = {
+    "model": 0,  # the contract, shared by every stage
+    "formats": 1, "einsum": 1,  # foreign dialects; the cascade format
+    "load": 2,
+    "validate": 3, "workloadgen": 3,
+    "bench": 4,
+    "analyse": 5,
+    "site": 6, "export": 6,
+}
+TOP = 7  # cli.py, __main__.py and the package root: they call every stage
+
+
+class Import(NamedTuple):
+    where: str  # path:line
+    source: str  # stage of the importing module
+    target: str  # stage imported ("" for the package root)
+    names: tuple[str, ...]  # names imported from it
+
+
+def _stage(parts: tuple[str, ...], root: Path) -> str:
+    """The stage of module path `parts` (below the package): its first part if that is a subpackage."""
+    if not parts:
+        return ""
+    return parts[0] if (root / parts[0]).is_dir() else ""
+
+
+def imports(root: Path = GENERATOR) -> Iterator[Import]:
+    """Every import of one stage of the package at `root` by another."""
+    package = root.name
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root)
+        own_package = rel.parts[:-1]
+        source = _stage(rel.parts, root) if len(rel.parts) > 1 else ""
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            modules: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+            if isinstance(node, ast.ImportFrom):
+                names = tuple(a.name for a in node.names)
+                if node.level:
+                    # The package the relative import starts from (a module's own package for level 1).
+                    base = own_package[:len(own_package) - (node.level - 1)]
+                    if node.module:
+                        modules.append((base + tuple(node.module.split(".")), names))
+                    else:  # from .. import x: x may be a module of that package
+                        modules += [(base + (n,), ()) if _stage(base + (n,), root) else (base, (n,)) for n in names]
+                elif node.module and node.module.split(".")[0] == package:
+                    modules.append((tuple(node.module.split("."))[1:], names))
+            elif isinstance(node, ast.Import):
+                modules += [(tuple(a.name.split("."))[1:], ()) for a in node.names
+                            if a.name.split(".")[0] == package]
+            for module, names in modules:
+                target = _stage(module, root)
+                if target != source:
+                    yield Import(f"{rel.as_posix()}:{node.lineno}", source, target, names)
+
+
+def violations(root: Path = GENERATOR) -> list[str]:
+    out = []
+    for imp in imports(root):
+        src_rank = RANK.get(imp.source, TOP)
+        dst_rank = RANK.get(imp.target, -1) if imp.target else -1  # the package root holds only __version__
+        if imp.target and imp.target not in RANK:
+            out.append(f"{imp.where}: {imp.target}/ has no rank; add it to RANK in tests/test_layering.py")
+        elif dst_rank >= src_rank and imp.source:
+            way = "sideways" if dst_rank == src_rank else "upwards"
+            out.append(f"{imp.where}: {imp.source}/ imports {imp.target}/ ({way}); a stage imports only model/ "
+                       f"and stages below it")
+        private = [n for n in imp.names if n.startswith("_") and not n.startswith("__")]
+        if private and imp.target:
+            out.append(f"{imp.where}: {imp.source or 'the top level'} imports {', '.join(private)} from "
+                       f"{imp.target}/, a private name; make it public or pass the data through a record")
+    return out
+
+
+def test_every_stage_has_a_rank():
+    stages = {p.name for p in GENERATOR.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
+    assert stages == set(RANK), f"stages without a rank: {stages - set(RANK)}; ranks of no stage: {set(RANK) - stages}"
+
+
+def test_imports_go_one_way():
+    assert violations() == []
+
+
+def test_the_imports_are_seen():
+    found = {(i.source, i.target) for i in imports()}
+    # Known edges: if these are not found, the parser misses imports and the check above proves nothing.
+    assert {("load", "formats"), ("validate", "load"), ("export", "validate"), ("site", "analyse"),
+            ("load", "model"), ("", "load")} <= found
+
+
+def _plant(tmp_path: Path, rel: str, text: str) -> Path:
+    copy = tmp_path / "generator"
+    shutil.copytree(GENERATOR, copy, ignore=shutil.ignore_patterns("__pycache__", "*.json", "*.j2", "*.js", "*.css"))
+    (copy / rel).write_text(text, encoding="utf-8")
+    return copy
+
+
+def test_a_sideways_import_fails(tmp_path):
+    copy = _plant(tmp_path, "export/planted.py", "from ..site.build import build_site\n")
+    assert any("export/planted.py:1: export/ imports site/ (sideways)" in v for v in violations(copy))
+
+
+def test_an_upward_lazy_import_fails(tmp_path):
+    copy = _plant(tmp_path, "load/planted.py", "def f():\n    import generator.validate\n")
+    assert any("load/planted.py:2: load/ imports validate/ (upwards)" in v for v in violations(copy))
+
+
+def test_a_private_name_from_another_stage_fails(tmp_path):
+    copy = _plant(tmp_path, "site/planted.py", "from ..analyse.leaderboard import _author\n")
+    assert any("imports _author from analyse/" in v for v in violations(copy))
+
+
+if __name__ == "__main__":
+    edges: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for imp in imports(Path(sys.argv[1]) if len(sys.argv) > 1 else GENERATOR):
+        edges[imp.source or "(top)"][imp.target or "(root)"].append(imp.where)
+    for source in sorted(edges, key=lambda s: (RANK.get(s, TOP), s)):
+        print(f"{source} -> " + ", ".join(f"{t} ({len(w)})" for t, w in sorted(edges[source].items())))
+    for v in violations():
+        print("VIOLATION", v)
