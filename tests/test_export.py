@@ -191,7 +191,8 @@ def test_convenience_columns_of_traces(exports, load_offline):
     assert row["workload_uuid"] == "wl-0001" and row["type"] == "norm"
     assert row["evaluation"] == TRACE["evaluation"] and row["workload"] == TRACE["workload"]
     (model,) = load_offline(out, "models")
-    assert model["kernel_ids"] == ["rmsnorm_h128"] and model["kernels"] == [{"id": "rmsnorm_h128", "count": 3}]
+    assert model["kernel_ids"] == ["rmsnorm_h128"]
+    assert model["kernels"] == [{"id": "rmsnorm_h128", "count": 3, "stage": None, "note": None}]  # a struct
     (solution,) = load_offline(out, "solutions")
     assert solution["language"] == "python" and solution["destination_passing_style"] is False
     assert solution["sources"][0]["path"] == "main.py"
@@ -280,23 +281,41 @@ def test_repo_id_is_used_in_the_card_and_checked(tmp_path, good_dataset):
     assert not (tmp_path / "bad").exists()
 
 
+def card_blocks(out: Path) -> list[str]:
+    _, body = read_card(out)
+    return [b.split("```", 1)[0] for b in body.split("```python\n")[1:]]
+
+
+def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[str]:
+    """Run every Python block of the card against the exported folder (the Hub repository replaced by
+    it: `load_dataset` offline, downloads answered from the folder); returns each block's output."""
+    import sys
+
+    import datasets
+    import huggingface_hub
+
+    monkeypatch.setattr(datasets, "load_dataset", lambda repo, cfg, split: load_offline(Path(repo), cfg))
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo, repo_type: repo)
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo, path, repo_type: str(Path(repo) / path))
+    monkeypatch.setattr(sys, "path", list(sys.path))  # a block puts the folder on it
+    monkeypatch.delitem(sys.modules, "kerneltrace_inputs", raising=False)
+    printed, namespace = [], {}  # read top to bottom, as a consumer would: later blocks may use earlier names
+    for block in card_blocks(out):
+        capsys.readouterr()
+        exec(compile(block.replace('"kerneltrace/kerneltrace"', repr(str(out))), "<card>", "exec"), namespace)
+        printed.append(capsys.readouterr().out)
+    return printed
+
+
 @pytest.mark.parametrize("name", ["bundled", "factory"])
 def test_the_cards_python_examples_run(exports, load_offline, monkeypatch, capsys, name):
-    import datasets
-
     _, out = exports[name]
-    _, body = read_card(out)
-    blocks = [b.split("```", 1)[0] for b in body.split("```python\n")[1:]]
-    runnable = [b for b in blocks if "hf_hub_download" not in b]  # that one needs the Hub
-    assert len(runnable) == 2
-    monkeypatch.setattr(datasets, "load_dataset", lambda repo, cfg, split: load_offline(Path(repo), cfg))
-    namespace: dict = {}
-    for block in runnable:
-        exec(compile(block.replace('"kerneltrace/kerneltrace"', repr(str(out))), "<card>", "exec"), namespace)
-    printed = capsys.readouterr().out
-    assert printed.splitlines()[0].split()[0] in {r["name"] for r in load_offline(out, "definitions")}
+    blocks = card_blocks(out)
+    printed = run_card_blocks(out, load_offline, monkeypatch, capsys)
+    assert len(printed) == len(blocks) == 6  # loading, filtering, blobs, inputs, best solution, per-step estimate
+    assert printed[0].split()[0] in {r["name"] for r in load_offline(out, "definitions")}
     if name == "factory":
-        assert "rmsnorm_h128_torch" in printed  # the fastest-solution table
+        assert "rmsnorm_h128_torch" in printed[4]  # the best-solution table
 
 
 def test_blobs_are_exported_at_the_paths_rows_name(exports, load_offline):

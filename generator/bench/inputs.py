@@ -35,15 +35,20 @@ import struct
 from pathlib import Path
 from typing import Any, Mapping, Optional, Union
 
-import torch
+try:
+    import torch
+except ModuleNotFoundError:  # input_recipes needs no torch: the export lists recipes without the bench extra
+    torch = None
 
-# Dataset dtype name -> torch dtype (the dataset writes `float8_e4m3`, torch `float8_e4m3fn`).
-TORCH_DTYPES = {
-    "float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16,
-    "float8_e4m3": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
-    "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
-    "uint8": torch.uint8, "bool": torch.bool,
+# Dataset dtype name -> torch dtype name (the dataset writes `float8_e4m3`, torch `float8_e4m3fn`).
+# Spelled out here, not imported from generator/model/dtypes.py, so that this file works alone when a
+# consumer copies it; tests/test_inputs.py checks that both tables agree.
+TORCH_DTYPE_NAMES = {
+    "float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
+    "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",
+    "int8": "int8", "bool": "bool", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
 }
+TORCH_DTYPES = {name: getattr(torch, attr) for name, attr in TORCH_DTYPE_NAMES.items()} if torch else {}
 FP8_MAX = {"float8_e4m3": 448.0, "float8_e5m2": 57344.0}
 DISTRIBUTIONS = {  # name -> parameters with their defaults (None: required)
     "normal": {"mean": 0.0, "std": 1.0},
@@ -52,10 +57,10 @@ DISTRIBUTIONS = {  # name -> parameters with their defaults (None: required)
     "randint": {"low": 0, "high": None},
     "bernoulli": {"p": 0.5},
 }
-_SAFETENSORS_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
-                       "F8_E4M3": torch.float8_e4m3fn, "F8_E5M2": torch.float8_e5m2, "I64": torch.int64,
-                       "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
-                       "BOOL": torch.bool}
+# safetensors header dtype code -> torch dtype name (a blob may hold float64, which no definition uses).
+SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
+                      "F8_E4M3": "float8_e4m3fn", "F8_E5M2": "float8_e5m2", "I64": "int64", "I32": "int32",
+                      "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 
 
 def set_seed(seed: int, index: int) -> int:
@@ -165,7 +170,7 @@ def load_blob(root: Union[Path, str], path: str, key: str) -> torch.Tensor:
     info = header[key]
     begin, end = info["data_offsets"]
     data = bytearray(raw[8 + n + begin: 8 + n + end])  # a writable copy: torch.frombuffer shares memory
-    dtype = _SAFETENSORS_DTYPES[info["dtype"]]
+    dtype = getattr(torch, SAFETENSORS_DTYPES[info["dtype"]])
     if not data:
         return torch.empty(info["shape"], dtype=dtype)
     return torch.frombuffer(data, dtype=dtype).reshape(info["shape"]).clone()

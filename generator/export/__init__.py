@@ -10,6 +10,7 @@ names the pyarrow version).
 Hub layout:
 
     README.md                                  dataset card; `configs:` lists the data files
+    kerneltrace_inputs.py                      makes a workload's inputs (generator/bench/inputs.py, torch only)
     <config>/train-00000-of-00001.parquet      one folder per config (shards when large)
     blob/workloads/<type>/<definition>/*.safetensors   captured inputs, referenced by path
     .kerneltrace-export                        marks the folder as an export (safe to replace)
@@ -27,7 +28,8 @@ from ..model.dataset import Dataset
 from ..model.errors import KernelTraceError
 from ..load import load
 from ..validate import validate
-from .card import CardInput, render_card
+from ..bench import inputs as inputs_module
+from .card import INPUTS_MODULE, CardInput, render_card
 from .flashinfer import build_flashinfer_trace
 from .parquet import SHARD_BYTES, write_config
 from .staging import MARKER, check_target, staged
@@ -124,6 +126,8 @@ def _write_hub(ds: Dataset, tmp: Path, repo_id: str, shard_bytes: int, blob_coun
     counts = {name: table.num_rows for name, (table, _) in tables.items()}
     card = render_card(ds, CardInput(repo_id, counts, data_files, blob_count))
     (tmp / "README.md").write_text(card, encoding="utf-8", newline="\n")
+    # The module that makes the workloads' inputs, beside the data it reads (the card shows it in use).
+    shutil.copyfile(Path(inputs_module.__file__), tmp / INPUTS_MODULE)
     return counts
 
 

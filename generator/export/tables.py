@@ -12,18 +12,27 @@ record with exactly the keys it had (`$schema`, an editor hint, is not exported)
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa
 
+from ..analyse.leaderboard import is_unstable
+from ..bench.inputs import input_recipes
 from ..model.dataset import Dataset
+from ..model.dtypes import DTYPE
 from ..model.kinds import KINDS
+from ..model.layout import CANONICAL
 
 JSON = pa.json_()
 STRING_LIST = pa.list_(pa.string())
 SOURCE_FILES = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("content", pa.string())]))
+# Nested objects with uniform keys are structs (typed columns); an absent optional key is null there.
+MODEL_KERNELS = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("count", pa.int64()),
+                                    pa.field("stage", pa.string()), pa.field("note", pa.string())]))
+PEAK_TFLOPS = pa.struct([pa.field(name, pa.float64()) for name in DTYPE])
 EDITOR_KEYS = ("$schema",)
 _MISSING = object()
 
@@ -36,6 +45,7 @@ class Column:
     path: Optional[tuple[str, ...]] = None  # where the value sits in the record; None: derived
     optional: bool = False  # the record may omit the field (null in the column)
     derive: Optional[Callable[[Any, Dataset], Any]] = None  # (record, dataset) -> value
+    drop_nulls: bool = False  # a struct column: nulls stand for keys the record omits
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_json", self.type == JSON)  # asked once per cell: keep it cheap
@@ -60,8 +70,11 @@ class Column:
         """The type as the card shows it."""
         if self.is_json:
             return "json"
-        if self.type == SOURCE_FILES:
-            return "list<struct<path: string, content: string>>"
+        if pa.types.is_struct(self.type):
+            return "struct<" + ", ".join(f"{f.name}: {f.type}" for f in self.type).replace("double", "float64") + ">"
+        if pa.types.is_list(self.type) and pa.types.is_struct(self.type.value_type):
+            fields = ", ".join(f"{f.name}: {f.type}" for f in self.type.value_type)
+            return f"list<struct<{fields}>>"
         return str(self.type).replace("list<item: ", "list<").replace("double", "float64")
 
 
@@ -153,7 +166,7 @@ def _trace_author(trace: Any, ds: Dataset) -> str:
     solution = ds.solutions.get(trace.solution)
     if solution is not None:
         return solution.author
-    return trace.source.path.split("/")[1]  # traces/<author>/<type>/<definition>.jsonl
+    return CANONICAL.trace_author(trace.source.path)
 
 
 def _performance(name: str) -> Callable[[Any, Dataset], Any]:
@@ -165,6 +178,69 @@ def _correctness(name: str) -> Callable[[Any, Dataset], Any]:
         c = t.data["evaluation"].get("correctness")
         return c.get(name) if isinstance(c, Mapping) else None
     return get
+
+
+def _evaluation(*path: str) -> Callable[[Any, Dataset], Any]:
+    def get(t: Any, ds: Dataset) -> Any:
+        value = t.data["evaluation"]
+        for key in path:
+            value = value.get(key) if isinstance(value, Mapping) else None
+        return value
+    return get
+
+
+def _status(d: Any, ds: Dataset) -> str:
+    found = [t.split(":", 1)[1] for t in d.data.get("tags") or () if t.startswith("status:")]
+    return found[0] if found else "draft"  # untagged is not verified
+
+
+_STAGE_WORDS = re.compile(r"\b(decod(?:e|ing)|prefill|prompts?)\b")
+_RUNNING = re.compile(r"\b\d+ (requests|short chats) around\b")
+_MOE_TOKENS = re.compile(r"\b(\d+) tokens x \d+ experts\b")
+
+
+def workload_stage(w: Any, ds: Dataset) -> Optional[str]:
+    """decode or prefill: the definition's one `stage:` tag, else the first of decode/decoding or
+    prefill/prompt in the workload's description (the recipes write the scenario there), else decode
+    for 'N requests around <context>'; None if none of these."""
+    d = ds.definitions.get(w.definition)
+    stages = list(d.stages) if d is not None else []
+    if len(stages) == 1:
+        return stages[0]
+    text = w.data["workload"].get("description") or ""
+    m = _STAGE_WORDS.search(text)
+    if m is None:  # "64 requests around 1k context": running requests, one new token each
+        return "decode" if _RUNNING.search(text) else None
+    return "decode" if m.group(1).startswith("decod") else "prefill"
+
+
+def workload_tokens(w: Any, ds: Dataset) -> Optional[int]:
+    """Tokens of the model step the workload stands for, whatever the definition calls that axis:
+    total_q (paged/ragged prefill: new tokens), num_tokens, seq_len, B x Q, G x M, M (GEMM rows),
+    batch_size (decode: one token per sequence); for MoE grouped GEMMs over total_tokens rows
+    (token x expert pairs), the tokens their description states ('8 tokens x 8 experts')."""
+    axes = w.data["workload"]["axes"]
+    for name in ("total_q", "num_tokens", "seq_len"):
+        if name in axes:
+            return int(axes[name])
+    if "total_tokens" in axes:
+        m = _MOE_TOKENS.search(w.data["workload"].get("description") or "")
+        return int(m.group(1)) if m else None
+    if "B" in axes and "Q" in axes:
+        return int(axes["B"]) * int(axes["Q"])
+    if "G" in axes and "M" in axes:
+        return int(axes["G"]) * int(axes["M"])
+    for name in ("M", "batch_size"):
+        if name in axes:
+            return int(axes[name])
+    return None
+
+
+def _input_recipes(w: Any, ds: Dataset) -> Optional[str]:
+    d = ds.definitions.get(w.definition)
+    if d is None:
+        return None
+    return dump_json(input_recipes(d.data, w.data["workload"]))
 
 
 def _source_path(r: Any, ds: Dataset) -> str:
@@ -191,6 +267,9 @@ DEFINITIONS = Config(
         Column("description", pa.string(), "What the kernel computes, in prose.", ("description",), optional=True),
         Column("tags", STRING_LIST, "Namespaced tags (`stage:decode`, `model:llama-3.1-8b`, `status:verified`, ...).",
                ("tags",), optional=True),
+        Column("status", pa.string(), "draft or verified (the `status:` tag; untagged counts as draft). Verified: "
+                                      "the reference passed an independent check and a model's calling record "
+                                      "calls it.", derive=_status),
         Column("models", STRING_LIST, "Models that call the kernel (values of the `model:` tags).",
                derive=lambda d, ds: list(d.models)),
         Column("stages", STRING_LIST, "Inference stages that call it (values of the `stage:` tags).",
@@ -220,6 +299,14 @@ WORKLOADS = Config(
         Column("inputs", JSON, "Input name -> `{type: random}`, `{type: scalar, value}` or `{type: safetensors, "
                                "path, tensor_key}`.", ("workload", "inputs")),
         Column("seed", pa.int64(), "Seed of the random inputs.", ("workload", "seed"), optional=True),
+        Column("input_recipes", JSON, "How each input is made, resolved: random inputs with their distribution "
+                                      "and parameters, dtype, shape and generator seed (`generator/bench/inputs.py`"
+                                      " of KernelTrace makes the same tensors); blobs and scalars as in `inputs`.",
+               derive=_input_recipes),
+        Column("stage", pa.string(), "decode or prefill: the step of serving the workload stands for (null where it "
+                                     "does not say).", derive=workload_stage),
+        Column("num_tokens", pa.int64(), "Tokens of that model step, whatever the definition calls the axis "
+                                         "(batch_size, M, num_tokens, total_q, ...).", derive=workload_tokens),
         Column("description", pa.string(), "Where the workload comes from.", ("workload", "description"),
                optional=True),
         Column("blob_paths", STRING_LIST, "Safetensors files the inputs read, relative to the repository root.",
@@ -282,6 +369,27 @@ TRACES = Config(
                derive=_correctness("max_absolute_error")),
         Column("max_relative_error", pa.float64(), "Largest relative error against the reference.",
                derive=_correctness("max_relative_error")),
+        Column("atol", pa.float64(), "Absolute tolerance the check used (`evaluation.correctness.atol`).",
+               derive=_evaluation("correctness", "atol")),
+        Column("rtol", pa.float64(), "Relative tolerance the check used.", derive=_evaluation("correctness", "rtol")),
+        Column("matched_ratio", pa.float64(), "Share of output elements within tolerance.",
+               derive=_evaluation("correctness", "matched_ratio")),
+        Column("input_sets", pa.int64(), "Input sets the outputs were checked on.",
+               derive=_evaluation("correctness", "input_sets")),
+        Column("samples", pa.int64(), "Timed calls behind the latency.", derive=_evaluation("performance", "samples")),
+        Column("mean_ms", pa.float64(), "Mean of the timed calls, ms.", derive=_evaluation("performance", "mean_ms")),
+        Column("min_ms", pa.float64(), "Fastest timed call, ms.", derive=_evaluation("performance", "min_ms")),
+        Column("max_ms", pa.float64(), "Slowest timed call, ms.", derive=_evaluation("performance", "max_ms")),
+        Column("p20_ms", pa.float64(), "20th percentile, ms.", derive=_evaluation("performance", "p20_ms")),
+        Column("p80_ms", pa.float64(), "80th percentile, ms.", derive=_evaluation("performance", "p80_ms")),
+        Column("stderr_ms", pa.float64(), "Standard error of the mean, ms (the spread).",
+               derive=_evaluation("performance", "stderr_ms")),
+        Column("unstable", pa.bool_(), "Timing too noisy to rank (the bench's mark, else the spread; the site's "
+                                        "rule): such a PASSED trace is correct but gives no speedup.",
+               derive=lambda t, ds: is_unstable(t.data["evaluation"].get("performance") or {})),
+        Column("timer", pa.string(), "What timed the calls (`host_perf_counter` on a CPU, device events on a GPU).",
+               derive=_evaluation("performance", "timer")),
+        Column("seed", pa.int64(), "Seed of the workload's inputs in this run.", derive=_evaluation("seed")),
         Column("workload_uuid", pa.string(), "Id of the workload (`workload.uuid`).",
                derive=lambda t, ds: t.workload_uuid),
         Column("timestamp", pa.string(), "When it ran, ISO 8601 (`evaluation.timestamp`).",
@@ -307,7 +415,8 @@ MODELS = Config(
         Column("description", pa.string(), "Notes on the record.", ("description",), optional=True),
         Column("kernel_ids", STRING_LIST, "Definition names it calls, in order.",
                derive=lambda m, ds: [k.id for k in m.kernels]),
-        Column("kernels", JSON, "List of `{id, count, stage?, note?}`: calls per step.", ("kernels",)),
+        Column("kernels", MODEL_KERNELS, "Calls per step: `{id, count, stage, note}`; stage null means both "
+                                         "decode and prefill.", ("kernels",), drop_nulls=True),
         SOURCE_PATH,
     ),
     records=lambda ds: ds.models.values(),
@@ -352,7 +461,8 @@ HARDWARE = Config(
         Column("vendor", pa.string(), "Vendor.", ("vendor",), optional=True),
         Column("description", pa.string(), "Notes.", ("description",), optional=True),
         Column("aliases", STRING_LIST, "Device names as drivers report them.", ("aliases",), optional=True),
-        Column("peak_tflops", JSON, "Dtype -> dense peak rate in TFLOP/s.", ("peak_tflops",)),
+        Column("peak_tflops", PEAK_TFLOPS, "Dense peak rate per dtype in TFLOP/s; null where the machine has "
+                                           "no rate for it.", ("peak_tflops",), drop_nulls=True),
         Column("memory_bandwidth_gb_s", pa.float64(), "Peak memory bandwidth in GB/s.", ("memory_bandwidth_gb_s",)),
         Column("memory_gb", pa.float64(), "Memory size in GB.", ("memory_gb",), optional=True),
         Column("l2_cache_bytes", pa.int64(), "L2 cache size in bytes.", ("l2_cache_bytes",), optional=True),
@@ -392,8 +502,19 @@ def record_from_row(config_name: str, row: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if col.is_json and isinstance(value, (str, bytes)):
             value = json.loads(value)
-        _put(out, col.path, _from_arrow(value))
+        value = _from_arrow(value)
+        if col.drop_nulls:
+            value = _without_nulls(value)
+        _put(out, col.path, value)
     return out
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    if isinstance(value, dict):
+        return {k: v for k, v in value.items() if not _is_null(v)}
+    return value
 
 
 def _is_null(value: Any) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..model.dtypes import TORCH_NAMES
-from ..model.schemas import DEFINITION_TYPES, DTYPES
+from ..model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES, DTYPES, closest_definition_types
 from .rewrite import axis_value
 
 
@@ -83,18 +83,25 @@ def canonical_dtype(value: Any, where: str, notes: list[str], draft: list[bool],
     return value
 
 
-def suggest_type(value: str) -> str:
-    low = value.lower()
-    for t in sorted(DEFINITION_TYPES, key=len, reverse=True):
-        if low.startswith(t) or t in re.split(r"[^a-z0-9]+", low):
-            return f" (closest canonical type: '{t}')"
-    return ""
-
-
-def check_type(value: Any, notes: list[str]) -> None:
-    if isinstance(value, str) and value not in TYPE_SET:
-        notes.append(f"type '{value}' is not in the canonical list of types{suggest_type(value)}; kept as it is, "
+def canonical_type(value: Any, tags: Any, notes: list[str]) -> tuple[Any, Any]:
+    """(type, tags): another tool's name of a type (common.json definition_type_alias) -> the
+    canonical type, the name kept as the tag op_type:<name>; an unknown type is kept with a note
+    naming the closest canonical type(s)."""
+    if not isinstance(value, str) or value in TYPE_SET:
+        return value, tags
+    canonical = DEFINITION_TYPE_ALIASES.get(value)
+    if canonical is None:
+        near = closest_definition_types(value)
+        closest = f" (closest canonical type: {' or '.join(repr(t) for t in near)})" if near else ""
+        notes.append(f"type '{value}' is not in the canonical list of types{closest}; kept as it is, "
                      f"so the schema check reports it: pick one of {', '.join(DEFINITION_TYPES)}")
+        return value, tags
+    tags = list(tags) if isinstance(tags, list) else []
+    if f"op_type:{value}" not in tags:
+        tags.append(f"op_type:{value}")
+    notes.append(f"type '{value}' is written as the canonical type '{canonical}' (the name is kept as the tag "
+                 f"op_type:{value})")
+    return canonical, tags
 
 
 def infer_type(name: Any) -> Optional[str]:
@@ -155,6 +162,8 @@ def tensor_map(tensors: Any, kind: str, notes: list[str], draft: list[bool], def
             del t["dtype"]
         if isinstance(spec.get("description"), str):
             t["description"] = spec["description"]
+        if isinstance(spec.get("random"), dict):  # how the bench draws it (our exports write it back)
+            t["random"] = spec["random"]
         if "dim_order" in spec:
             order = spec["dim_order"]
             identity = isinstance(order, list) and isinstance(shape, list) and order == list(range(len(shape)))
@@ -163,7 +172,7 @@ def tensor_map(tensors: Any, kind: str, notes: list[str], draft: list[bool], def
                              f"tensors are row-major in the order of 'shape' (a transposed layout would need "
                              f"the shape permuted and the reference changed)")
         for key, value in spec.items():
-            if key not in ("shape", "dtype", "description", "dim_order") and value is not None:
+            if key not in ("shape", "dtype", "description", "dim_order", "random") and value is not None:
                 notes.append(f"{where}: field '{key}' dropped: canonical tensors have shape, dtype, description")
         out[name] = t
     return out
@@ -209,9 +218,9 @@ def finish_definition(out: dict, notes: list[str], draft: bool, tags: Any) -> di
             tags.append("status:draft")
         elif "status:draft" not in tags:
             notes.append("tags: kept the existing status tag although a dtype was approximated")
+    out["type"], tags = canonical_type(out.get("type"), tags, notes)
     if tags is not None:
         out["tags"] = tags
-    check_type(out.get("type"), notes)
     out["name"] = record_name(out.get("name"), "name", notes)
     return {k: out[k] for k in DEF_FIELDS if k in out and out[k] is not None}
 
