@@ -190,6 +190,49 @@ def test_template_failure_is_reported_once(tmp_path: Path):
     diags = _diags(tmp_path, EINSUM.replace("{{ hidden_size }}", "{{ hidden_size // 0 }}"))
     assert [d.message for d in diags] == [
         "template fails to render (workload wl-0001): ZeroDivisionError: integer division or modulo by zero"]
+    assert (diags[0].line, diags[0].pointer) == (2, "/workload/rank_sizes/H")
+
+
+# A cascade whose failing construct sits deep in the document, after a {% set %} line, and second on
+# its line, so neither "line 1" nor "the first construct of the line" would pass.
+DEEP = ("{% set HALF = hidden_size // 2 %}\n"
+        "workload:\n"
+        "  rank_sizes: {B: {{ batch_size }}, H: {{ hidden_size }}}\n"
+        "  einsums:\n"
+        "  - name: Square\n"
+        "    rank_sizes: {B: {{ batch_size }}, H: {{ WRONG }}}\n"
+        "    tensor_accesses:\n"
+        "    - {name: input, projection: [b, h]}\n"
+        "    - {name: output, projection: [b, h], output: true}\n"
+        "    - {name: weight, projection: [h]}\n"
+        "    - {name: eps, projection: []}\n")
+
+
+@pytest.mark.parametrize("wrong, line, pointer, message", [
+    # An unknown name: jinja2's message, the line and the field, and the axis it probably meant.
+    ("hiden_size", 6, "/workload/einsums/0/rank_sizes/H", "template uses an unknown name: 'hiden_size' is undefined"),
+    # A failure while rendering (1/0): the second construct of line 6, not the first.
+    ("hidden_size // 0", 6, "/workload/einsums/0/rank_sizes/H",
+     "template fails to render (workload wl-0001): ZeroDivisionError: integer division or modulo by zero"),
+    # A syntax error (an unknown filter) is found when the template compiles; still its line and field.
+    ("hidden_size | nosuch", 6, "/workload/einsums/0/rank_sizes/H", "template does not parse: No filter named 'nosuch'."),
+])
+def test_template_errors_name_their_line_and_field(tmp_path: Path, wrong, line, pointer, message):
+    [d] = _diags(tmp_path, DEEP.replace("WRONG", wrong))
+    assert (d.line, d.pointer, d.message) == (line, pointer, message)
+    assert d.format_human().startswith(f"{EIN}:{line}: $.workload.einsums[0].rank_sizes.H error: ")
+    if "unknown name" in message:
+        assert d.hint.endswith("did you mean 'hidden_size'?")
+    # The same mistake in the first construct of the line is reported at the first field of the line.
+    [first] = _diags(tmp_path / "first", DEEP.replace("WRONG", "hidden_size").replace("{B: {{ batch_size }}, H: {{ hid",
+                                                                                         "{B: {{ " + wrong + " }}, H: {{ hid", 1))
+    assert (first.line, first.pointer) == (3, "/workload/rank_sizes/B")
+
+
+def test_template_error_in_a_set_statement_names_its_line(tmp_path: Path):
+    [d] = _diags(tmp_path, DEEP.replace("WRONG", "hidden_size").replace("hidden_size // 2", "hidden_size // 0"))
+    assert (d.line, d.pointer) == (1, "")  # a {% set %} line holds no field
+    assert "ZeroDivisionError" in d.message
 
 
 def test_output_read_again_must_go_through_a_copy(tmp_path: Path):

@@ -25,7 +25,7 @@ from .counting import Counts, EinsumCount, TensorBytes, count, workload_counts
 from .expressions import Expr, ExprError, parse_expr
 from .model import Access, Cascade, Einsum, Rename, RenameBlock
 from .problems import CascadeProblem, Problem
-from .render import axis_values, load_cascade, render_template, tensor_dtypes
+from .render import axis_values, load_cascade, render_template, template_error_location, tensor_dtypes
 from .renames import RenameResult, resolve_renames
 from .sets import KEYWORDS, SetError, parse_set_expression
 
@@ -35,5 +35,5 @@ __all__ = [
     "Problem", "Rename", "RenameBlock", "RenameResult", "SetError", "TensorBytes",
     "access_bits", "axis_values", "bits_problems", "count", "count_points", "load_cascade", "parse_cascade",
     "parse_constraints", "parse_expr", "parse_set_expression", "plain_document", "render_template",
-    "resolve_renames", "tensor_dtypes", "workload_counts",
+    "resolve_renames", "template_error_location", "tensor_dtypes", "workload_counts",
 ]

@@ -4,7 +4,8 @@ with a workload's axis values it is YAML in the workload-and-renames format (see
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping
+import re
+from typing import Any, Mapping, Optional
 
 import jinja2
 import jinja2.sandbox
@@ -12,7 +13,7 @@ import yaml
 
 from .builder import parse_cascade
 from .model import Cascade
-from .problems import CascadeProblem, Problem
+from .problems import CascadeProblem, Problem, ptr
 
 _ENV = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -54,3 +55,104 @@ def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:
     if cascade is None or errors:
         raise CascadeProblem(errors)
     return cascade
+
+
+# -- where a template fails -----------------------------------------------------------------------
+# Closed constructs first; a half-closed one (a syntax error) ends at its line or its first brace,
+# which may also be YAML's: the skeleton is tried both ways.
+_CLOSED = r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}"
+_JINJA = re.compile(_CLOSED + r"|\{\{[^}\n]*\}?|\{%[^%\n]*%?", re.S)
+_JINJA_OPEN = re.compile(_CLOSED + r"|\{\{[^}\n]*|\{%[^%\n]*", re.S)
+
+
+def _error_line(template: str, exc: BaseException) -> Optional[int]:
+    """Line (1-based) of the template where rendering failed: a syntax error carries it; an error
+    while rendering leaves it in the traceback frame jinja2 makes for the template."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        return exc.lineno or None
+    line, tb = None, exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line if line and 1 <= line <= template.count("\n") + 1 else None
+
+
+def template_error_location(template: str, values: Mapping[str, Any], exc: BaseException) -> tuple[Optional[int], str]:
+    """(line, JSON pointer of the YAML value) where rendering `template` with `values` failed with
+    `exc`; (None, '') when jinja2 does not say where."""
+    line = _error_line(template, exc)
+    if line is None:
+        return None, ""
+    return line, template_pointer(template, line, _failing_column(template, line, values, type(exc)))
+
+
+def template_pointer(template: str, line: int, column: Optional[int]) -> str:
+    """JSON pointer of the YAML value of the template at (`line`, `column`), or of the deepest member
+    whose key starts on `line` when no column is known; '' when the template's YAML cannot be read
+    even with its jinja2 parts blanked out, or nothing is there (a {% set %} line)."""
+    root = _skeleton_node(template)
+    if root is None:
+        return ""
+    best, best_depth = "", -1
+    for pointer, key, value in _members(root, ""):
+        depth = pointer.count("/")
+        if column is not None:
+            start, end = value.start_mark, value.end_mark
+            hit = (start.line, start.column) <= (line - 1, column) < (end.line, end.column)
+        else:
+            hit = key is not None and key.start_mark.line == line - 1
+        if hit and depth > best_depth:
+            best, best_depth = pointer, depth
+    return best
+
+
+def _failing_column(template: str, line: int, values: Mapping[str, Any], error: type) -> Optional[int]:
+    """Column of the jinja2 construct on `line` that fails: jinja2 names the line only, so render the
+    template up to the end of each construct there until one fails the same way."""
+    lines = template.split("\n")
+    found = list(_JINJA.finditer(lines[line - 1]))
+    offset = sum(len(text) + 1 for text in lines[:line - 1])
+    for m in found:
+        try:
+            _ENV.from_string(template[:offset + m.end()]).render(dict(values))
+        except error:
+            return m.start()
+        except Exception:  # noqa: BLE001 - another failure of a cut template says nothing about this one
+            continue
+    return found[0].start() if found else None
+
+
+def _skeleton_node(template: str):
+    """The YAML node tree of the template with every jinja2 construct blanked out, lines and columns
+    kept: an expression becomes the value 0, a statement or comment spaces. None if it does not read."""
+    def blank(m: re.Match) -> str:
+        text = m.group(0)
+        first = "0" if text.startswith("{{") else " "
+        return first + "".join("\n" if ch == "\n" else " " for ch in text[1:])
+
+    for pattern in (_JINJA, _JINJA_OPEN):
+        try:
+            return yaml.compose(pattern.sub(blank, template), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except (yaml.YAMLError, ValueError, RecursionError):
+            continue
+    return None
+
+
+def _members(node, pointer: str):
+    """(pointer, key node or None, value node) of every member and item under `node`."""
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            p = pointer + ptr(k.value if isinstance(k, yaml.ScalarNode) else "?")
+            yield p, k, v
+            yield from _members(v, p)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, v in enumerate(node.value):
+            p = f"{pointer}/{i}"
+            yield p, None, v
+            yield from _members(v, p)
+
+
+def _contains(node, line: int, column: int) -> bool:
+    start, end = node.start_mark, node.end_mark
+    return (start.line, start.column) <= (line, column) < (end.line, end.column)

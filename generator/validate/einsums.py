@@ -11,13 +11,14 @@ counted. A problem found with several workloads is reported once, naming the fir
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Iterator, Optional
 
 import jinja2
 import yaml
 
 from ..einsum import (Cascade, CascadeProblem, Problem, access_bits, axis_values, bits_problems, count, parse_cascade,
-                      render_template, resolve_renames, tensor_dtypes)
+                      render_template, resolve_renames, template_error_location, tensor_dtypes)
 from ..model.dtypes import DTYPE_BITS
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
@@ -114,17 +115,8 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
     for label, values in _renderings(d, workloads):
         try:
             text = render_template(e.template, values)
-        except jinja2.TemplateSyntaxError as exc:
-            yield Diagnostic(e.source.path, exc.lineno or 1, "", "error", f"template does not parse: {exc.message}",
-                             "fix the jinja2 syntax")
-            return
-        except jinja2.UndefinedError as exc:
-            yield error(e, "", f"template uses an unknown name: {exc.message}",
-                        f"templates may use the axes of {d.name}: {', '.join(d.axes)}")
-            return
-        except Exception as exc:  # anything else the template does when rendered (1/0, a sandbox refusal)
-            yield error(e, "", f"template fails to render ({label}): {type(exc).__name__}: {exc}",
-                        "templates only substitute axis values, e.g. {{ batch_size }}")
+        except Exception as exc:  # a syntax error, an unknown name, anything the template does (1/0, the sandbox)
+            yield _render_failure(e, d, label, values, exc)
             return
         if text not in parsed:
             try:
@@ -159,6 +151,27 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
         for p, key in _against_definition(cascade, d, values):
             reporter.add(text, label, p, key)
     yield from reporter.diagnostics()
+
+
+def _render_failure(e, d: Definition, label: str, values: dict[str, int], exc: Exception) -> Diagnostic:
+    """Where the template fails (its line, and the field whose value is there) and why."""
+    if isinstance(exc, jinja2.TemplateSyntaxError):
+        message, hint = f"template does not parse: {exc.message}", "fix the jinja2 syntax"
+    elif isinstance(exc, jinja2.UndefinedError):
+        name = _undefined_name(exc.message or "")
+        message = f"template uses an unknown name: {exc.message}"
+        hint = f"templates may use the axes of {d.name}: {', '.join(d.axes)}" + _close(name, d.axes)
+    else:
+        message = f"template fails to render ({label}): {type(exc).__name__}: {exc}"
+        hint = "templates only substitute axis values, e.g. {{ batch_size }}"
+    line, pointer = template_error_location(e.template, values, exc)
+    return Diagnostic(e.source.path, line or 1, pointer, "error", message, hint)
+
+
+def _undefined_name(message: str) -> str:
+    """The name in jinja2's "'x' is undefined"."""
+    m = re.match(r"^'([^']+)' is undefined", message)
+    return m.group(1) if m else ""
 
 
 def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> Iterator[tuple[Problem, str]]:
