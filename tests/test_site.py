@@ -106,16 +106,18 @@ def test_definition_page_shows_the_spec(tmp_path):
     site = build(tmp_path / "dataset", tmp_path)
 
     index = article((site / "generated" / "definitions.html").read_text(encoding="utf-8"))
-    row = re.search(r"<tr[^>]*>\s*<td><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
+    row = re.search(r"<tr[^>]*>\s*<td[^>]*><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
     cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-    assert cells == ["copy_d8", "misc", "tiny-model", "decode", "model:tiny-model, stage:decode", "3", "0", "0"]
+    assert cells == ["copy_d8", "misc", "Copies x.", "0", "3"]  # name, type, summary, solutions, workloads
     assert 'data-models="[&quot;tiny-model&quot;]"' in row  # what the index's filters read
 
     page = article((site / "generated" / "definitions" / "copy_d8.html").read_text(encoding="utf-8"))
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     for expected in ("Copies x.", "Length.", "[N, D]", "scalar", "N >= 1", "def run(x, scale):"):
         assert expected in text
-    assert '<div class="highlight">' in page  # the reference is a highlighted code block
+    assert '<div class="language-python highlight">' in page  # the reference is a highlighted code block
+    # File paths are named as the --dataset given, never as an installed checkout's dataset/.
+    assert f"<code>{(tmp_path / 'dataset').as_posix()}/definitions/misc/copy_d8.json</code>" in page
 
 
 def test_empty_dataset_says_no_definitions_yet(tmp_path):
@@ -186,6 +188,9 @@ LOADING_ATTRIBUTE = re.compile(
     r"(?:https?:)?//"
     r"|<link\b[^>]*?\shref\s*=\s*[\"']?\s*(?:https?:)?//"
     r"|<object\b[^>]*?\sdata\s*=\s*[\"']?\s*(?:https?:)?//", re.I)
+# Links out of the site: mkdocs.yml's repo_url, extra.issues_url and extra.hub_url.
+_CONFIG = yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))
+OUT_LINKS = {_CONFIG["repo_url"], _CONFIG["extra"]["issues_url"], _CONFIG["extra"]["hub_url"]}
 CSS_REMOTE = re.compile(r"url\(\s*[\"']?\s*(?:https?:)?//|@import\s+[\"']?\s*(?:https?:)?//", re.I)
 
 
@@ -195,16 +200,17 @@ def test_site_loads_nothing_from_other_hosts(bundled_site):
     for rel, text in pages.items():
         match = LOADING_ATTRIBUTE.search(text)
         assert match is None, f"{rel} loads from another host: {text[match.start():match.start() + 120]}"
-        links = re.findall(r"<a\b[^>]*\shref=\"(https?://[^\"]*)\"", text)
-        assert links == [], f"{rel} links to other hosts: {links}"
+        links = set(re.findall(r"<a\b[^>]*\shref=\"(https?://[^\"]*)\"", text))
+        assert links <= OUT_LINKS, f"{rel} links to other hosts: {links - OUT_LINKS}"
     for css in bundled_site.rglob("*.css"):
         text = css.read_text(encoding="utf-8")
         assert CSS_REMOTE.search(text) is None, css
-    # plotly.js, shipped as its package has it, names hosts for map tiles and icons; the site draws
-    # no maps, and the browser tests check that no page requests anything from another host.
-    vendored = {bundled_site / "generated" / "assets" / "plotly.min.js"}
+    # The header links out (repository, issues, Hub) and nothing else does.
+    index = (bundled_site / "index.html").read_text(encoding="utf-8")
+    assert all(f'href="{url}"' in index for url in OUT_LINKS)
+    assert "data-md-component=\"source\"" not in index  # Material's repository statistics are never fetched
     for path in bundled_site.rglob("*"):
-        if path.suffix in (".html", ".css", ".js", ".json") and path not in vendored:
+        if path.suffix in (".html", ".css", ".js", ".json"):
             text = path.read_text(encoding="utf-8")
             for host in ("fonts.googleapis.com", "fonts.gstatic.com", "googletagmanager.com", "cdn.jsdelivr.net"):
                 assert host not in text, f"{path} mentions {host}"
@@ -263,10 +269,10 @@ def test_out_dir_that_is_not_a_site_is_not_replaced(tmp_path):
 
 def test_cli_build(tmp_path, monkeypatch, capsys):
     (tmp_path / "dataset").mkdir()
-    monkeypatch.setattr(site_build, "PROJECT_ROOT", make_project(tmp_path / "project"))
+    monkeypatch.chdir(make_project(tmp_path / "project"))  # the project is the current folder's
     assert cli.main(["build", "--dataset", str(tmp_path / "dataset"), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    for step in ("loading", "loaded 0 definitions", "rendered 5 pages", "running mkdocs build --strict",
+    for step in ("loading", "loaded 0 definitions", "rendered 0 pages", "running mkdocs build --strict",
                  "site written to"):
         assert step in err
     assert (tmp_path / "out" / "index.html").is_file()
@@ -347,11 +353,11 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     assert len(boards) == 2
     # H100_SXM: baseline 0.04 ms; alice 0.01/0.02/0.03 ms and a failure; bob 0.05 ms (see results_dataset)
     assert table_rows(boards[0]) == [
-        ["1", FAST, "alice", "triton", "2.20×", "75%", "—", "75% (3/4)", "0.01", "0.02", "150"],
-        ["2", "rmsnorm_h128_torch baseline", "baseline", "python", "1.00×", "0%", "—", "100% (4/4)", "0.04", "0.04", "200"],
-        ["3", SLOW, "bob", "python", "0.80×", "0%", "—", "100% (4/4)", "0.05", "0.05", "200"],
+        ["1", FAST, "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR", "150"],
+        ["2", "rmsnorm_h128_torch baseline", "baseline", "python", "1.00×", "0%", "—", "100% (4/4 ran)", "200"],
+        ["3", SLOW, "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
     ]  # SOL% "—": the test dataset has no H100_SXM hardware spec
-    assert table_rows(boards[1])[0][8:10] == ["0.02", "0.04"]  # test_cpu: every latency doubled, same ranking
+    assert table_rows(boards[1])[0][:5] == ["1", FAST, "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
     assert table_rows(boards[1])[0][6].endswith("%")  # test_cpu has a spec and the definition a cascade: SOL%
     assert f'href="../solutions/{FAST}.html"' in boards[0]
 
@@ -363,7 +369,7 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     details = re.search(r'<details class="kt-results">(.*?)</details>', page, re.S).group(1)
     rows = table_rows(details)
     assert [r[0] for r in rows] == ["wl-1", "wl-2", "wl-3", "wl-4"]
-    assert rows[0][:4] == ["wl-1", "2", "0.04", "0.01 ms 4.00× abs 0 · rel 0"]
+    assert rows[0][:4] == ["wl-1", "2", "0.04", "0.01 4.00×"]
     assert rows[3][3] == "RUNTIME_ERROR"
     text = text_of(page)
     assert f"{FAST} by alice (triton): results on H100_SXM, test_cpu" in text
@@ -377,19 +383,23 @@ def test_definition_without_results_says_so(results_site):
 def test_solution_page(results_site):
     page = page_of(results_site, f"generated/solutions/{FAST}.html")
     text = text_of(page)
-    for shown in ("alice's kernel.", "Rank 1 of 3", "geomean speedup 2.20×", "passed 3 of 4 (75%), failed 1",
+    for shown in ("alice's kernel.", "Rank 1 of 3", "geomean speedup 2.20×", "pass rate 75% (3/4 ran) 1 RUNTIME_ERROR",
                   "CUDA error: an illegal memory access </pre>", "Write a fast RMSNorm.", "run_bench",
                   "2.0x <b>faster</b>", "first try"):
         assert shown in text, shown
     assert f'<a href="../definitions/{DEF}.html#results-h100_sxm">leaderboard</a>' in page
     # The source is highlighted, shown exactly as written: no snippet included, no fence closed, no script.
-    sources = re.findall(r'<div class="kt-source">(.*?)</div>\s*</div>', page, re.S)
+    sources = re.findall(r'<div class="kt-source"[^>]*>(.*?)</div>\s*</div>', page, re.S)
     assert len(sources) == 2 and '<span class="k">def</span>' in sources[0]
     assert html.unescape(re.sub(r"<[^>]+>", "", sources[1])).lstrip("\n") == TRICKY_SOURCE
     assert "KernelTrace is an open dataset" not in page and "<script>" not in page
-    results = table_rows(re.search(r'<div class="kt-sortable">(.*?)</div>', page, re.S).group(1))
-    assert results[0] == ["wl-1", "2", "0.04", "0.01", "4.00×", "0", "0", "passed"]
-    assert results[3][-1] == "RUNTIME_ERROR"
+    results = table_rows(re.search(r'<div class="kt-sortable"[^>]*>(.*?)</div>', page, re.S).group(1))
+    assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "details"]
+    assert results[3][-2:] == ["RUNTIME_ERROR", "details"]
+    # Every trace has a detail view: its file and line, when it ran, its timing and its environment.
+    detail = re.search(r'<details class="kt-trace" id="results-h100_sxm-t1">(.*?)</details>', page, re.S).group(1)
+    for shown in ("traces/alice/norm/", "2026-", "H100_SXM", "samples"):
+        assert shown in text_of(detail), shown
     assert "Not benchmarked yet" not in text
 
 
@@ -405,7 +415,7 @@ def test_authors_hardware_and_home_pages(results_site):
     assert text_of(index).count("H100_SXM") == 1 and 'href="hardware/test_cpu.html"' in index
     h100 = page_of(results_site, "generated/hardware/H100_SXM.html")
     assert "no spec for this hardware" in text_of(h100)
-    assert table_rows(h100) == [[DEF, "norm", "4", "3", FAST, "alice", "2.20×", "75%", "75%"]]
+    assert table_rows(h100) == [[DEF, "norm", "4", "3", FAST, "alice", "2.20×", "—", "75%"]]
     cpu = text_of(page_of(results_site, "generated/hardware/test_cpu.html"))
     assert "float32 1.0 TFLOP/s" in cpu and "made up for tests" in cpu
 
@@ -424,15 +434,37 @@ def test_hardware_names_of_any_kind_get_a_page(tmp_path):
     assert hardware_slug("../..") != hardware_slug("..") and "/" not in hardware_slug("../..")
 
 
-def test_plotly_ships_with_the_site_from_the_package(results_site):
-    import plotly
-
-    shipped = results_site / "generated" / "assets" / "plotly.min.js"
-    package = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-    assert shipped.read_bytes() == package.read_bytes()
-    assert (results_site / "assets" / "kerneltrace.js").is_file()
+def test_charts_are_drawn_by_the_site_itself(results_site):
+    # No chart library is shipped: the fast_p charts are inline SVG drawn by kerneltrace.js.
+    assert not list(results_site.rglob("plotly*")) and (results_site / "assets" / "kerneltrace.js").is_file()
     page = (results_site / "generated" / "definitions" / f"{DEF}.html").read_text(encoding="utf-8")
-    assert "assets/kerneltrace.js" in page and "plotly.min.js" not in page  # loaded on demand by kerneltrace.js
+    assert "assets/kerneltrace.js" in page and "plotly" not in page.lower()
+    # A chart page weighs at most 1 MB with every script and style it loads.
+    loads = re.findall(r'<(?:script|link)\b[^>]*\s(?:src|href)="([^"#?]+)', page)
+    files = {(results_site / "generated" / "definitions" / rel).resolve() for rel in loads}
+    files = {f for f in files if f.suffix in (".js", ".css") and f.is_file()}
+    total = len(page.encode("utf-8")) + sum(f.stat().st_size for f in files)
+    assert total <= 1_000_000, total
+
+
+def test_models_page_shows_where_a_step_spends_its_time(tmp_path):
+    from generator.analyse.leaderboard import ModelEstimate
+    from generator.site.render import _environment
+
+    estimate = ModelEstimate("decode", "H100_SXM", 2, 3, 5, 6, 3.0, 2.0, 1.5,
+                             (("gemm_<x>", 4, 2.0, 1.5), ("norm", 1, 1.0, 0.5)))
+    page = _environment().get_template("models.md.j2").render(
+        coverage=[type("M", (), {"model": "m", "name": "m", "framework": "f", "description": "", "kernels": (),
+                                 "missing": (), "stages": {}})()][:0], prefix="", estimates={}, dataset="dataset")
+    assert "Where a step" not in page  # nothing to show without estimates
+    from generator.analyse.coverage import ModelCoverage, StageCoverage
+    m = ModelCoverage("m", "M", "f", "", (), {"decode": StageCoverage(1, 1, 1, 1), "prefill": StageCoverage(1, 1, 1, 1)})
+    page = _environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
+                                                               dataset="dataset")
+    bar = re.search(r'<div class="kt-timebar-bar"[^>]*>(.*?)</div>', page).group(1)
+    widths = re.findall(r'style="width: ([0-9.]+)%" title="([^"]*)"', bar)
+    assert [w for w, _ in widths] == ["75.00", "25.00"]  # 1.5 of 2.0 ms, 0.5 of 2.0 ms
+    assert widths[0][1].startswith("gemm_&lt;x&gt;: 4 calls")  # names escaped
 
 
 def _local_targets(site: Path):
@@ -498,7 +530,7 @@ def test_definition_page_lists_its_workloads(results_site):
 
 
 def test_include_markers_in_contributor_code_stay_text(tmp_path):
-    # Only the home page's markers are filled (home_hook.py); a reference that contains one, or a
+    # Only the home page's markers are filled (build.render_site); a reference that contains one, or a
     # snippet marker, is shown as written and pulls no file into its page.
     from dataset_factory import DEFINITION, write_dataset
 

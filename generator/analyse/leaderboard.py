@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence
 
+from ..model.layout import CANONICAL
 from ..model.dataset import Dataset
 from ..model.records import HardwareSpec, Trace
 
@@ -291,12 +292,8 @@ def _order(trace: Trace) -> tuple:
 
 def hardware_name(ds: Dataset, name: str) -> str:
     """The name results on `name` are filed under: the hardware spec's name when `name` is one of its aliases."""
-    if name in ds.hardware:
-        return name
-    for spec_name, spec in sorted(ds.hardware.items()):
-        if name in spec.aliases:
-            return spec_name
-    return name
+    spec = ds.hardware_spec(name)
+    return spec.name if spec is not None else name
 
 
 def latest_traces(ds: Dataset, traces: Iterable[Trace]) -> dict[tuple[str, str, str], Trace]:
@@ -318,11 +315,7 @@ def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     s = ds.solutions.get(solution)
     if s is not None:
         return s.author
-    if trace is not None:  # traces/<author>/<type>/<definition>.jsonl
-        parts = trace.source.path.split("/")
-        if len(parts) >= 2 and parts[0] == "traces":
-            return parts[1]
-    return ""
+    return CANONICAL.trace_author(trace.source.path) if trace is not None else ""
 
 
 def _environment(env: Mapping) -> tuple[tuple[str, str], ...]:
@@ -361,9 +354,10 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
 def _t_sol_by_workload(ds: Dataset, definition: str, hw: str, axes_of: Mapping[str, Mapping]) -> dict:
     """Speed-of-light seconds per workload uuid on `hw`, from the definition's Einsum cascade and the
     hardware spec (roofline.py); workloads without either are left out."""
-    from .roofline import CascadeProblem, hardware_for, speed_of_light, workload_counts
+    from ..einsum import CascadeProblem, workload_counts
+    from .roofline import speed_of_light
 
-    d, spec = ds.definitions.get(definition), hardware_for(ds, hw)
+    d, spec = ds.definitions.get(definition), ds.hardware_spec(hw)
     if d is None or spec is None or definition not in ds.einsums:
         return {}
     out, cache = {}, {}
@@ -609,6 +603,7 @@ class ModelEstimate:
     baseline_ms: float  # sum of count x baseline time, per step
     best_ms: float  # the same with every kernel at its best solution
     speedup: float
+    parts: tuple[tuple[str, int, float, float], ...] = ()  # per kernel: (id, calls, baseline ms, best ms) per step
 
 
 def kernel_speedup(lb: Leaderboard) -> Optional[tuple[float, float]]:
@@ -649,8 +644,15 @@ def model_estimates(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
                     continue
                 base = math.fsum(c * t for _, c, (t, _) in known)
                 best = math.fsum(c * t / s for _, c, (t, s) in known)
-                estimates.append(ModelEstimate(stage, hw, len({kid for kid, _, _ in known}), step_kernels,
+                per_kernel: dict[str, list] = {}
+                for kid, c, (t, s) in known:
+                    part = per_kernel.setdefault(kid, [kid, 0, 0.0, 0.0])
+                    part[1] += c
+                    part[2] += c * t
+                    part[3] += c * t / s
+                parts = tuple(sorted((tuple(p) for p in per_kernel.values()), key=lambda p: (-p[3], p[0])))
+                estimates.append(ModelEstimate(stage, hw, len(per_kernel), step_kernels,
                                                sum(c for _, c, _ in known), step_calls, base, best,
-                                               base / best if best > 0 else 1.0))
+                                               base / best if best > 0 else 1.0, parts))
         out[record_name] = tuple(estimates)
     return out

@@ -1,18 +1,24 @@
 """`kerneltrace build` and `kerneltrace serve`: load, render, then the real mkdocs build.
 
-build_site reads like its steps: load the dataset (refuse if it has errors) -> render the
-generated pages into site_src/generated/ -> mkdocs build --strict into a hidden folder next to
-the output -> swap that folder in. Nothing half-built ever sits at the output path.
+build_site reads like its steps: load the dataset (refuse if it has errors) -> render the pages
+-> copy site_src/ with the generated list pages into a build folder next to the output (never
+into the source tree) -> mkdocs build --strict of those few pages and one page shell -> the
+per-item pages (thousands, HTML from data) put into that shell and into the search index -> swap
+the built folder in. Nothing half-built ever sits at the output path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import http.server
 import logging
 import os
+import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator, Optional
@@ -21,9 +27,11 @@ from ..model.dataset import Dataset
 from ..model.diagnostics import count_errors
 from ..model.errors import KernelTraceError
 from ..load import load
+from . import shell
 from .render import current_umask, render_pages, write_pages
 
-# The checkout holding mkdocs.yml and site_src/ (hand-written pages; generated/ goes inside).
+# The checkout this package sits in: holds mkdocs.yml and site_src/ (hand-written pages), used
+# when the current folder has none.
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILE = "mkdocs.yml"
 DOCS_DIR = "site_src"
@@ -52,16 +60,75 @@ def load_checked(dataset_root: Path) -> Dataset:
     return ds
 
 
-def render_site(ds: Dataset, project_root: Path) -> tuple[int, bool]:
-    """Write the generated pages (and the snippets and scripts they use) into
-    <project>/site_src/generated/; (page count, whether anything changed)."""
-    pages = render_pages(ds)
-    changed = write_pages(pages, project_root / DOCS_DIR / GENERATED_DIR)
-    return sum(1 for path in pages if path.endswith(".md")), changed
+MARKER = re.compile(r"^<!-- kerneltrace:include (generated/[A-Za-z0-9_./-]+) -->$", re.MULTILINE)
+
+
+def _home(text: str, generated: dict[str, str]) -> str:
+    """The hand-written home page with its include markers replaced by the generated tables."""
+    def include(match: re.Match) -> str:
+        rel = match.group(1)[len(GENERATED_DIR) + 1:]
+        if rel not in generated:
+            raise KernelTraceError(f"{DOCS_DIR}/index.md includes {match.group(1)}, which kerneltrace build does "
+                                   f"not generate (it generates {', '.join(sorted(p for p in generated if p.endswith('.txt')))})")
+        return generated[rel].rstrip("\n")
+    return MARKER.sub(include, text)
+
+
+LINKS_MARKER = "<!-- kerneltrace:links -->"
+
+
+def _links(config_file: Path) -> str:
+    """Where the project lives, from mkdocs.yml's repo_url and extra (issues_url, hub_url), as markdown."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):  # mkdocs.yml may carry tags such as !ENV: read them as plain values
+        pass
+    Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    try:
+        config = yaml.load(config_file.read_text(encoding="utf-8"), Loader=Loader) or {}
+    except (OSError, yaml.YAMLError) as e:
+        raise KernelTraceError(f"cannot read {config_file}: {e}") from None
+    extra = config.get("extra") or {}
+    parts = [f"the repository <{config['repo_url']}>" if config.get("repo_url") else "",
+             f"the issue tracker <{extra['issues_url']}>" if extra.get("issues_url") else "",
+             f"the dataset on the Hugging Face Hub <{extra['hub_url']}>" if extra.get("hub_url") else ""]
+    parts = [p for p in parts if p]
+    return ("Where it lives: " + ", ".join(parts) + ". Open pull requests against the repository and report "
+            "problems in the issue tracker.") if parts else ""
+
+
+def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str = "dataset"):
+    """Write the site's markdown sources into `docs` (a build folder): site_src/ with the home page's
+    tables filled in, the generated list pages and the page shell under generated/. Returns
+    (per-item pages, whether anything changed)."""
+    pages, items = render_pages(ds, dataset_label)
+    source = project_root / DOCS_DIR
+    links = _links(project_root / CONFIG_FILE)
+    files: dict = {}
+    for path in sorted(source.rglob("*")):
+        rel = path.relative_to(source)
+        if not path.is_file() or rel.parts[0] == GENERATED_DIR or any(part.startswith(".") for part in rel.parts):
+            continue
+        if rel.suffix == ".md":
+            text = path.read_text(encoding="utf-8").replace(LINKS_MARKER, links)
+            files[rel.as_posix()] = _home(text, pages) if rel.as_posix() == "index.md" else text
+        else:
+            files[rel.as_posix()] = path  # copied as bytes
+    for rel, text in pages.items():
+        if rel.endswith(".md"):
+            files[f"{GENERATED_DIR}/{rel}"] = text
+    files[f"{GENERATED_DIR}/{shell.SHELL_PAGE}"] = shell.SHELL_SOURCE
+    changed = write_pages(files, docs)
+    return items, changed
 
 
 def _project(project_root: Optional[Path]) -> Path:
-    root = Path(project_root) if project_root is not None else PROJECT_ROOT
+    """The folder with mkdocs.yml and site_src/: the one given, else the current folder when it is a
+    checkout, else the checkout this package is installed from."""
+    if project_root is None:
+        here = Path.cwd()
+        project_root = here if (here / CONFIG_FILE).is_file() and (here / DOCS_DIR).is_dir() else PROJECT_ROOT
+    root = Path(project_root)
     if not (root / CONFIG_FILE).is_file() or not (root / DOCS_DIR).is_dir():
         raise KernelTraceError(f"no {CONFIG_FILE} and {DOCS_DIR}/ in {root}; the site is built from a checkout "
                                "of the KernelTrace repository")
@@ -110,19 +177,20 @@ def _mkdocs_error(e: BaseException, messages: _Messages) -> KernelTraceError:
     return KernelTraceError(f"mkdocs failed: {text}{details}")
 
 
-HOME_HOOK = Path(__file__).with_name("home_hook.py")
+THEME_DIR = Path(__file__).with_name("theme")  # partials that replace Material's (see mkdocs.yml)
 
 
-def run_mkdocs(config_file: Path, site_dir: Path, strict: bool) -> list[str]:
-    """`mkdocs build [--strict]` through its Python API; its warnings, or KernelTraceError."""
+def run_mkdocs(config_file: Path, docs_dir: Path, site_dir: Path, strict: bool) -> list[str]:
+    """`mkdocs build [--strict]` of `docs_dir` through its Python API; its warnings, or KernelTraceError."""
     with _mkdocs_session(config_file.resolve().parent) as messages:
         from mkdocs.commands.build import build
         from mkdocs.config import load_config
         from mkdocs.exceptions import MkDocsException
 
         try:
-            config = load_config(config_file=str(config_file), site_dir=str(site_dir), strict=strict,
-                                 hooks=[str(HOME_HOOK)])
+            config = load_config(config_file=str(config_file), docs_dir=str(docs_dir), site_dir=str(site_dir),
+                                 strict=strict)
+            config.theme.dirs.insert(0, str(THEME_DIR))  # before the theme's own templates
             config.plugins.on_startup(command="build", dirty=False)
             try:
                 build(config)
@@ -162,13 +230,18 @@ def _replace_dir(fresh: Path, target: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+def _label(dataset_root: Path) -> str:
+    """How pages name the dataset folder: as given on the command line (relative stays relative)."""
+    return dataset_root.as_posix().rstrip("/") or "."
+
+
 def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
                project_root: Optional[Path] = None) -> None:
     """Render the pages for the dataset at `dataset_root` and build the site into `out_dir`.
 
-    `project_root` is the folder holding mkdocs.yml and site_src/ (default: this checkout).
-    Raises KernelTraceError when the dataset has errors, when mkdocs fails, or, with `strict`,
-    when mkdocs warns.
+    `project_root` is the folder holding mkdocs.yml and site_src/ (default: the current folder when
+    it has them, else this checkout). Raises KernelTraceError when the dataset has errors, when
+    mkdocs fails, or, with `strict`, when mkdocs warns.
     """
     started = time.monotonic()
     project = _project(project_root)
@@ -180,58 +253,80 @@ def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
     _say("build", f"loaded {_plural(len(ds.definitions), 'definition')}, {_plural(len(ds.workloads), 'workload')}, "
                   f"{_plural(len(ds.solutions), 'solution')}, {_plural(len(ds.traces), 'trace')}")
 
-    count, changed = render_site(ds, project)
-    _say("build", f"rendered {_plural(count, 'page')} into {DOCS_DIR}/{GENERATED_DIR}/"
-                  + ("" if changed else " (unchanged)"))
-
-    _say("build", "running mkdocs build" + (" --strict" if strict else ""))
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.new-", dir=out_dir.parent))
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
+    staging = work / "site"
     try:
-        warnings = run_mkdocs(project / CONFIG_FILE, staging, strict)
+        items, _ = render_site(ds, project, work / "docs", _label(dataset_root))
+        _say("build", f"rendered {_plural(len(items), 'page')} from data, list pages into the build folder {work}/docs")
+        _say("build", "running mkdocs build" + (" --strict" if strict else ""))
+        warnings = run_mkdocs(project / CONFIG_FILE, work / "docs", staging, strict)
         for line in warnings:
             _say("build", f"mkdocs {line}")
+        shell.fill(staging, GENERATED_DIR, items)
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp made it private
         _replace_dir(staging, out_dir)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
     files = sum(1 for p in out_dir.rglob("*") if p.is_file())
     _say("build", f"site written to {out_dir}/ ({_plural(files, 'file')}, {time.monotonic() - started:.1f} s)")
 
 
-def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = None) -> None:
-    """Render the pages, then `mkdocs serve` on `addr` (host:port); edits to the dataset or to
-    site_src/ re-render and reload the page."""
+def _snapshot(paths: list[Path]) -> dict[str, float]:
+    """Modification times of every file under `paths` (what a rebuild depends on)."""
+    seen: dict[str, float] = {}
+    for root in paths:
+        if root.is_file():
+            seen[str(root)] = root.stat().st_mtime
+            continue
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for name in filenames:
+                path = os.path.join(dirpath, name)
+                try:
+                    seen[path] = os.stat(path).st_mtime
+                except OSError:
+                    continue
+    return seen
+
+
+def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = None, poll_s: float = 1.0) -> None:
+    """Build the site into a temporary folder and serve it on `addr` (host:port); edits to the dataset,
+    to site_src/ or to mkdocs.yml rebuild it (the old site stays up while a rebuild runs or fails)."""
+    
     project = _project(project_root)
     dataset_root = Path(dataset_root)
-    _say("serve", f"loading {dataset_root}")
-    ds = load_checked(dataset_root)
-    count, _ = render_site(ds, project)
-    _say("serve", f"rendered {_plural(count, 'page')}; serving on http://{addr}/ (Ctrl+C to stop)")
+    out = Path(tempfile.mkdtemp(prefix="kerneltrace-serve-")) / "site"
+    watched = [dataset_root, project / DOCS_DIR, project / CONFIG_FILE]
+    host, _, port = addr.rpartition(":")
+    try:
+        build_site(dataset_root, out, project_root=project)
+        handler = functools.partial(_QuietHandler, directory=str(out))
+        server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
+    except OSError as e:
+        shutil.rmtree(out.parent, ignore_errors=True)
+        raise KernelTraceError(f"cannot serve on {addr}: {e.strerror}") from None
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _say("serve", f"serving on http://{addr}/ (Ctrl+C to stop); watching {dataset_root}, {DOCS_DIR}/ and {CONFIG_FILE}")
+    seen = _snapshot(watched)
+    try:
+        while True:
+            time.sleep(poll_s)
+            now = _snapshot(watched)
+            if now == seen:
+                continue
+            seen = now
+            try:
+                build_site(dataset_root, out, project_root=project)
+            except KernelTraceError as e:
+                _say("serve", f"rebuild failed, still serving the last site: {e}")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        shutil.rmtree(out.parent, ignore_errors=True)
 
-    # mkdocs re-reads its config on every rebuild, so the re-render hook is passed as a config
-    # option (which replaces mkdocs.yml's hooks, hence both); it learns the dataset and project
-    # from the environment.
-    os.environ["KERNELTRACE_SERVE_DATASET"] = str(dataset_root.resolve())
-    os.environ["KERNELTRACE_SERVE_PROJECT"] = str(project.resolve())
-    with _mkdocs_session(project) as messages:
-        from mkdocs.commands.serve import serve
-        from mkdocs.exceptions import MkDocsException
 
-        # mkdocs prints its own progress (and rebuild errors) while serving.
-        logging.getLogger("mkdocs").removeHandler(messages)
-        _show_mkdocs_log()
-        try:
-            serve(config_file=str(project / CONFIG_FILE), dev_addr=addr, livereload=True,
-                  watch=[str(dataset_root.resolve())], hooks=[str(HOME_HOOK), str(Path(__file__).with_name("serve_hook.py"))])
-        except (MkDocsException, OSError) as e:
-            raise _mkdocs_error(e, messages) from None
-
-
-def _show_mkdocs_log() -> None:
-    logger = logging.getLogger("mkdocs")
-    if not any(isinstance(h, logging.StreamHandler) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("mkdocs %(levelname)s: %(message)s"))
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name; requests are not news
+        pass

@@ -12,17 +12,18 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 from urllib.parse import quote
 
 import jinja2
 
 from ..analyse.coverage import model_coverage
-from ..analyse.roofline import sol_sections
 from ..model.dataset import Dataset
 from ..model.records import Definition, TensorSpec
 from .escape import escape_block, escape_inline, fence_for
+from .items import Item, is_draft, render_items, summary
 from .results import analyse as analyse_results
-from .results import definition_results, install, kernel_filters, result_pages
+from .results import install, kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -40,6 +41,19 @@ class DefinitionRow:
     workload_count: int
     solution_count: int
     trace_count: int
+    draft: bool  # tagged status:draft: listed after verified kernels, marked, ranked low in search
+    summary: str  # first sentence of the description
+    best: tuple["KernelBest", ...] = ()  # per hardware with results
+
+
+@dataclass(frozen=True)
+class KernelBest:
+    """A definition's best numbers on one hardware, for the kernels index."""
+
+    hardware: str
+    latency_ms: Optional[float]  # fastest stable latency on the definition's first workload
+    workload: str  # that workload's axes, "batch_size=1"
+    sol_percent: Optional[float]  # the best solution's SOL%
 
 
 @dataclass(frozen=True)
@@ -73,51 +87,63 @@ def _shape(tensor: TensorSpec) -> str:
 
 
 def definition_page(name: str) -> str:
-    return f"definitions/{name}.md"
+    """Its built page, relative to the generated folder (rendered outside markdown: items.py)."""
+    return f"definitions/{name}.html"
 
 
-def definition_rows(ds: Dataset) -> list[DefinitionRow]:
-    """Every definition, sorted by name."""
+def kernel_best(boards) -> tuple[KernelBest, ...]:
+    out = []
+    for lb in boards:
+        first = lb.rows[0] if lb.rows else None
+        latencies = [r.latency_ms for r in first.results if r.ranked and r.latency_ms] if first else []
+        label = " ".join(f"{a}={v}" for a, v in first.axes) if first else ""
+        sols = [e.sol_percent for e in lb.entries if e.sol_percent is not None]
+        out.append(KernelBest(lb.hardware, min(latencies, default=None), label, max(sols, default=None)))
+    return tuple(out)
+
+
+def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[DefinitionRow]:
+    """Every definition: verified (not draft) kernels first, then drafts, each by name."""
     workloads, solutions, traces = ds.workloads_by_definition, ds.solutions_by_definition, ds.traces_by_definition
-    return [
+    rows = [
         DefinitionRow(
             definition=d, page=definition_page(name), models=tuple(sorted(d.models)),
             stages=tuple(sorted(d.stages)), tags=tuple(sorted(d.tags)),
             workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
-            trace_count=len(traces.get(name, ())),
+            trace_count=len(traces.get(name, ())), draft=is_draft(d.tags), summary=summary(d.description),
+            best=kernel_best((boards or {}).get(name, ())),
         )
         for name, d in sorted(ds.definitions.items())
     ]
+    return sorted(rows, key=lambda r: r.draft)  # stable: by name within each group
 
 
 def totals(ds: Dataset) -> Totals:
     return Totals(len(ds.definitions), len(ds.workloads), len(ds.solutions), len(ds.traces))
 
 
-def render_pages(ds: Dataset) -> dict[str, str]:
-    """All generated pages, as {path relative to site_src/generated/: markdown text}, sorted by path."""
+def render_pages(ds: Dataset, dataset_label: str = "dataset") -> tuple[dict[str, str], dict[str, Item]]:
+    """Every generated page: ({path relative to the generated folder: markdown} for the few list pages
+    mkdocs builds, {path: Item} for the per-item pages rendered to HTML), each sorted by path.
+
+    `dataset_label` is how pages name the dataset folder in file paths (the --dataset given)."""
     env = _environment()
-    rows = definition_rows(ds)
     # Leaderboards, rankings, per-hardware results and model estimates, computed once (analyse layer).
     results = analyse_results(ds)
+    rows = definition_rows(ds, results.boards)
     pages = {
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),
-                                                                       filters=kernel_filters(ds)),
+                                                                       filters=kernel_filters(ds, rows)),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
     coverage = model_coverage(ds)
     pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
-                                                                 estimates=results.models)
-    # Included into the hand-written home page (home_hook.py), so links are relative to it.
+                                                                 estimates=results.models, dataset=dataset_label)
+    # Included into the hand-written home page, so links are relative to it.
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
-    page_template = env.get_template("definition.md.j2")
-    sol = sol_sections(ds)  # speed of light per definition, computed in the analyse layer
-    for row in rows:
-        pages[row.page] = page_template.render(row=row, d=row.definition, sol=sol.get(row.definition.name),
-                                               root="../", **definition_results(ds, results, row.definition.name))
-    # Solutions, authors, hardware, the home page's summary and the scripts the charts load.
+    # Authors, the hardware list and the home page's summary.
     pages.update(result_pages(ds, env, results))
-    return dict(sorted(pages.items()))
+    return dict(sorted(pages.items())), render_items(ds, results, rows, dataset_label)
 
 
 def _is_same(pages: dict[str, str], folder: Path) -> bool:
@@ -126,7 +152,8 @@ def _is_same(pages: dict[str, str], folder: Path) -> bool:
     present = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
     if present != sorted(pages):
         return False
-    return all((folder / rel).read_text(encoding="utf-8") == text for rel, text in pages.items())
+    return all((folder / rel).read_bytes() == (text.read_bytes() if isinstance(text, Path) else text.encode("utf-8"))
+               for rel, text in pages.items())
 
 
 def current_umask() -> int:
@@ -135,8 +162,9 @@ def current_umask() -> int:
     return mask
 
 
-def write_pages(pages: dict[str, str], target: Path) -> bool:
-    """Replace the folder `target` by exactly `pages`, in one rename; False if it already held them.
+def write_pages(pages: dict, target: Path) -> bool:
+    """Replace the folder `target` by exactly `pages` ({path: text, or a Path to copy}), in one rename;
+    False if it already held them.
 
     The pages are written to a hidden sibling folder first (mkdocs skips dot-folders), so a
     reader of `target` (mkdocs serve) sees the old pages or the new ones, never half of each.
@@ -151,7 +179,10 @@ def write_pages(pages: dict[str, str], target: Path) -> bool:
         for rel, text in pages.items():
             path = fresh / rel
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8", newline="\n")
+            if isinstance(text, Path):  # a file copied as it is (images, styles)
+                shutil.copyfile(text, path)
+            else:
+                path.write_text(text, encoding="utf-8", newline="\n")
         if target.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
             os.replace(target, old)  # onto an empty folder: allowed

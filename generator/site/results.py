@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
@@ -21,7 +22,6 @@ from ..analyse.leaderboard import (AuthorRanking, Entry, HardwareSummary, Latest
                                    hardware_summaries, latest_results, model_estimates)
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
-from .assets import plotly_version, vendored_files
 from .escape import escape_html, highlight_html
 
 LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
@@ -66,6 +66,17 @@ def trend(speedup: Optional[float]) -> str:
     return "kt-up" if speedup > 1.0 else "kt-down"
 
 
+def fmt_when(timestamp: str) -> str:
+    """An RFC 3339 timestamp as 'YYYY-MM-DD HH:MM UTC' (the stored text when it does not parse)."""
+    try:
+        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        return timestamp
+    if moment.utcoffset() is None:
+        return timestamp
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def fmt_value(value: object) -> str:
     return "—" if value is None else str(value)
 
@@ -79,6 +90,7 @@ def install(env: jinja2.Environment) -> None:
     """Add the filters the result templates use to `env`."""
     env.filters.update(h=escape_html, ms=fmt_ms, speedup=fmt_speedup, pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key,
                        trend=trend, value=fmt_value, hwpage=hardware_page, html_page=html_link, anchor=board_anchor,
+                       when=fmt_when,
                        jsonattr=lambda items: escape_html(json.dumps(list(items), ensure_ascii=False)),
                        highlight=lambda code, path="", language="": highlight_html(code, path, language))
 
@@ -97,11 +109,12 @@ def hardware_slug(name: str) -> str:
 
 
 def solution_page(name: str) -> str:
-    return f"solutions/{name}.md"
+    """Its built page, relative to the generated folder (rendered outside markdown: items.py)."""
+    return f"solutions/{name}.html"
 
 
 def hardware_page(name: str) -> str:
-    return f"hardware/{hardware_slug(name)}.md"
+    return f"hardware/{hardware_slug(name)}.html"
 
 
 def html_link(page: str) -> str:
@@ -165,14 +178,6 @@ class SolutionBoard:
     rows: tuple[tuple[WorkloadRow, Result], ...]
     definition_anchor: str
     hardware_page: str
-
-
-@dataclass(frozen=True)
-class Failure:
-    hardware: str
-    result: Result
-    log: str  # the end of the log, at most LOG_LIMIT characters
-    cut: int  # characters left out at its start
 
 
 @dataclass(frozen=True)
@@ -243,16 +248,6 @@ def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str
         SolutionLink(s, solution_page(s.name), tuple(lb.hardware for lb in boards if lb.entry(s.name) is not None))
         for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != "baseline", s.name)))
     return {"boards": board_views(boards), "solution_links": links, "workloads": workload_views(ds, name)}
-
-
-def _failures(boards: Sequence[SolutionBoard]) -> tuple[Failure, ...]:
-    out = []
-    for sb in boards:
-        for _, r in sb.rows:
-            if r.failed:
-                cut = max(0, len(r.log) - LOG_LIMIT)
-                out.append(Failure(sb.board.hardware, r, r.log[cut:], cut))
-    return tuple(out)
 
 
 def _clip(text: str) -> tuple[str, int]:
@@ -354,9 +349,9 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
         boards.append(SolutionBoard(lb, entry, rows, board_anchor(lb.hardware), hardware_page(lb.hardware)))
     agent = results.agent_traces.get(s.name)
     d = ds.definitions.get(s.definition)
-    return {"s": s, "boards": tuple(boards), "failures": _failures(boards),
+    return {"s": s, "boards": tuple(boards),
             "conversation": conversation(agent) if agent is not None else None,
-            "definition_page": f"definitions/{s.definition}.md" if d is not None else None}
+            "definition_page": f"definitions/{s.definition}.html" if d is not None else None}
 
 
 def hardware_context(ds: Dataset, summary: HardwareSummary) -> dict[str, Any]:
@@ -373,10 +368,15 @@ def author_views(rankings: Sequence[AuthorRanking]) -> tuple[tuple[AuthorRanking
                  for r in rankings)
 
 
-def kernel_filters(ds: Dataset) -> dict[str, tuple[str, ...]]:
-    """The choices of the kernels index's filters: every type, model and tag, sorted."""
+def kernel_filters(ds: Dataset, rows: Sequence = ()) -> dict[str, Any]:
+    """The choices of the kernels index's filters: every type (with its count), model and tag, sorted;
+    and every hardware with results (a best-latency and SOL% column each)."""
     ds_defs = ds.definitions.values()
-    return {"types": tuple(sorted({d.type for d in ds_defs})),
+    types: dict[str, int] = {}
+    for d in ds_defs:
+        types[d.type] = types.get(d.type, 0) + 1
+    return {"types": tuple(sorted(types.items())),
+            "hardware": tuple(sorted({b.hardware for r in rows for b in r.best})),
             "models": tuple(sorted({m for d in ds_defs for m in d.models})),
             "tags": tuple(sorted({t for d in ds_defs for t in d.tags}))}
 
@@ -384,22 +384,14 @@ def kernel_filters(ds: Dataset) -> dict[str, tuple[str, ...]]:
 # -- pages ---------------------------------------------------------------------------------------
 
 def result_pages(ds: Dataset, env: jinja2.Environment, results: SiteResults) -> dict[str, str]:
-    """The pages this module owns: {path relative to the generated folder: text}."""
+    """The markdown pages this module owns (authors, the hardware list, the home page's summary):
+    {path relative to the generated folder: text}. Per-item pages are HTML: items.py."""
     install(env)
     pages: dict[str, str] = {}
-    template = env.get_template("solution.md.j2")
-    for name, s in sorted(ds.solutions.items()):
-        pages[solution_page(name)] = template.render(root="../", **solution_context(ds, results, s))
-    pages["authors.md"] = env.get_template("authors.md.j2").render(
-        views=author_views(results.rankings), plotly=plotly_version())
+    pages["authors.md"] = env.get_template("authors.md.j2").render(views=author_views(results.rankings))
     pages["hardware.md"] = env.get_template("hardware.md.j2").render(hardware=results.hardware)
-    template = env.get_template("hardware_page.md.j2")
-    for summary in results.hardware:
-        pages[hardware_page(summary.name)] = template.render(root="../", **hardware_context(ds, summary))
     counts = {"definitions": len(ds.definitions), "workloads": len(ds.workloads), "solutions": len(ds.solutions),
               "traces": len(ds.traces), "hardware": len(results.hardware)}
     pages["home.txt"] = env.get_template("home.md.j2").render(
         counts=counts, latest=results.latest, prefix="generated/")
-    pages.update(vendored_files())
     return pages
-

@@ -1,15 +1,14 @@
-/* KernelTrace site behaviour: sortable tables, the kernels index's filters, fast_p charts.
+/* KernelTrace site behaviour: sortable tables, the kernels index's filters, fast_p charts (inline
+ * SVG), and search when the site is opened from disk.
  *
- * Everything runs locally: the charts use plotly.js, which the build copies from the `plotly`
- * Python package into generated/assets/ and which this script loads only on pages with a chart.
- * Chart data and table values come from the page (data-* attributes written at build time);
- * names reach plotly escaped, so they are shown, never interpreted.
+ * Everything runs locally and nothing is fetched from another host. Chart data and table values
+ * come from the page (data-* attributes written at build time); names are inserted as text nodes,
+ * so they are shown, never interpreted.
  */
 (function () {
   "use strict";
 
   var script = document.currentScript;
-  var plotlyUrl = script && script.src ? new URL("../generated/assets/plotly.min.js", script.src).href : null;
 
   // -- sortable tables ------------------------------------------------------------------------
   // Any table inside an element with class kt-sortable. A cell's data-sort attribute, when
@@ -76,6 +75,7 @@
       var target = document.getElementById(form.getAttribute("data-target"));
       if (!target) return;
       var selects = form.querySelectorAll("select[data-filter]");
+      var text = form.querySelector("input[data-filter-text]");
       var count = form.querySelector(".kt-count");
       var noun = form.getAttribute("data-noun") || "rows";
       var params = new URLSearchParams(window.location.search);
@@ -92,6 +92,11 @@
               return false;
             }
           });
+          if (keep && text && text.value.trim()) {
+            var words = text.value.toLowerCase().split(/\s+/).filter(Boolean);
+            var hay = row.textContent.toLowerCase();
+            keep = words.every(function (w) { return hay.indexOf(w) >= 0; });
+          }
           row.hidden = !keep;
           if (keep) shown += 1;
         });
@@ -104,42 +109,30 @@
         }
         select.addEventListener("change", apply);
       });
+      if (text) text.addEventListener("input", apply);
       apply();
     });
   }
 
   // -- charts ---------------------------------------------------------------------------------
+  // fast_p step curves drawn as inline SVG: no library, nothing fetched. Colours come from CSS
+  // classes (kt-c0..7) and currentColor, so the dark-mode toggle recolours them at once. Hovering
+  // anywhere over the plot shows every visible curve's value at that p; clicking a name in the
+  // legend hides or shows its curve.
 
-  var plotlyState = null;  // null, "loading", "ready" or "failed"
-  var waiting = [];
+  var SVG = "http://www.w3.org/2000/svg";
 
-  function withPlotly(done) {
-    if (window.Plotly) return done();
-    waiting.push(done);
-    if (plotlyState) return;
-    plotlyState = "loading";
-    var tag = document.createElement("script");
-    tag.src = plotlyUrl;
-    tag.onload = function () {
-      plotlyState = "ready";
-      waiting.splice(0).forEach(function (fn) { fn(); });
-    };
-    tag.onerror = function () {
-      plotlyState = "failed";
-      document.querySelectorAll(".kt-chart .kt-chart-fallback").forEach(function (p) {
-        p.textContent = "The chart library could not be loaded; the table above has the same numbers.";
-      });
-    };
-    document.head.appendChild(tag);
+  function svg(name, attrs, parent) {
+    var el = document.createElementNS(SVG, name);
+    Object.keys(attrs).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    if (parent) parent.appendChild(el);
+    return el;
   }
 
-  function plain(text) {  // plotly reads a few HTML tags in labels: show names as written
-    return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
-
-  function cssVar(name, fallback) {
-    var value = getComputedStyle(document.body).getPropertyValue(name);
-    return value && value.trim() ? value.trim() : fallback;
+  function valueAt(series, p) {  // fast_p is a right-open step: the last point at or before p
+    var v = series.y[0];
+    for (var i = 0; i < series.x.length && series.x[i] <= p; i++) v = series.y[i];
+    return v;
   }
 
   function drawChart(el) {
@@ -149,43 +142,160 @@
     } catch (e) {
       return;
     }
-    var fg = cssVar("--md-default-fg-color", "#333");
-    var grid = cssVar("--md-default-fg-color--lightest", "#ddd");
-    var traces = spec.series.map(function (s) {
-      return {
-        type: "scatter", mode: "lines", name: plain(s.name), x: s.x, y: s.y,
-        line: { shape: "hv", width: 2 },
-        hovertemplate: "<b>%{fullData.name}</b><br>fast_p(p = %{x:.2f}) = %{y:.0%}<extra></extra>"
-      };
-    });
-    var layout = {
-      height: 320, margin: { l: 60, r: 20, t: 10, b: 50 },
-      paper_bgcolor: "rgba(0,0,0,0)", plot_bgcolor: "rgba(0,0,0,0)",
-      font: { color: fg, family: getComputedStyle(document.body).fontFamily, size: 12 },
-      xaxis: { title: { text: "p: speedup over the baseline" }, range: [0, spec.x_end], gridcolor: grid, zeroline: false },
-      yaxis: { title: { text: "fast_p: share of workloads" }, range: [0, 1.02], tickformat: ".0%", gridcolor: grid, zeroline: false },
-      hovermode: "closest", showlegend: true,
-      legend: { orientation: "h", y: -0.25 }
-    };
+    var W = 640, H = 300, L = 52, R = 12, T = 10, B = 42;
+    var xEnd = spec.x_end || 2;
+    function px(p) { return L + (W - L - R) * p / xEnd; }
+    function py(v) { return T + (H - T - B) * (1 - v); }
     el.textContent = "";
-    window.Plotly.newPlot(el, traces, layout, { displaylogo: false, responsive: true }).then(function () {
-      el.classList.add("kt-chart-ready");
+    var box = svg("svg", { viewBox: "0 0 " + W + " " + H, class: "kt-svg", role: "img" }, el);
+    var grid = svg("g", { class: "kt-grid" }, box);
+    [0, 0.25, 0.5, 0.75, 1].forEach(function (v) {
+      svg("line", { x1: L, x2: W - R, y1: py(v), y2: py(v) }, grid);
+      svg("text", { x: L - 6, y: py(v) + 4, "text-anchor": "end" }, grid).textContent = Math.round(v * 100) + "%";
     });
+    var step = xEnd <= 4 ? 0.5 : Math.ceil(xEnd / 8);
+    for (var p = 0; p <= xEnd + 1e-9; p += step) {
+      svg("line", { x1: px(p), x2: px(p), y1: T, y2: H - B }, grid);
+      svg("text", { x: px(p), y: H - B + 16, "text-anchor": "middle" }, grid).textContent = String(Math.round(p * 100) / 100);
+    }
+    svg("text", { x: (L + W - R) / 2, y: H - 6, "text-anchor": "middle", class: "kt-axis" }, box).textContent = "p: speedup over the baseline";
+    var t = svg("text", { x: 12, y: (T + H - B) / 2, "text-anchor": "middle", class: "kt-axis",
+                          transform: "rotate(-90 12 " + (T + H - B) / 2 + ")" }, box);
+    t.textContent = "fast_p";
+    var paths = spec.series.map(function (s, i) {
+      var d = "";
+      for (var k = 0; k < s.x.length; k++) {
+        d += (k ? "H" + px(s.x[k]) + "V" : "M" + px(s.x[k]) + " ") + py(s.y[k]);
+      }
+      return svg("path", { d: d, class: "kt-line kt-c" + (i % 8) }, box);
+    });
+    var cursor = svg("line", { class: "kt-cursor", y1: T, y2: H - B, x1: -10, x2: -10 }, box);
+    var tip = document.createElement("div");
+    tip.className = "kt-tip";
+    tip.hidden = true;
+    el.appendChild(tip);
+    var hidden = spec.series.map(function () { return false; });
+    function hover(event) {
+      var rect = box.getBoundingClientRect();
+      var x = (event.clientX - rect.left) * W / rect.width;
+      if (x < L || x > W - R) { tip.hidden = true; cursor.setAttribute("x1", -10); cursor.setAttribute("x2", -10); return; }
+      var p = (x - L) / (W - L - R) * xEnd;
+      cursor.setAttribute("x1", x); cursor.setAttribute("x2", x);
+      tip.textContent = "";
+      var head = document.createElement("div");
+      head.textContent = "p = " + p.toFixed(2);
+      tip.appendChild(head);
+      spec.series.forEach(function (s, i) {
+        if (hidden[i]) return;
+        var row = document.createElement("div");
+        var mark = document.createElement("i");
+        mark.className = "kt-c" + (i % 8);
+        row.appendChild(mark);
+        row.appendChild(document.createTextNode(s.name + ": " + Math.round(valueAt(s, p) * 100) + "%"));
+        tip.appendChild(row);
+      });
+      tip.hidden = false;
+      tip.style.left = Math.min(event.clientX - el.getBoundingClientRect().left + 12, el.clientWidth - 180) + "px";
+    }
+    box.addEventListener("mousemove", hover);
+    box.addEventListener("mouseleave", function () { tip.hidden = true; });
+    var legend = document.createElement("div");
+    legend.className = "kt-legend";
+    spec.series.forEach(function (s, i) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "kt-legend-item";
+      button.setAttribute("aria-pressed", "true");
+      var mark = document.createElement("i");
+      mark.className = "kt-c" + (i % 8);
+      button.appendChild(mark);
+      button.appendChild(document.createTextNode(s.name));  // text, never markup
+      button.addEventListener("click", function () {
+        hidden[i] = !hidden[i];
+        paths[i].style.display = hidden[i] ? "none" : "";
+        button.setAttribute("aria-pressed", hidden[i] ? "false" : "true");
+      });
+      legend.appendChild(button);
+    });
+    el.appendChild(legend);
+    el.classList.add("kt-chart-ready");
   }
 
   function initCharts(root) {
-    var charts = Array.prototype.filter.call(root.querySelectorAll(".kt-chart[data-chart]"), function (el) {
-      return !el.classList.contains("kt-chart-ready") && !el.getAttribute("data-kt-drawing");
+    root.querySelectorAll(".kt-chart[data-chart]").forEach(function (el) {
+      if (!el.classList.contains("kt-chart-ready")) drawChart(el);
     });
-    if (!charts.length || !plotlyUrl) return;
-    charts.forEach(function (el) { el.setAttribute("data-kt-drawing", "1"); });
-    withPlotly(function () { charts.forEach(drawChart); });
+  }
+
+  // -- search from disk -----------------------------------------------------------------------
+  // Browsers refuse the theme's search worker on file:// pages; there, this searches the same
+  // index (written as search/search_index.js by the build) and lists the matches under the box.
+
+  var siteRoot = script && script.src ? new URL("../", script.src).href : null;
+
+  function fileSearch() {
+    if (window.location.protocol !== "file:" || !siteRoot) return;
+    var input = document.querySelector("input.md-search__input, input[data-md-component='search-query']");
+    if (!input || input.getAttribute("data-kt-search")) return;
+    input.setAttribute("data-kt-search", "1");
+    // The theme hides its search when its worker cannot start: show it, served by this instead.
+    var dialog = input.closest("[data-md-component='search']");
+    if (dialog) {
+      dialog.hidden = false;
+      new MutationObserver(function () { if (dialog.hidden) dialog.hidden = false; })
+        .observe(dialog, { attributes: true, attributeFilter: ["hidden"] });
+    }
+    var list = document.createElement("ol");
+    list.className = "kt-file-search";
+    list.hidden = true;
+    input.parentNode.parentNode.appendChild(list);
+    function run() {
+      var docs = window.__ktSearchIndex || [];
+      var terms = input.value.toLowerCase().split(/\s+/).filter(Boolean);
+      list.textContent = "";
+      if (!terms.length) { list.hidden = true; return; }
+      var hits = [];
+      docs.forEach(function (d) {
+        var title = d.title.toLowerCase(), text = d.text.toLowerCase(), score = 0;
+        for (var i = 0; i < terms.length; i++) {
+          if (title.indexOf(terms[i]) >= 0) score += 10;
+          else if (text.indexOf(terms[i]) >= 0) score += 1;
+          else return;
+        }
+        hits.push({ d: d, score: score * (d.boost || 1) });
+      });
+      hits.sort(function (a, b) { return b.score - a.score || a.d.title.localeCompare(b.d.title); });
+      hits.slice(0, 12).forEach(function (hit) {
+        var li = document.createElement("li");
+        var a = document.createElement("a");
+        a.href = new URL(hit.d.location, siteRoot).href;
+        a.textContent = hit.d.title;
+        li.appendChild(a);
+        list.appendChild(li);
+      });
+      if (!hits.length) {
+        var none = document.createElement("li");
+        none.textContent = "No matching pages";
+        list.appendChild(none);
+      }
+      list.hidden = false;
+    }
+    function load() {
+      if (window.__ktSearchIndex) return run();
+      var tag = document.createElement("script");
+      tag.src = new URL("search/search_index.js", siteRoot).href;
+      tag.onload = run;
+      document.head.appendChild(tag);
+    }
+    input.addEventListener("input", load);
+    input.addEventListener("keydown", function (event) { event.stopPropagation(); }, true);
   }
 
   function init() {
     initSortable(document);
     initFilters(document);
     initCharts(document);
+    fileSearch();
   }
 
   if (window.document$ && typeof window.document$.subscribe === "function") {

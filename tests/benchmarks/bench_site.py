@@ -2,7 +2,7 @@
 
 Writes the synthetic dataset (500,000 traces at scale 1), builds the site in a copy of the
 project's mkdocs.yml and site_src/ (the checkout's site_src/generated/ is left alone), and prints
-the time of each step and the largest pages. Not collected by pytest; run it by hand:
+the time of each step, the largest pages and the search index's size. Not collected by pytest; run it by hand:
 
     python tests/benchmarks/bench_site.py [--scale 0.1] [--keep DIR]
 """
@@ -103,7 +103,9 @@ def main() -> None:
 
         project = project_copy(work / "project")
         timings: dict[str, float] = {}
-        originals = {name: getattr(site_build, name) for name in ("load_checked", "render_site")}
+        steps = ("load_checked", "render_site", "run_mkdocs")
+        originals = {name: getattr(site_build, name) for name in steps}
+        fill = site_build.shell.fill
 
         def timed(name):
             def step(*args):
@@ -115,27 +117,32 @@ def main() -> None:
 
         for name in originals:
             setattr(site_build, name, timed(name))
+        originals["fill"] = fill
+        site_build.shell.fill = timed("fill")
         started = time.perf_counter()
         try:
             build_site(work / "dataset", work / "site", strict=True, project_root=project)
         finally:
             for name, fn in originals.items():
-                setattr(site_build, name, fn)
+                setattr(site_build.shell if name == "fill" else site_build, name, fn)
         total = time.perf_counter() - started
 
         pages = sorted(((p.stat().st_size, p.relative_to(work / "site").as_posix())
                         for p in (work / "site").rglob("*.html")), reverse=True)
         files = [p for p in (work / "site").rglob("*") if p.is_file()]
         load_s, render_s = timings.get("load_checked", 0.0), timings.get("render_site", 0.0)
+        mkdocs_s, fill_s = timings.get("run_mkdocs", 0.0), timings.get("fill", 0.0)
         print(f"build: {total:.1f} s in all: load {load_s:.1f} s, analyse + render {render_s:.1f} s, "
-              f"mkdocs {total - load_s - render_s:.1f} s")
+              f"mkdocs (list pages and the shell) {mkdocs_s:.1f} s, item pages into the shell + search index "
+              f"{fill_s:.1f} s, other {total - load_s - render_s - mkdocs_s - fill_s:.1f} s")
         print(f"pages: {len(pages)} HTML pages, {len(files)} files, "
               f"{sum(p.stat().st_size for p in files) / 1e6:.1f} MB in all")
         for size, rel in pages[:3]:
             print(f"largest page: {rel} {size / 1e3:.0f} KB")
         index = work / "site" / "search" / "search_index.json"
         if index.is_file():
-            print(f"search index: {index.stat().st_size / 1e6:.1f} MB")
+            print(f"search index: {index.stat().st_size / 1e6:.2f} MB "
+                  f"({len(json.loads(index.read_text())['docs'])} entries)")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

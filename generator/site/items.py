@@ -1,0 +1,134 @@
+"""The site's per-item pages (one per definition, solution and hardware): HTML rendered from data.
+
+These pages are most of the site (11,000 at 1,000 definitions x 10 solutions) and mostly tables, so
+they skip Markdown: each is an HTML body from an autoescaping template (every value from the dataset
+is text), which the build puts into the theme's page shell (shell.py). Each also gives the search
+index one small entry: its name and prose, never its tables.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator, Optional
+from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
+
+from ..analyse.roofline import sol_sections
+from ..model.dataset import Dataset
+from .escape import highlight_html
+from .results import (LOG_LIMIT, SiteResults, definition_results, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct,
+                      fmt_speedup, fmt_value, fmt_when, hardware_context, hardware_page, html_link, solution_context,
+                      solution_page, sort_key, trend)
+
+HARDWARE_ROWS_PER_PAGE = 250  # keeps a machine's page small at any dataset size
+_BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One page: where it goes, its title, its HTML body and what search knows of it."""
+
+    path: str  # relative to the generated folder, ".html"
+    title: str
+    body: str
+    search_text: str  # plain text: name and prose
+    boost: float = 1.0  # search ranking weight (drafts below verified kernels)
+
+
+def paragraphs(text: object) -> list[str]:
+    """A contributor's prose as paragraphs (blank-line separated), each line's whitespace kept plain."""
+    value = str(text).replace("\r\n", "\n").replace("\r", "\n").strip()
+    return [" ".join(line.strip() for line in p.split("\n") if line.strip())
+            for p in _BLANK_LINES.split(value)] if value else []
+
+
+def summary(text: str, limit: int = 140) -> str:
+    """The first sentence of a description (at most `limit` characters)."""
+    first = paragraphs(text)
+    if not first:
+        return ""
+    sentence = _SENTENCE_END.split(first[0], 1)[0]
+    return sentence if len(sentence) <= limit else sentence[:limit - 1].rstrip() + "…"
+
+
+def anchor_id(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]+", "-", str(text).lower()).strip("-") or "page"
+
+
+def fmt_spread(spread: Optional[tuple[float, float]]) -> str:
+    return "—" if not spread else f"{fmt_ms(spread[0])}–{fmt_ms(spread[1])}"
+
+
+def log_tail(log: str) -> dict:
+    cut = max(0, len(log) - LOG_LIMIT)
+    return {"text": log[cut:], "cut": cut}
+
+
+def environment() -> jinja2.Environment:
+    from .render import TEMPLATE_DIR
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
+                             autoescape=True, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(
+        paragraphs=paragraphs, anchorid=anchor_id, url=lambda path: quote(str(path)), ms=fmt_ms, speedup=fmt_speedup,
+        pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key, trend=trend, value=fmt_value,
+        spread=fmt_spread, when=fmt_when, tail=log_tail,
+        highlight=lambda code, path="", language="": Markup(highlight_html(code, path, language)))
+    return env
+
+
+def is_draft(tags) -> bool:
+    return "status:draft" in tags
+
+
+def definition_items(ds: Dataset, results: SiteResults, rows, dataset_label: str,
+                     env: jinja2.Environment) -> Iterator[Item]:
+    template = env.get_template("definition.html.j2")
+    speed_of_light = sol_sections(ds)
+    for row in rows:
+        d = row.definition
+        body = template.render(row=row, d=d, sol=speed_of_light.get(d.name), root="../", dataset=dataset_label,
+                               **definition_results(ds, results, d.name))
+        yield Item(html_link(row.page), d.name, body, " ".join([d.name, d.type, *paragraphs(d.description)]),
+                   0.5 if row.draft else 2.0)
+
+
+def solution_items(ds: Dataset, results: SiteResults, dataset_label: str, env: jinja2.Environment) -> Iterator[Item]:
+    template = env.get_template("solution.html.j2")
+    for name, s in sorted(ds.solutions.items()):
+        body = template.render(root="../", dataset=dataset_label, **solution_context(ds, results, s))
+        # Search knows a solution by name, author and definition (its description is often long).
+        yield Item(html_link(solution_page(name)), name, body, f"{name} by {s.author} for {s.definition}", 0.3)
+
+
+def hardware_items(ds: Dataset, results: SiteResults, dataset_label: str, env: jinja2.Environment) -> Iterator[Item]:
+    template = env.get_template("hardware_page.html.j2")
+    for summary_ in results.hardware:
+        context = hardware_context(ds, summary_)
+        rows = context.pop("rows")
+        base = html_link(hardware_page(summary_.name))
+        n = max(1, -(-len(rows) // HARDWARE_ROWS_PER_PAGE))
+        parts = [base] + [base[:-5] + f"-{k}.html" for k in range(2, n + 1)]
+        for k in range(n):
+            chunk = rows[k * HARDWARE_ROWS_PER_PAGE:(k + 1) * HARDWARE_ROWS_PER_PAGE]
+            body = template.render(root="../", dataset=dataset_label, rows=chunk, total=len(rows), part=k + 1, pages=n,
+                                   first=k * HARDWARE_ROWS_PER_PAGE + 1, part_pages=parts, **context)
+            spec = summary_.spec
+            prose = paragraphs(spec.data.get("description", "")) if spec is not None and k == 0 else []
+            yield Item(parts[k], summary_.name, body, " ".join([summary_.name, *prose]), 1.0 if k == 0 else 0.1)
+
+
+def render_items(ds: Dataset, results: SiteResults, rows, dataset_label: str = "dataset") -> dict[str, Item]:
+    """Every per-item page, by path relative to the generated folder."""
+    env = environment()
+    items: dict[str, Item] = {}
+    for source in (definition_items(ds, results, rows, dataset_label, env),
+                   solution_items(ds, results, dataset_label, env),
+                   hardware_items(ds, results, dataset_label, env)):
+        for item in source:
+            items[item.path] = item
+    return dict(sorted(items.items()))
