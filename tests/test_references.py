@@ -2,8 +2,10 @@
 
 The references are the mathematical specification of the dataset, so they are checked here against
 an *independent* formulation of the same mathematics (a different algorithm, float64, library calls
-the references are not allowed to use), on several seeded input sets at small sizes of the var axes.
-The baseline solutions are checked the same way and against the reference.
+the references are not allowed to use), on several seeded input sets at small sizes of the var axes
+(and of a few const axes where the check is the same at any size: see reference_cases.common.shrunk).
+The baseline solutions are checked the same way and against the reference, on the same sets: the tests
+of one definition run together and share its sets, which are dropped before the next definition's.
 
 The files are read with plain `json`, not with the project's loader, so that this test does not depend
 on the generator package: it checks the data, not the code that reads it.
@@ -13,7 +15,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import re
 from pathlib import Path
 from typing import Callable
@@ -23,6 +24,7 @@ import pytest
 import torch  # the test extra installs it; a missing torch must fail, not skip
 
 from reference_cases import CASES
+from tolerances import assert_close  # the tolerances' one home, shared with test_triton_solutions
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 DEFINITION_FILES = sorted((DATASET / "definitions").glob("*/*.json"))
@@ -35,36 +37,6 @@ TORCH_DTYPES = {
     "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
     "uint8": torch.uint8, "bool": torch.bool,
 }
-
-# Tolerances for comparing an output with the float64 independent result, by the output's dtype:
-# (rtol, atol as a fraction of the largest |expected| value).
-# - float16: 10 mantissa bits; one rounding of the exact value is off by at most half an ulp,
-#   2**-11 ~ 4.9e-4 relative, and two independently rounded results (reference vs. solution) by at most
-#   one ulp, 2**-10 ~ 9.8e-4; rtol 1e-3 covers both. float32 accumulation over K = 4096 adds about
-#   sqrt(K) * 2**-24 ~ 4e-6 of the output scale, covered by atol 1e-4 * scale (near-zero outputs).
-# - bfloat16: 7 mantissa bits; one ulp is at most 2**-7 ~ 7.8e-3 relative, so rtol 1e-2; atol as for
-#   float16 but a little looser, 1e-3 * scale, for the few outputs that cancel to near zero.
-# - float32 (the GQA lse): computed in float32 from float16 inputs; errors are a few float32 ulps of
-#   values of order 1-10, so rtol 1e-5 and atol 1e-5 * scale.
-TOLERANCE = {"float16": (1e-3, 1e-4), "bfloat16": (1e-2, 1e-3), "float32": (1e-5, 1e-5)}
-
-
-def assert_close(actual, expected, dtype: str, what: str) -> None:
-    if dtype.startswith(("int", "uint", "bool")):  # ids, indices, masks: exact
-        mismatch = (actual.to(torch.int64) != expected.to(torch.int64)).sum().item()
-        assert mismatch == 0, f"{what}: {mismatch} element(s) differ (integer outputs must match exactly)"
-        return
-    rtol, atol_rel = TOLERANCE[dtype]
-    expected = expected.to(torch.float64)
-    actual64 = actual.to(torch.float64)
-    assert torch.isfinite(actual64).all(), f"{what}: non-finite values"
-    scale = expected.abs().max().item() or 1.0
-    atol = atol_rel * scale
-    excess = (actual64 - expected).abs() - (atol + rtol * expected.abs())
-    worst = excess.max().item()
-    assert worst <= 0, (f"{what}: exceeds rtol={rtol} atol={atol:.3g} by {worst:.3g} "
-                        f"(max abs err {(actual64 - expected).abs().max().item():.3g}, scale {scale:.3g})")
-
 
 # --------------------------------------------------------------------------------------------------
 # Loading definitions and code with nothing but json and exec.
@@ -104,9 +76,14 @@ def assert_inputs_unchanged(before: dict, after: dict, who: str) -> None:
                                else after[name]), f"{who} modified its input {name!r}"
 
 
-def all_axes(definition: dict, var_sizes: dict) -> dict:
-    axes = {n: a["value"] for n, a in definition["axes"].items() if a["type"] == "const"}
-    axes.update(var_sizes)
+def all_axes(definition: dict, sizes: dict) -> dict:
+    """The axes of one input set: the definition's const axes, the set's var-axis sizes and the
+    const axes the set shrinks (see reference_cases.common.shrunk), and the derived var axes."""
+    consts = {n: a["value"] for n, a in definition["axes"].items() if a["type"] == "const"}
+    for name, value in sizes.items():
+        if name in consts:  # a shrunk const axis: only ever smaller than the definition's
+            assert value < consts[name], f"test sizes: {name} = {value} is not smaller than the definition's {consts[name]}"
+    axes = {**consts, **sizes}
     case = CASES[definition["name"]]
     if case.derived is not None:  # var axes that follow from others, e.g. H_qo == H_kv * H_r
         for name, value in case.derived(axes).items():
@@ -114,39 +91,47 @@ def all_axes(definition: dict, var_sizes: dict) -> dict:
     return axes
 
 
-_CACHE: dict = {}
+class InputSets:
+    """One definition's seeded input sets, each built on first use with its independent result, and the
+    reference's outputs on them (the solutions are compared with both). Lives as long as pytest runs
+    that definition's tests (the `sets` fixture), so only one definition's tensors are alive at a time."""
+
+    def __init__(self, definition: dict):
+        self.definition = definition
+        self.case = CASES[definition["name"]]
+        self._sets: dict = {}
+        self._reference: dict = {}
+
+    def __getitem__(self, index: int):
+        """(axes, inputs, expected) of input set `index`; expected is None for a statistical case."""
+        if index not in self._sets:
+            d, case = self.definition, self.case
+            axes = all_axes(d, case.sizes[index])
+            for constraint in d.get("constraints", []):
+                assert eval(constraint, {}, dict(axes)), f"test sizes {axes} break constraint {constraint!r}"
+            g = torch.Generator().manual_seed(1000 * index + 17)
+            inputs = case.make_inputs(axes, g, index)
+            assert list(inputs) == list(d["inputs"]), "test input maker out of step with the definition"
+            expected = case.expected(axes, inputs) if case.check is None else None
+            self._sets[index] = (axes, inputs, expected)
+        return self._sets[index]
+
+    def reference_outputs(self, index: int) -> dict:
+        """The reference's outputs on input set `index`."""
+        if index not in self._reference:
+            d = self.definition
+            axes, inputs, expected = self[index]
+            run = exec_function(d["reference"], f"{d['name']}.reference")
+            before = clone_inputs(inputs)
+            outputs = as_output_dict(run(*inputs.values()), d)
+            assert_inputs_unchanged(before, inputs, "the reference")
+            self._reference[index] = outputs
+        return self._reference[index]
 
 
-def input_set(definition: dict, index: int):
-    """(axes, inputs, expected) of one seeded input set; cached so solutions reuse the references' sets."""
-    key = (definition["name"], index)
-    if key not in _CACHE:
-        case = CASES[definition["name"]]
-        axes = all_axes(definition, case.sizes[index])
-        for constraint in definition.get("constraints", []):
-            assert eval(constraint, {}, dict(axes)), f"test sizes {axes} break constraint {constraint!r}"
-        g = torch.Generator().manual_seed(1000 * index + 17)
-        inputs = case.make_inputs(axes, g, index)
-        assert list(inputs) == list(definition["inputs"]), "test input maker out of step with the definition"
-        expected = case.expected(axes, inputs) if case.check is None else None
-        _CACHE[key] = (axes, inputs, expected)
-    return _CACHE[key]
-
-
-_REFERENCE_OUTPUTS: dict = {}
-
-
-def reference_outputs(definition: dict, index: int) -> dict:
-    """The reference's outputs on one input set (cached: the solutions are compared with them too)."""
-    key = (definition["name"], index)
-    if key not in _REFERENCE_OUTPUTS:
-        axes, inputs, expected = input_set(definition, index)
-        run = exec_function(definition["reference"], f"{definition['name']}.reference")
-        before = clone_inputs(inputs)
-        outputs = as_output_dict(run(*inputs.values()), definition)
-        assert_inputs_unchanged(before, inputs, "the reference")
-        _REFERENCE_OUTPUTS[key] = outputs
-    return _REFERENCE_OUTPUTS[key]
+def python_solutions_of(name: str) -> list[Path]:
+    return [path for path in SOLUTION_FILES if path.parent.name == name
+            and json.loads(path.read_text(encoding="utf-8"))["spec"]["language"] == "python"]
 
 
 def check_signature(outputs: dict, definition: dict, axes: dict, who: str) -> None:
@@ -186,19 +171,27 @@ def test_reference_is_plain_step_by_step_pytorch(path):
         "run() must take the inputs in the order of 'inputs'"
 
 
-@pytest.mark.parametrize("index", range(3))
-@pytest.mark.parametrize("path", DEFINITION_FILES, ids=lambda p: p.stem)
-def test_reference_matches_independent_formulation(path, index):
-    d = load_definition(path)
+@pytest.fixture(scope="module", params=DEFINITION_FILES, ids=lambda p: p.stem)
+def sets(request) -> InputSets:
+    """One definition's input sets. pytest groups the tests that use a parametrized module-scoped
+    fixture by its parameter and tears the instance down before the next one, so the reference checks
+    and the solution checks of a definition share its sets, and the tensors alive at any time are one
+    definition's (the suite once kept every definition's three sets to the end: about 10 GB)."""
+    d = load_definition(request.param)
     # Every definition must be checked: a definition without an independent formulation fails.
-    assert d["name"] in CASES, f"no independent check for {d['name']}: add one to CASES in {Path(__file__).name}"
-    axes, inputs, expected = input_set(d, index)
-    case = CASES[d["name"]]
+    assert d["name"] in CASES, f"no independent check for {d['name']}: add one to CASES in tests/reference_cases"
+    return InputSets(d)
+
+
+@pytest.mark.parametrize("index", range(3))
+def test_reference_matches_independent_formulation(sets, index):
+    d, case = sets.definition, sets.case
+    axes, inputs, expected = sets[index]
     if case.check is not None:  # sampling: statistical check on repeated calls
         run = exec_function(d["reference"], f"{d['name']}.reference")
         check_statistically(run, d, axes, inputs, case, "reference")
         return
-    check_outputs(reference_outputs(d, index), d, axes, expected, "reference")
+    check_outputs(sets.reference_outputs(index), d, axes, expected, "reference")
 
 
 def check_statistically(run, d: dict, axes: dict, inputs: dict, case, who: str) -> None:
@@ -211,35 +204,37 @@ def check_statistically(run, d: dict, axes: dict, inputs: dict, case, who: str) 
     case.check(call, axes, inputs, who)
 
 
-def _solutions():
+def test_every_python_solution_names_its_definition():
     for path in SOLUTION_FILES:
         sol = json.loads(path.read_text(encoding="utf-8"))
-        if sol["spec"]["language"] == "python":
-            yield pytest.param(path, id=path.stem)
+        def_path = DATASET / "definitions" / path.parent.parent.name / f"{sol['definition']}.json"
+        assert sol["definition"] == path.parent.name and def_path.is_file(), \
+            f"{path}: names definition {sol['definition']!r}, not found at {def_path}"
 
 
-@pytest.mark.parametrize("path", list(_solutions()))
-def test_python_solution_matches_reference(path):
-    sol = json.loads(path.read_text(encoding="utf-8"))
-    def_path = DATASET / "definitions" / path.parent.parent.name / f"{sol['definition']}.json"
-    assert def_path.is_file(), f"solution names definition {sol['definition']!r}, not found at {def_path}"
-    d = load_definition(def_path)
-    assert d["name"] in CASES, f"no independent check for {d['name']}: add one to CASES in {Path(__file__).name}"
-    assert not sol["spec"].get("destination_passing_style", False), "only value-returning solutions are run here"
-    file, function = sol["spec"]["entry_point"].split("::")
-    sources = {s["path"]: s["content"] for s in sol["sources"]}
-    assert file in sources, f"entry point file {file} is not among the sources"
-    run = exec_function(sources[file], f"{sol['name']}/{file}", function)
-    case = CASES[d["name"]]
-    for index in range(len(case.sizes)):
-        axes, inputs, expected = input_set(d, index)
-        if case.check is not None:
-            check_statistically(run, d, axes, inputs, case, f"{sol['name']} (set {index})")
-            continue
-        before = clone_inputs(inputs)
-        outputs = as_output_dict(run(*inputs.values()), d)
-        assert_inputs_unchanged(before, inputs, sol["name"])
-        check_outputs(outputs, d, axes, expected, f"{sol['name']} (set {index})", reference_outputs(d, index))
+def test_python_solutions_match_reference(sets):
+    """Every Python solution of the definition, on every input set, against the independent result and
+    the reference's outputs."""
+    d, case = sets.definition, sets.case
+    solutions = python_solutions_of(d["name"])
+    if not solutions:
+        pytest.skip(f"{d['name']} has no Python solution")
+    for path in solutions:
+        sol = json.loads(path.read_text(encoding="utf-8"))
+        assert not sol["spec"].get("destination_passing_style", False), "only value-returning solutions are run here"
+        file, function = sol["spec"]["entry_point"].split("::")
+        sources = {s["path"]: s["content"] for s in sol["sources"]}
+        assert file in sources, f"{sol['name']}: entry point file {file} is not among the sources"
+        run = exec_function(sources[file], f"{sol['name']}/{file}", function)
+        for index in range(len(case.sizes)):
+            axes, inputs, expected = sets[index]
+            if case.check is not None:
+                check_statistically(run, d, axes, inputs, case, f"{sol['name']} (set {index})")
+                continue
+            before = clone_inputs(inputs)
+            outputs = as_output_dict(run(*inputs.values()), d)
+            assert_inputs_unchanged(before, inputs, sol["name"])
+            check_outputs(outputs, d, axes, expected, f"{sol['name']} (set {index})", sets.reference_outputs(index))
 
 
 @pytest.mark.parametrize("path", WORKLOAD_FILES, ids=lambda p: p.stem)

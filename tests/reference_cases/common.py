@@ -19,11 +19,23 @@ def uniform(shape, low, high, g):
     return low + (high - low) * torch.rand(shape, generator=g)
 
 
+def shrunk(sizes: dict, **consts) -> dict:
+    """Var-axis sizes of one input set, with const axes of the definition made smaller for that set.
+
+    For checks that are the same at any size of those axes (the reference and the independent
+    formulation read them from the tensors' shapes, nothing is special about the real value), where the
+    real size would only cost memory and time: a GEMM's correctness does not need 128256 output columns.
+    Each use says why at its case; where size is the point, a set keeps the real size. The test asserts
+    that a shrunk axis is smaller than the definition's and that the set still meets its constraints."""
+    return {**sizes, **consts}
+
+
 @dataclass
 class Case:
     """How to check one definition: small var-axis sizes, an input maker and the independent result.
 
-    sizes: var-axis values, one dict per input set (at least 3).
+    sizes: var-axis values, one dict per input set (at least 3); a set may also shrink const axes
+        (see shrunk).
     make_inputs: (axes, generator, set_index) -> {input name: value}, in the definition's input order.
     expected: (axes, inputs) -> {output name: float64 tensor}, computed *without* the reference.
     derived: axes -> {axis: value} for var axes that follow from others (e.g. H_qo = H_kv * H_r, or

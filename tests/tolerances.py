@@ -1,0 +1,43 @@
+"""How close an output must be to a float64 result: the one home of the tolerances that
+tests/test_references.py (references and Python baselines) and tests/test_triton_solutions.py
+(the Triton solutions, in their interpreter worker) both use.
+
+torch is imported inside assert_close, so that importing this module costs nothing where torch must
+not be imported yet (test_triton_solutions' pytest side switches the Triton interpreter on in a
+subprocess first).
+"""
+
+from __future__ import annotations
+
+# Tolerances for comparing an output with the float64 independent result, by the output's dtype:
+# (rtol, atol as a fraction of the largest |expected| value).
+# - float16: 10 mantissa bits; one rounding of the exact value is off by at most half an ulp,
+#   2**-11 ~ 4.9e-4 relative, and two independently rounded results (reference vs. solution) by at most
+#   one ulp, 2**-10 ~ 9.8e-4; rtol 1e-3 covers both. float32 accumulation over K = 4096 adds about
+#   sqrt(K) * 2**-24 ~ 4e-6 of the output scale, covered by atol 1e-4 * scale (near-zero outputs).
+# - bfloat16: 7 mantissa bits; one ulp is at most 2**-7 ~ 7.8e-3 relative, so rtol 1e-2; atol as for
+#   float16 but a little looser, 1e-3 * scale, for the few outputs that cancel to near zero.
+# - float32 (the GQA lse): computed in float32 from float16 inputs; errors are a few float32 ulps of
+#   values of order 1-10, so rtol 1e-5 and atol 1e-5 * scale.
+# Integer outputs (ids, indices, masks) have no tolerance: they must match exactly.
+TOLERANCE = {"float16": (1e-3, 1e-4), "bfloat16": (1e-2, 1e-3), "float32": (1e-5, 1e-5)}
+
+
+def assert_close(actual, expected, dtype: str, what: str) -> None:
+    """actual (any dtype) against expected (float64 or integer) for an output declared as `dtype`."""
+    import torch
+
+    if dtype.startswith(("int", "uint", "bool")):  # ids, indices, masks: exact
+        mismatch = (actual.to(torch.int64) != expected.to(torch.int64)).sum().item()
+        assert mismatch == 0, f"{what}: {mismatch} element(s) differ (integer outputs must match exactly)"
+        return
+    rtol, atol_rel = TOLERANCE[dtype]
+    expected = expected.to(torch.float64)
+    actual64 = actual.to(torch.float64)
+    assert torch.isfinite(actual64).all(), f"{what}: non-finite values"
+    scale = expected.abs().max().item() or 1.0
+    atol = atol_rel * scale
+    excess = (actual64 - expected).abs() - (atol + rtol * expected.abs())
+    worst = excess.max().item()
+    assert worst <= 0, (f"{what}: exceeds rtol={rtol} atol={atol:.3g} by {worst:.3g} "
+                        f"(max abs err {(actual64 - expected).abs().max().item():.3g}, scale {scale:.3g})")
