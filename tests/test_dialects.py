@@ -184,13 +184,27 @@ def test_lossy_dtype_spellings_get_a_note(spelling, canonical):
     assert any(spelling in n for n in norm.notes)
 
 
-def test_unknown_type_is_kept_with_a_note():
+def test_flashinfer_op_types_map_to_canonical_types_and_keep_their_name_as_a_tag():
     raw = _json("flashinfer_trace/definitions/gemm/gemm_fp8_n64_k32.json")
     raw["op_type"] = "gqa_paged"
     norm = dialects.normalise_definition(raw, "x")
-    assert norm.data["type"] == "gqa_paged"
-    assert any("'gqa_paged' is not in the canonical list" in n and "'gqa'" in n for n in norm.notes)
-    assert any("gqa_paged" in e for e in _schema_errors("definition", norm.data))
+    assert norm.data["type"] == "gqa"
+    assert "op_type:gqa_paged" in norm.data["tags"]
+    assert any("'gqa_paged' is written as the canonical type 'gqa'" in n for n in norm.notes)
+    assert not _schema_errors("definition", norm.data)
+
+
+def test_unknown_type_is_kept_with_a_note_naming_the_closest_types():
+    raw = _json("flashinfer_trace/definitions/gemm/gemm_fp8_n64_k32.json")
+    raw["op_type"] = "attention"
+    norm = dialects.normalise_definition(raw, "x")
+    assert norm.data["type"] == "attention"
+    assert any("'attention' is not in the canonical list" in n and "'gqa'" in n and "activation" not in
+               n.split("pick one of")[0] for n in norm.notes)
+    errors = [d for d in schema_diagnostics("definition", norm.data, Source("x.json"))]
+    assert any("attention" in d.message and "'mha' or 'gqa' or 'mla' or 'dsa'" in d.hint for d in errors)
+    raw["op_type"] = "rmsnorm_fused"
+    assert any("closest canonical type: 'norm'" in n for n in dialects.normalise_definition(raw, "x").notes)
 
 
 def test_flashinfer_trace_new_and_old_fields():

@@ -233,12 +233,12 @@ def test_garbage_gives_messages_not_tracebacks(tmp_path, capsys):
 def test_schema_errors_after_normalising_are_reported(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     raw = json.loads((DATA / "flashinfer_trace/definitions/gemm/gemm_fp8_n64_k32.json").read_text())
-    raw["op_type"] = "gqa_paged"
+    raw["op_type"] = "paged_attention"
     bad.write_text(json.dumps(raw))
     code, out = _import(capsys, [bad], tmp_path / "dataset")
     assert code == 1
-    assert "'gqa_paged' is not an allowed value" in out and "not imported" in out
-    assert "closest canonical type: 'gqa'" in out
+    assert "'paged_attention' is not an allowed value" in out and "not imported" in out
+    assert "closest canonical type: 'mha' or 'gqa' or 'mla' or 'dsa'" in out
 
 
 def test_cli_import(tmp_path, capsys):

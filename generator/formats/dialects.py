@@ -18,6 +18,7 @@ from typing import Any, Optional
 
 from .benchmark_result import (BENCHMARK_RESULT, UNKNOWN_TIMESTAMP, UNKNOWN_WORKLOAD, WORKLOAD_MISSING_NOTE,
                                is_benchmark_result, trace_from_benchmark_result)
+from ..model.schemas import DEFINITION_TYPE_ALIASES
 from .common import Normalised, canonical_name
 from .flashinfer_trace import (FLASHINFER_TRACE, definition_from_flashinfer, is_flashinfer_trace, looks_flashinfer,
                                normalise_solution, normalise_workload, trace_from_flashinfer)
@@ -41,8 +42,8 @@ def normalise_definition(data: Any, stem: str, type_hint: Optional[str] = None) 
             return definition_from_kernel_signature(data, stem)
         if "id" in data or "reference_code" in data or "code" in data or "assumptions" in data:
             return definition_from_schema_set(data, stem, type_hint)
-        if looks_flashinfer(data):
-            return definition_from_flashinfer(data)
+        if (isinstance(data.get("type"), str) and data["type"] in DEFINITION_TYPE_ALIASES) or looks_flashinfer(data):
+            return definition_from_flashinfer(data)  # older FlashInfer-Trace files: `type`, no op_type
     except (RecursionError, MemoryError):
         pass
     return Normalised(data)

@@ -18,6 +18,8 @@ import ast
 import re
 from typing import Any, Optional
 
+from ..model.layout import CANONICAL, Folder
+from ..model.schemas import DEFINITION_TYPE_ALIASES
 from .common import (DEF_FIELDS, DTYPE_SET, DTYPE_SPELLINGS, Normalised, canonical_axes, finish_definition,
                      ordered_evaluation, quote, tensor_map)
 
@@ -34,6 +36,51 @@ _SOLUTION_FIELDS = ("name", "definition", "author", "description", "spec", "sour
 _SPEC_FIELDS = frozenset({"language", "target_hardware", "entry_point", "destination_passing_style", "binding",
                           "dependencies"})
 _ISO_NAIVE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(\.\d+)?$")
+
+
+# -- layouts ---------------------------------------------------------------------------------
+
+# flashinfer-bench's TraceSet.from_path reads every *.json / *.jsonl below each folder (rglob),
+# so its datasets have been laid out in several ways: by author (ours, with op_type folders),
+# by op type (what TraceSet.add_traces writes), and flat (its examples). Each is read in place.
+LAYOUTS: dict[str, tuple[Folder, ...]] = {
+    "definitions": (Folder("definitions", "definitions/<op_type>/<definition>.json"),
+                    Folder("definitions", "definitions/<definition>.json")),
+    "workloads": (Folder("workloads", "workloads/<op_type>/<definition>.jsonl"),
+                  Folder("workloads", "workloads/<definition>.jsonl")),
+    "solutions": (Folder("solutions", "solutions/<author>/<op_type>/<definition>/<solution>.json"),
+                  Folder("solutions", "solutions/<op_type>/<definition>/<solution>.json"),
+                  Folder("solutions", "solutions/<author>/<solution>.json"),
+                  Folder("solutions", "solutions/<solution>.json")),
+    "traces": (Folder("traces", "traces/<author>/<op_type>/<definition>.jsonl"),
+               Folder("traces", "traces/<op_type>/<definition>.jsonl"),
+               Folder("traces", "traces/<definition>.jsonl")),
+}
+
+
+def foreign_pattern(rel: str) -> Optional[str]:
+    """The FlashInfer-Trace pattern a dataset-relative path fits by its depth, where that depth is
+    not KernelTrace's own; None otherwise."""
+    parts = rel.split("/")
+    folders = LAYOUTS.get(parts[0], ())
+    if not folders or len(parts) - 1 == CANONICAL[parts[0]].depth:
+        return None
+    return next((f.pattern for f in folders if f.depth == len(parts) - 1), None)
+
+
+def placed_in_layout(rel: str, type_: str) -> bool:
+    """Whether `rel` is where one of the FlashInfer-Trace layouts puts a record of this type: an
+    op_type folder may name the type or one of its aliases (gqa_paged for gqa); file names and
+    author folders are not part of it (flashinfer-bench reads any)."""
+    folders = LAYOUTS.get(rel.split("/")[0], ())
+    for folder in folders:
+        where = folder.fields(rel)
+        if where is None:
+            continue
+        op_type = where.get("op_type")
+        if op_type is None or op_type == type_ or DEFINITION_TYPE_ALIASES.get(op_type) == type_:
+            return True
+    return False
 
 
 # -- definitions ---------------------------------------------------------------------------

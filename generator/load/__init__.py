@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-from ..formats import dialects
+from ..formats import dialects, flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import ERROR, WARNING, Diagnostic
 from ..model.kinds import KIND_OF_FOLDER
@@ -51,6 +51,10 @@ class _Loader:
     def __init__(self, root: Path):
         self.ds = Dataset(root=root)
         self.root = root
+        # (top-level folder, dialect) -> (first record, note -> how many records); and the record count
+        self.dialect_notes: dict[tuple[str, str], tuple[Source, dict[str, int]]] = {}
+        self.dialect_records: dict[tuple[str, str], int] = {}
+        self.flashinfer_seen = False  # a FlashInfer-Trace record read: solutions default to its DPS
 
     # -- reporting -------------------------------------------------------------------------
     def report(self, path: str, line: int, pointer: str, severity: str, message: str, hint: str = "") -> None:
@@ -107,10 +111,15 @@ class _Loader:
     def checked(self, kind: str, norm: dialects.Normalised, source: Source) -> bool:
         """Schema-check a normalised value; True if it may become a record."""
         if norm.dialect:
-            self.report(source.path, source.line, "", WARNING,
-                        f"written in the {norm.dialect} dialect; read as canonical" +
-                        (f" ({'; '.join(norm.notes)})" if norm.notes else ""),
-                        f"run 'kerneltrace import {source.path}' to rewrite it in the canonical format")
+            # one warning per folder and dialect, at its first record, reported when the walk ends:
+            # a dataset in another dialect is hundreds of records that all say the same
+            key = (source.path.split("/")[0], norm.dialect)
+            counts = self.dialect_notes.setdefault(key, (source, {}))[1]
+            for note in dict.fromkeys(norm.notes):
+                counts[note] = counts.get(note, 0) + 1
+            self.dialect_records[key] = self.dialect_records.get(key, 0) + 1
+            if norm.dialect == dialects.FLASHINFER_TRACE:
+                self.flashinfer_seen = True
         problems = schema_diagnostics(kind, norm.data, source)
         self.ds.load_diagnostics.extend(problems)
         return not problems
@@ -150,7 +159,8 @@ class _Loader:
 
     def load_solution(self, rel: str) -> None:
         for raw, source in self.json_document(rel):
-            norm = dialects.normalise_solution(raw)
+            norm = dialects.normalise_solution(
+                raw, flashinfer=self.flashinfer_seen or flashinfer_trace.foreign_pattern(rel) is not None)
             if norm.dialect:
                 source = Source(source.path, source.line)
             if self.checked("solution", norm, source):
@@ -199,14 +209,26 @@ class _Loader:
                 load_one = getattr(self, LOADERS[KIND_OF_FOLDER[folder.name].name])
                 for rel in self.files_in(folder):
                     load_one(rel)
+        self.report_dialects()
         self.check_top_level()
         return self.ds
+
+    def report_dialects(self) -> None:
+        for (folder, dialect), (first, notes) in self.dialect_notes.items():
+            n = self.dialect_records[(folder, dialect)]
+            what = "written in the" if n == 1 else f"this and {n - 1} more record(s) in {folder}/ are written in the"
+            said = "; ".join(note + (f" ({count} records)" if count > 1 else "") for note, count in notes.items())
+            self.report(first.path, first.line, "", WARNING, f"{what} {dialect} dialect; read as canonical" +
+                        (f" ({said})" if said else ""),
+                        f"run 'kerneltrace import {first.path if n == 1 else self.root} --dataset NEW_DATASET' to "
+                        f"rewrite {'it' if n == 1 else 'them'} in the canonical format")
 
     def files_in(self, folder: Folder) -> list[str]:
         base = self.root / folder.name
         if not base.is_dir():
             return []
         found = []
+        foreign_layouts: dict[str, list[str]] = {}  # FlashInfer-Trace pattern -> files read in it
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for name in sorted(filenames):
@@ -217,10 +239,20 @@ class _Loader:
                     self.report(rel, 0, "", WARNING, f"unexpected file in {folder.name}/ (not {folder.suffix}); ignored",
                                 f"files here are laid out as {folder.pattern}")
                 elif len(Path(rel).parts) - 1 != folder.depth:
-                    self.report(rel, 0, "", ERROR, f"file is at the wrong depth for {folder.name}/; not loaded",
-                                f"move it to {folder.pattern}")
+                    foreign = flashinfer_trace.foreign_pattern(rel)
+                    if foreign is None:
+                        self.report(rel, 0, "", ERROR, f"file is at the wrong depth for {folder.name}/; not loaded",
+                                    f"move it to {folder.pattern}")
+                    else:
+                        foreign_layouts.setdefault(foreign, []).append(rel)
+                        found.append(rel)
                 else:
                     found.append(rel)
+        for pattern, files in foreign_layouts.items():  # one warning per layout, not one per file
+            self.report(files[0], 0, "", WARNING,
+                        f"{folder.name}/ is laid out as FlashInfer-Trace's {pattern} ({len(files)} file(s)); read "
+                        f"in place", f"'kerneltrace import {self.root} --dataset NEW_DATASET' rewrites it as "
+                        f"{folder.pattern}")
         return found
 
     def check_top_level(self) -> None:

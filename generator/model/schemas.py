@@ -62,3 +62,33 @@ TRACE_STATUSES = _enum("trace_status")
 LANGUAGES = _enum("language")
 FRAMEWORKS = _enum("framework")
 TAG_NAMESPACES = ("stage", "model", "quantization", "status", "tp", "ep")
+# Other names of the definition types (FlashInfer-Trace op_type values) -> the canonical type.
+DEFINITION_TYPE_ALIASES = {alias: node["const"] for alias, node in
+                           load_schema("common")["$defs"]["definition_type_alias"]["properties"].items()}
+_ATTENTION_TYPES = ("mha", "gqa", "mla", "dsa")
+
+
+def closest_definition_types(word: str) -> tuple[str, ...]:
+    """The canonical type(s) a foreign or misspelt type name means: an alias's type, a canonical
+    type named inside it ('gqa_paged_decode' -> gqa, 'fused_add_rmsnorm' -> norm), the attention
+    families for 'attention', else a near spelling; () when nothing fits."""
+    import difflib
+    import re
+
+    low = word.lower()
+    if low in DEFINITION_TYPE_ALIASES:
+        return (DEFINITION_TYPE_ALIASES[low],)
+    tokens = re.split(r"[^a-z0-9]+", low)
+    by_length = sorted(DEFINITION_TYPES, key=len, reverse=True)
+    for t in by_length:
+        if low.startswith(t + "_") or t in tokens:
+            return (t,)
+    for alias, t in DEFINITION_TYPE_ALIASES.items():
+        if alias in low:
+            return (t,)
+    for t in by_length:
+        if len(t) >= 4 and t in low:
+            return (t,)
+    if "attention" in low or "attn" in tokens:
+        return _ATTENTION_TYPES
+    return tuple(difflib.get_close_matches(low, DEFINITION_TYPES, n=1, cutoff=0.75))

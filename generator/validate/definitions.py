@@ -6,14 +6,23 @@ import difflib
 import re
 from typing import Iterator
 
+from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
 from ..model.records import Definition
+from ..model.schemas import TAG_NAMESPACES
 from .common import error, path_parts, warning
 from .pycode import find_function, parse_constraint, parse_module, uses_torch_functional
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
+# Tags in the namespaces KernelTrace gives meaning to; other namespaces (fi_api:, gpu:, ...) are kept as written.
+TAG_VALUE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+/-]*$")
+
+
+def _tag_example(namespace: str) -> str:
+    return {"stage": "decode", "model": "llama-3.1-8b", "quantization": "fp8", "status": "verified", "tp": "8",
+            "ep": "8"}.get(namespace, "value")
 
 
 def check_definitions(ds: Dataset) -> Iterator[Diagnostic]:
@@ -31,7 +40,7 @@ def check_location(d: Definition) -> Iterator[Diagnostic]:
     if parts[-1][: -len(".json")] != d.name:
         yield error(d, "/name", f"name '{d.name}' does not match the file name '{parts[-1]}'",
                     f"rename the file to {d.name}.json or change the name")
-    if parts[1] != d.type:
+    if parts[1] != d.type and not flashinfer_trace.placed_in_layout(d.source.path, d.type):
         yield error(d, "/type", f"type '{d.type}' does not match the folder definitions/{parts[1]}/",
                     f"move the file to definitions/{d.type}/{d.name}.json")
 
@@ -131,6 +140,15 @@ def check_reference(d: Definition) -> Iterator[Diagnostic]:
 
 
 def check_tags(d: Definition) -> Iterator[Diagnostic]:
+    for i, tag in enumerate(d.tags):
+        namespace, _, value = tag.partition(":")
+        if not value:
+            if tag != "fused":
+                yield warning(d, ptr("tags", i), f"tag '{tag}' has no namespace; kept as it is",
+                              "write it as namespace:value, e.g. stage:decode (the flag 'fused' is the one bare tag)")
+        elif namespace in TAG_NAMESPACES and not TAG_VALUE_RE.match(value):
+            yield error(d, ptr("tags", i), f"tag '{tag}': the value of a {namespace}: tag must be letters, digits "
+                        f"and _ . + / -, starting with a letter or digit", f"e.g. {namespace}:{_tag_example(namespace)}")
     statuses = d.tag_values("status")
     if len(statuses) > 1:
         yield error(d, "/tags", f"more than one status tag: {', '.join(statuses)}", "keep one status: tag")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
@@ -29,6 +30,17 @@ def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
     parts = path_parts(s)  # solutions/<author>/<type>/<definition>/<name>.json
     expected_type = d.type if d is not None else parts[2]
     expected = CANONICAL.solution_file(s.author, expected_type, s.definition, s.name)
+    if s.source.path == expected:
+        return
+    in_layout = flashinfer_trace.placed_in_layout(s.source.path, expected_type)
+    if len(parts) == 5 and parts[3] == s.definition and parts[4] == s.name + ".json" and (
+            parts[2] == expected_type or in_layout):
+        if parts[1] != s.author:  # an agent run's folder (gpt-5.2_n/) named apart from its author (gpt-5.2)
+            yield warning(s, "/author", f"solution by '{s.author}' is stored in the folder solutions/{parts[1]}/",
+                          f"move it to {expected} (the author field is what the site shows)")
+        return
+    if len(parts) != 5 and in_layout:
+        return  # a FlashInfer-Trace layout, read in place (the loader says so once)
     if s.source.path != expected:
         field = ("/author" if parts[1] != s.author else "/definition" if parts[3] != s.definition
                  else "/name" if parts[4] != s.name + ".json" else "/definition")

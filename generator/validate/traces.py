@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.layout import CANONICAL
 from ..model.records import Trace
-from .common import error, orphan_error, path_parts
+from .common import error, orphan_error, path_parts, warning
 
 # Which evaluation parts each status carries: (correctness, performance).
 STATUS_FIELDS = {"PASSED": (True, True), "INCORRECT_NUMERICAL": (True, False)}
@@ -51,6 +52,16 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
 def check_location(t: Trace, author: str, type_: str | None) -> Iterator[Diagnostic]:
     parts = path_parts(t)  # traces/<author>/<type>/<definition>.jsonl
     expected = CANONICAL.trace_file(author, type_ or parts[2], t.definition)
+    if t.source.path == expected:
+        return
+    in_layout = flashinfer_trace.placed_in_layout(t.source.path, type_ or parts[2])
+    if len(parts) == 4 and parts[3] == t.definition + ".jsonl" and (parts[2] == (type_ or parts[2]) or in_layout):
+        if parts[1] != author:
+            yield warning(t, "/solution", f"trace of {t.solution} by '{author}' is stored in the folder "
+                          f"traces/{parts[1]}/", f"append it to {expected} (the solution's author is what counts)")
+        return
+    if len(parts) != 4 and in_layout:
+        return  # a FlashInfer-Trace layout, read in place (the loader says so once)
     if t.source.path != expected:
         yield error(t, "/definition", f"trace of {t.solution} by {author} is stored in {t.source.path}",
                     f"append it to {expected}")

@@ -9,6 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
@@ -79,7 +80,8 @@ def check_workloads(ds: Dataset) -> Iterator[Diagnostic]:
 
 def check_location(w: Workload, d: Definition) -> Iterator[Diagnostic]:
     parts = path_parts(w)
-    if parts[-1][: -len(".jsonl")] != w.definition or parts[1] != d.type:
+    if (parts[-1][: -len(".jsonl")] != w.definition or parts[1] != d.type) and not (
+            parts[-1][: -len(".jsonl")] == w.definition and flashinfer_trace.placed_in_layout(w.source.path, d.type)):
         yield error(w, "/definition", f"workload of '{w.definition}' is stored in {w.source.path}",
                     f"move it to workloads/{d.type}/{w.definition}.jsonl")
 
