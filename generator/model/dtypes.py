@@ -2,7 +2,7 @@
 
 The names are the canonical ones of schema/common.json (`float8_e4m3`, not torch's
 `float8_e4m3fn`). Libraries appear by name only, so this module imports neither torch nor
-numpy (the core install has neither); `torch_dtype` imports torch when it is called.
+numpy (the core install has neither): `getattr(torch, TORCH_TENSOR_DTYPES[name])` where torch is at hand.
 """
 
 from __future__ import annotations
@@ -61,10 +61,5 @@ FLASHINFER_NAMES = {d.name: d.flashinfer for d in _TABLE if d.flashinfer}
 SAFETENSORS_DTYPES = {d.safetensors: d.name for d in _TABLE if d.safetensors}  # header code -> dtype
 # torch's spelling in code, e.g. "torch.float8_e4m3fn" (packed dtypes included: a name, not a tensor).
 TORCH_NAMES = {d.name: f"torch.{d.torch}" for d in _TABLE if d.torch}
-
-
-def torch_dtypes() -> dict[str, Any]:
-    """dtype -> torch.dtype, for the dtypes torch holds one value per element of (imports torch)."""
-    import torch
-
-    return {d.name: getattr(torch, d.torch) for d in _TABLE if d.torch and not d.torch_packed}
+# dtype -> torch attribute of the dtype a tensor of the definition's shape holds it in (packed float4 has none).
+TORCH_TENSOR_DTYPES = {d.name: d.torch for d in _TABLE if d.torch and not d.torch_packed}
