@@ -35,6 +35,7 @@ from ..model.dtypes import FLASHINFER_NAMES as DTYPES
 from ..model.fileio import dump_document, dump_line
 from ..model.layout import CANONICAL
 from ..model.records import Definition, Solution, Trace, Workload
+from ..model.schemas import DEFINITION_TYPE_ALIASES
 from .tables import EDITOR_KEYS
 
 LANGUAGES = frozenset({"python", "triton", "cpp", "cuda", "tilelang"})
@@ -62,7 +63,7 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
             out.skipped.append(f"{d.source.path}:{d.source.line}: definition {d.name}: {why}")
             continue
         definitions[d.name] = d
-        out.files[CANONICAL.definition_file(d.type, d.name)] = dump_document(doc)
+        out.files[CANONICAL.definition_file(doc["op_type"], d.name)] = dump_document(doc)
         out.counts["definitions"] += 1
 
     lines: dict[str, list[str]] = {}
@@ -71,18 +72,18 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
         if d is None:
             out.skipped.append(f"{w.source.path}:{w.source.line}: workload {w.uuid}: its definition is not exported")
             continue
-        lines.setdefault(CANONICAL.workload_file(d.type, d.name), []).append(dump_line(workload_doc(w)) + "\n")
+        lines.setdefault(CANONICAL.workload_file(op_type(d), d.name), []).append(dump_line(workload_doc(w)) + "\n")
         out.counts["workloads"] += 1
 
-    solutions: set[str] = set()
+    solutions: dict[str, str] = {}  # exported: name -> author
     for s in sorted(ds.solutions.values(), key=lambda s: s.name):
         d = definitions.get(s.definition)
         doc, why = solution_doc(s) if d is not None else (None, "its definition is not exported")
         if doc is None:
             out.skipped.append(f"{s.source.path}:{s.source.line}: solution {s.name}: {why}")
             continue
-        solutions.add(s.name)
-        out.files[CANONICAL.solution_file(s.author, d.type, d.name, s.name)] = dump_document(doc)
+        solutions[s.name] = s.author
+        out.files[CANONICAL.solution_file(s.author, op_type(d), d.name, s.name)] = dump_document(doc)
         out.counts["solutions"] += 1
 
     for t in sorted(ds.traces, key=_where):
@@ -93,8 +94,10 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
         if doc is None:
             out.skipped.append(f"{t.source.path}:{t.source.line}: trace of {t.solution} on {t.workload_uuid}: {why}")
             continue
-        author = CANONICAL.trace_author(t.source.path)
-        lines.setdefault(CANONICAL.trace_file(author, d.type, d.name), []).append(dump_line(doc) + "\n")
+        # the trace's own author folder where it has one; read in place from a layout without author
+        # folders, its solution's author
+        author = CANONICAL.trace_author(t.source.path) or solutions[t.solution]
+        lines.setdefault(CANONICAL.trace_file(author, op_type(d), d.name), []).append(dump_line(doc) + "\n")
         out.counts["traces"] += 1
 
     for path, rows in lines.items():
@@ -104,13 +107,22 @@ def build_flashinfer_trace(ds: Dataset) -> FlashInferExport:
 
 # -- one record each -----------------------------------------------------------------------
 
+def op_type(d: Definition) -> str:
+    """The FlashInfer-Trace op_type: the name an imported definition had (its tag op_type:<name>,
+    when that name maps to its type), else the canonical type."""
+    names = [v for v in d.tag_values("op_type") if DEFINITION_TYPE_ALIASES.get(v) == d.type]
+    return names[0] if names else d.type
+
+
 def definition_doc(d: Definition) -> tuple[Optional[dict], str]:
     out: dict[str, Any] = {}
     for key, value in d.data.items():
         if key in EDITOR_KEYS:
             continue
         if key == "type":
-            out["op_type"] = value
+            out["op_type"] = op_type(d)
+        elif key == "tags":
+            out["tags"] = [t for t in value if t != f"op_type:{op_type(d)}"]
         elif key in ("inputs", "outputs"):
             tensors = {}
             for name, spec in value.items():

@@ -98,7 +98,7 @@ def definition_from_flashinfer(data: dict) -> Normalised:
         elif key in ("inputs", "outputs"):
             out[key] = tensor_map(value, key[:-1], notes, draft, None, False)
         elif key == "axes":
-            out[key] = canonical_axes(value, notes, False)
+            out[key] = canonical_axes(_typed_axes(value, notes), notes, False)
         elif key in DEF_FIELDS or key == "$schema":
             if value is not None:  # pydantic writes unset optional fields as null
                 out[key] = value
@@ -107,6 +107,20 @@ def definition_from_flashinfer(data: dict) -> Normalised:
     tags = out.pop("tags", None)
     return Normalised(finish_definition(out, notes, draft[0], tags), FLASHINFER_TRACE, notes)
 
+
+
+def _typed_axes(axes: Any, notes: list[str]) -> Any:
+    """flashinfer-bench saves with exclude_unset, so an axis built without its `type` (the field's
+    default) is written without it: {"value": 8} is a const axis, {} a var axis."""
+    if not isinstance(axes, dict):
+        return axes
+    untyped = [name for name, a in axes.items() if isinstance(a, dict) and "type" not in a]
+    if not untyped:
+        return axes
+    notes.append(f"axes {', '.join(untyped)}: no type (flashinfer-bench leaves out defaults); read as const "
+                 f"where a value is given, var otherwise")
+    return {name: ({"type": "const" if "value" in a else "var", **a} if name in untyped else a)
+            for name, a in axes.items()}
 
 
 def looks_flashinfer(data: dict) -> bool:
@@ -122,6 +136,9 @@ def looks_flashinfer(data: dict) -> bool:
                 d = spec.get("dtype")
                 if isinstance(d, str) and d not in DTYPE_SET and d in DTYPE_SPELLINGS:
                     return True
+    axes = data.get("axes")
+    if isinstance(axes, dict) and any(isinstance(a, dict) and "type" not in a for a in axes.values()):
+        return True
     return data.get("description", "") is None
 
 

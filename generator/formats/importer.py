@@ -107,6 +107,7 @@ class _Importer:
         self.failed = 0  # records (or files) that could not be imported
         self.written = 0
         self.input_files: list[Path] = []
+        self.blobs: dict[str, Path] = {}  # dataset-relative blob path -> the file it is copied from
         self.errors_by_file: dict[Path, list[str]] = defaultdict(list)
 
     # -- messages ----------------------------------------------------------------------------
@@ -290,7 +291,7 @@ class _Importer:
         self.place_traces()
         for item in self.items:
             if item.kind == "model" and self.check(item, "model"):
-                self.put(f"models/{item.path.stem}.json", False, item)
+                self.put(CANONICAL.model_file(item.path.stem), False, item)
         return self.targets
 
     def put(self, rel: str, lines: bool, item: _Item) -> None:
@@ -344,8 +345,55 @@ class _Importer:
                 if t is None:
                     self.missing_definition(item, f"workload '{d['workload']['uuid']}'", d["definition"])
                     continue
+                if not self.carry_blobs(item, t):
+                    continue
                 self.workloads[(d["definition"], d["workload"]["uuid"])] = d["workload"]
                 self.put(CANONICAL.workload_file(t, d["definition"]), True, item)
+
+    def carry_blobs(self, item: _Item, type_: str) -> bool:
+        """Safetensors inputs name files relative to the dataset they came from: find each above the
+        workload's file, copy it to its canonical place and point the input there. False (and the
+        record is not imported) when a blob is missing."""
+        d = item.data
+        uuid, inputs = d["workload"]["uuid"], d["workload"]["inputs"]
+        moved = {}
+        for name, spec in inputs.items():
+            if spec.get("type") != "safetensors":
+                continue
+            source = next((folder / spec["path"] for folder in item.path.parents
+                           if (folder / spec["path"]).is_file()), None)
+            if source is None:
+                self.fail(item, f"workload '{uuid}': input '{name}' names the blob {spec['path']}, which is not in "
+                                f"any folder above {item.path.parent}; add the file to the dataset being imported")
+                return False
+            dest = CANONICAL.blob_file(type_, d["definition"], uuid)
+            if self.blobs.setdefault(dest, source) != source:
+                self.fail(item, f"workload '{uuid}': its inputs come from two blob files ({self.blobs[dest]} and "
+                                f"{source}); KernelTrace keeps one blob per workload")
+                return False
+            moved[name] = {**spec, "path": dest}
+        if moved:
+            item.data = {**d, "workload": {**d["workload"], "inputs": {**inputs, **moved}}}
+            if any(spec["path"] != moved[name]["path"] for name, spec in inputs.items() if name in moved):
+                item.notes.append("safetensors blobs copied to blob/workloads/<type>/<definition>/<uuid>.safetensors "
+                                  "and the inputs' paths changed to match")
+        return True
+
+    def copy_blobs(self) -> None:
+        verb = "would copy" if self.dry_run else "copied"
+        for dest, source in sorted(self.blobs.items()):
+            path = self.root / dest
+            data = source.read_bytes()
+            if path.is_file() and path.read_bytes() == data:
+                continue
+            if path.exists():
+                self.failed += 1
+                self.error(path, f"refusing to overwrite it with {source}: it exists with different content")
+                continue
+            if not self.dry_run:
+                write_atomic(path, data)
+            self.written += 1
+            print(f"{verb} {source} to {path}")
 
     def skip_benchmarks_without_workload(self) -> None:
         skipped = [i for i in self.items if i.kind == "benchmark" and self.workload_uuid is None]
@@ -367,6 +415,12 @@ class _Importer:
             definition = d.get("definition") if isinstance(d, dict) else None
             if item.kind == "benchmark" and isinstance(definition, str):
                 self.attach_workload(item, definition)
+            elif isinstance(d, dict) and isinstance(d.get("workload"), dict):
+                # the trace's copy of its workload follows the imported one (blob paths moved with it)
+                imported = self.workloads.get((definition, d["workload"].get("uuid")))
+                if imported is not None and imported.get("axes") == d["workload"].get("axes"):
+                    item.data = {**d, "workload": imported}
+                    d = item.data
             if not self.check(item, "trace"):
                 continue
             t = self.type_of(definition)
@@ -539,6 +593,7 @@ def run_import(paths: list[Path], dataset_root: Path, dry_run: bool = False,
     try:
         targets = imp.place()
         imp.write(targets)
+        imp.copy_blobs()
     except OSError as e:
         imp.failed += 1
         print(f"kerneltrace import: error: cannot write into {dataset_root}: {e.strerror or e}", file=sys.stderr)
