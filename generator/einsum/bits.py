@@ -19,6 +19,17 @@ BITS_DTYPE = {4: "float4_e2m1", 8: "float8_e4m3", 16: "bfloat16", 32: "float32",
 DEFAULT_BITS = 32  # an intermediate no bits_per_value entry covers: the references compute in float32
 
 
+def _tensor_resolver(sets: Mapping[str, frozenset], all_tensors: set[str]):
+    """Names in a bits_per_value key: set keywords, or tensors (of this Einsum: others give the empty set)."""
+    def resolve(name: str) -> frozenset:
+        if name in sets:
+            return sets[name]
+        if name in all_tensors:
+            return frozenset({name}) & sets["All"]
+        raise SetError(f"names '{name}', which is no tensor of the workload or set keyword")
+    return resolve
+
+
 def access_bits(cascade: Cascade, dtypes: Mapping[str, str]) -> dict[tuple[str, str], tuple[int, str]]:
     """(einsum, tensor) -> (bits per value, where it came from).
 
@@ -34,15 +45,7 @@ def access_bits(cascade: Cascade, dtypes: Mapping[str, str]) -> dict[tuple[str, 
             continue
     all_tensors = set(cascade.tensors)
     for e in cascade.einsums:
-        sets = tensor_sets(cascade, e)
-
-        def resolve(name: str) -> frozenset:
-            if name in sets:
-                return sets[name]
-            if name in all_tensors:
-                return frozenset({name}) & sets["All"]
-            raise SetError(f"names '{name}', which is no tensor of the workload or set keyword")
-
+        resolve = _tensor_resolver(tensor_sets(cascade, e), all_tensors)
         matched: dict[str, tuple[int, str]] = {}
         for key, bits, fn in compiled:
             try:
@@ -72,16 +75,8 @@ def bits_problems(cascade: Cascade) -> list[Problem]:
         except SetError:
             continue
         for e in cascade.einsums:
-            sets = tensor_sets(cascade, e)
-
-            def resolve(name: str) -> frozenset:
-                if name in sets:
-                    return sets[name]
-                if name in all_tensors:
-                    return frozenset()
-                raise SetError(f"names '{name}', which is no tensor of the workload or set keyword")
             try:
-                fn(resolve)
+                fn(_tensor_resolver(tensor_sets(cascade, e), all_tensors))
             except SetError as ex:
                 problems.append(Problem(ptr("workload", "bits_per_value", key), f"bits_per_value key '{key}' {ex}",
                                         "keys are set expressions: " + ", ".join(KEYWORDS) + " or tensor names"

@@ -16,6 +16,7 @@ import yaml
 from ..model.dataset import Dataset
 from ..bench.inputs import DISTRIBUTIONS
 from ..model.dtypes import TORCH_TENSOR_DTYPES
+from .roofline_card import roofline_card_section
 from .tables import CONFIGS, Config
 
 LICENSE = "cc-by-4.0"
@@ -67,7 +68,9 @@ def front_matter(card: CardInput) -> dict[str, Any]:
 def render_card(ds: Dataset, card: CardInput) -> str:
     meta = yaml.safe_dump(front_matter(card), sort_keys=False, allow_unicode=True, default_flow_style=False, width=1000)
     parts = [f"---\n{meta}---\n", GENERATED_NOTE, _intro(ds, card), _configs(card), _contents(ds, card),
-             _loading(ds, card), _inputs(ds, card), _best_and_estimates(card), _schemas(card), _contributing(), _license_and_citation(card)]
+             _loading(ds, card), _inputs(ds, card), _best_and_estimates(card),
+             roofline_card_section(card.repo_id, bool(card.data_files.get("roofline")), bool(card.data_files.get("traces"))),
+             _schemas(card), _contributing(), _license_and_citation(card)]
     return "\n\n".join(p.strip("\n") for p in parts if p) + "\n"
 
 
