@@ -23,7 +23,6 @@ from typing import Iterable, Mapping, Optional
 import yaml
 
 from ..einsum import Counts, axis_values, load_cascade, tensor_dtypes, workload_counts
-from ..einsum import CascadeProblem  # noqa: F401 - TRANSITIONAL: committed leaderboard.py imports it from here
 from ..model.fileio import write_atomic
 from ..model.layout import CANONICAL
 
