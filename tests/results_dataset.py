@@ -78,6 +78,6 @@ def browser_dataset(root: Path) -> Path:
                          {"role": "tool", "tool_call_id": "c1", "name": "run_bench", "content": "2.0x <b>faster</b>"},
                          {"role": "assistant", "content": "Done."}]})
     evil = dict(copy.deepcopy(DEFINITION), name="planted_h128", description=f"Planted {PLANTED} here.",
-                tags=["stage:prefill", "model:other-model"])
+                tags=["stage:prefill", "model:other-model", "status:draft"])
     dump(root / "definitions/norm/planted_h128.json", evil)
     return root

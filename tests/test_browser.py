@@ -126,7 +126,7 @@ def test_kernel_page_shows_leaderboards_per_hardware(visit, server):
 
 def test_solution_page_shows_source_results_failures_and_agent_trace(visit, server):
     page = open_page(visit, server, f"generated/solutions/{FAST}.html")
-    text = page.locator("article").text_content()  # failure logs sit in closed <details>
+    text = page.locator("article").text_content()  # logs and environments sit in closed <details>
     for shown in ("alice", "triton", "RUNTIME_ERROR", "CUDA error: an illegal memory access </pre>", "def run(",
                   "Write a fast RMSNorm.", "run_bench", "2.0x <b>faster</b>"):
         assert shown in text, shown
@@ -148,6 +148,39 @@ def test_search_finds_a_kernel_by_name(visit, server):
     visit.check()
 
 
+def test_search_ranks_verified_kernels_before_drafts(visit, server):
+    page = open_page(visit, server, "index.html")
+    box = page.locator("input.md-search__input")
+    box.click()
+    box.press_sequentially("norm", delay=20)  # the type of both kernels
+    page.locator(".md-search-result__item > a").first.wait_for(timeout=10_000)
+    hrefs = page.locator(".md-search-result__item > a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+    kernels = [h.rsplit("/", 1)[-1] for h in hrefs if "/definitions/" in h]
+    assert kernels[:2] == [f"{DEF}.html", "planted_h128.html"]  # planted_h128 is a draft: after, though "p" < "r"
+    visit.check()
+
+
+def test_search_works_from_disk(browser, site):
+    # Opened as files, browsers refuse the theme's search worker; the site's own fallback searches the
+    # same index (search/search_index.js) and lists links under the box.
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    v = Visit(context.new_page())
+    v.page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                 else (v.external.append(route.request.url), route.abort()))
+    v.page.goto((site / "index.html").as_uri(), wait_until="load")
+    box = v.page.locator("input.md-search__input")
+    box.click()
+    box.press_sequentially(DEF, delay=20)
+    first = v.page.locator(".kt-file-search a").first
+    first.wait_for(timeout=10_000)
+    assert first.inner_text() == DEF
+    first.click()
+    v.page.wait_for_load_state("load")
+    assert v.page.url == (site / "generated" / "definitions" / f"{DEF}.html").as_uri()
+    assert v.external == []
+    context.close()
+
+
 def test_sorting_a_leaderboard_column_reorders_rows(visit, server):
     page = open_page(visit, server, f"generated/definitions/{DEF}.html")
     table = ".kt-leaderboard table >> nth=0"
@@ -158,27 +191,78 @@ def test_sorting_a_leaderboard_column_reorders_rows(visit, server):
     assert solutions() == [FAST, "rmsnorm_h128_torch", SLOW]  # ranked by geomean speedup
     page.locator(f"{table} >> thead th", has_text="Solution").click()
     assert solutions() == [FAST, SLOW, "rmsnorm_h128_torch"]  # by name
-    header = page.locator(f"{table} >> thead th", has_text="Median")
+    header = page.locator(f"{table} >> thead th", has_text="Samples")
     header.click()
     assert header.get_attribute("aria-sort") == "ascending"
+    assert [int(v) for v in column(page, table, 8)] == [150, 200, 200]
     header.click()
     assert header.get_attribute("aria-sort") == "descending"
-    medians = [float(v) for v in column(page, table, 8)]
-    assert medians == sorted(medians, reverse=True) and solutions() == [SLOW, "rmsnorm_h128_torch", FAST]
+    assert [int(v) for v in column(page, table, 8)] == [200, 200, 150] and solutions()[-1] == FAST
     visit.check()
 
 
-def test_chart_renders_and_hover_shows_solution_and_value(visit, server):
+def chart_state(page: Page) -> dict:
+    return page.evaluate("""() => {
+        const chart = document.querySelector('.kt-chart.kt-chart-ready');
+        const lines = [...chart.querySelectorAll('path.kt-line')];
+        return {lines: lines.length, shown: lines.filter(p => getComputedStyle(p).display !== 'none').length,
+                stroke: getComputedStyle(lines[0]).stroke, label: getComputedStyle(chart.querySelector('svg text')).fill};
+    }""")
+
+
+def test_chart_hover_anywhere_toggles_and_no_request_leaves(visit, server):
     page = open_page(visit, server, f"generated/definitions/{DEF}.html")
-    chart = page.locator(".kt-chart").first
     page.wait_for_selector(".kt-chart.kt-chart-ready", timeout=15_000)
-    assert chart.locator("svg.main-svg").count() >= 1
-    assert chart.locator(".scatterlayer .trace").count() == 3  # one curve per solution
-    page.evaluate("el => Plotly.Fx.hover(el, [{curveNumber: 0, pointNumber: 0}])", chart.element_handle())
-    hover = chart.locator(".hoverlayer .hovertext")
-    hover.first.wait_for(timeout=5_000)
-    text = hover.first.text_content()
-    assert FAST in text and "fast_p" in text and "%" in text
+    chart = page.locator(".kt-chart").first
+    assert chart_state(page)["lines"] == 3  # one curve per solution
+    svg = chart.locator("svg")
+    svg.scroll_into_view_if_needed()
+    box = svg.bounding_box()
+    # Hover anywhere along the curves (not only at their points): at p ~ 1.5 alice's fast_p is 75%.
+    for share in (0.2, 0.43, 0.6, 0.9):
+        page.mouse.move(box["x"] + box["width"] * (52 + (640 - 64) * share) / 640, box["y"] + box["height"] * 0.3)
+        tip = chart.locator(".kt-tip")
+        tip.wait_for(state="visible", timeout=5_000)
+        assert FAST in tip.inner_text() and "%" in tip.inner_text()
+    page.mouse.move(box["x"] + box["width"] * (52 + 576 * 1.5 / 4.5) / 640, box["y"] + 40)
+    assert f"{FAST}: 50%" in chart.locator(".kt-tip").inner_text()  # 4x and 2x are above 1.5, of 4 workloads
+    # Every control of the chart: each legend entry hides its curve and shows it again.
+    buttons = chart.locator(".kt-legend button")
+    assert buttons.count() == 3
+    for i in range(3):
+        name = buttons.nth(i).inner_text()
+        buttons.nth(i).click()
+        assert chart_state(page)["shown"] == 2 and buttons.nth(i).get_attribute("aria-pressed") == "false"
+        page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.4)
+        assert f"{name}:" not in chart.locator(".kt-tip").inner_text()  # a hidden curve leaves the hover text too
+        buttons.nth(i).click()
+        assert chart_state(page)["shown"] == 3
+    for control in page.locator(".kt-chart button, .kt-chart a").all():
+        control.click()
+    page.wait_for_timeout(300)
+    assert page.locator(".kt-chart a[href^='http']").count() == 0  # no link out of the chart at all
+    visit.check()  # nothing was requested from another host
+
+
+def test_dark_toggle_recolours_charts(visit, server):
+    page = open_page(visit, server, f"generated/definitions/{DEF}.html")
+    page.wait_for_selector(".kt-chart.kt-chart-ready", timeout=15_000)
+    light = chart_state(page)
+    page.locator("form[data-md-component='palette'] label:visible").first.click()
+    page.wait_for_function("document.body.getAttribute('data-md-color-scheme') === 'slate'", timeout=5_000)
+    dark = chart_state(page)
+    assert dark["stroke"] != light["stroke"] and dark["label"] != light["label"]  # no reload needed
+    visit.check()
+
+
+def test_solution_page_shows_a_trace_detail_view(visit, server):
+    page = open_page(visit, server, f"generated/solutions/{FAST}.html")
+    page.locator("article a", has_text="details").first.click()
+    detail = page.locator("details.kt-trace[open]").first
+    detail.wait_for(timeout=5_000)
+    text = detail.inner_text()
+    for shown in ("traces/alice/norm/", "UTC", "H100_SXM", "samples"):
+        assert shown in text, shown
     visit.check()
 
 
@@ -186,14 +270,33 @@ def test_filters_narrow_the_kernels_index(visit, server):
     page = open_page(visit, server, "generated/definitions.html")
     rows = page.locator("#kt-kernels tbody tr")
     assert rows.count() == 2
+    assert column(page, "#kt-kernels table", 0) == [DEF, "planted_h128 draft"]  # drafts after verified kernels
     page.select_option("select[data-filter='models']", "other-model")
-    assert [r for r in column(page, "#kt-kernels table", 0) if r] and \
-        page.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
-    assert page.locator("#kt-kernels tbody tr:not([hidden]) td").first.inner_text() == "planted_h128"
+    assert page.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
+    assert page.locator("#kt-kernels tbody tr:not([hidden]) td").first.inner_text().startswith("planted_h128")
     assert "1 of 2" in page.locator("form.kt-filters .kt-count").inner_text()
     page.select_option("select[data-filter='models']", "")
     assert page.locator("#kt-kernels tbody tr:not([hidden])").count() == 2
+    page.locator("input[data-filter-text]").fill("plant")  # type to filter
+    assert page.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
+    assert "norm (2)" in page.locator("select[data-filter='type']").inner_text()  # counts per type
     visit.check()
+
+
+def test_kernels_index_on_a_phone_shows_name_and_best_latency(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    v = Visit(context.new_page())
+    page = open_page(v, server, "generated/definitions.html")
+    row = page.locator("#kt-kernels tbody tr").first
+    name, best = row.locator("td").nth(0), row.locator("td").nth(3)  # name, type, summary, then H100_SXM's best
+    assert "H100_SXM" in page.locator("#kt-kernels thead th").nth(3).inner_text()
+    for cell in (name, best):
+        box = cell.bounding_box()
+        assert box is not None and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    assert name.inner_text() == DEF and best.inner_text().startswith("0.01 ms")
+    assert not row.locator("td").nth(2).is_visible()  # the summary gives way on a narrow screen
+    v.check()
+    context.close()
 
 
 def test_planted_script_in_a_description_does_not_run(visit, server):

@@ -235,7 +235,7 @@ def test_definition_page_shows_the_speed_of_light_escaped(tmp_path: Path):
     # Rows in workload order: batch 4 then batch 2; bytes 2308 and 4*... (2*128*2*2 + 256 + 4 = 1284).
     assert [(r.workload, r.bytes) for r in section.rows] == [("batch_size=4", "2.31kB"), ("batch_size=2", "1.28kB")]
     assert section.rows[0].cells == ("46.2 ns (memory)",)  # 2308 B / 50 GB/s
-    page = render_pages(ds)[1]["definitions/rmsnorm_h128.html"].body  # per-item pages are HTML from data
+    page = render_pages(ds)[1].all()["definitions/rmsnorm_h128.html"].body  # per-item pages are HTML from data
     body = page[page.index('id="speed-of-light"'):]
     assert "<script>" not in body and "&lt;script&gt;alert(1)&lt;/script&gt;" in body  # the cascade stays code
     assert "<tr><td>batch_size=4</td><td>512</td><td>2.31kB</td><td>0.222</td><td>46.2 ns (memory)</td></tr>" in body

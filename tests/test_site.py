@@ -272,7 +272,7 @@ def test_cli_build(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(make_project(tmp_path / "project"))  # the project is the current folder's
     assert cli.main(["build", "--dataset", str(tmp_path / "dataset"), "--out", str(tmp_path / "out")]) == 0
     err = capsys.readouterr().err
-    for step in ("loading", "loaded 0 definitions", "rendered 0 pages", "running mkdocs build --strict",
+    for step in ("loading", "loaded 0 definitions", "running mkdocs build --strict", "rendered 0 pages",
                  "site written to"):
         assert step in err
     assert (tmp_path / "out" / "index.html").is_file()

@@ -100,8 +100,8 @@ def _links(config_file: Path) -> str:
 def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str = "dataset"):
     """Write the site's markdown sources into `docs` (a build folder): site_src/ with the home page's
     tables filled in, the generated list pages and the page shell under generated/. Returns
-    (per-item pages, whether anything changed)."""
-    pages, items = render_pages(ds, dataset_label)
+    (the plan of the per-item pages, whether anything changed)."""
+    pages, plan = render_pages(ds, dataset_label)
     source = project_root / DOCS_DIR
     links = _links(project_root / CONFIG_FILE)
     files: dict = {}
@@ -119,7 +119,7 @@ def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str 
             files[f"{GENERATED_DIR}/{rel}"] = text
     files[f"{GENERATED_DIR}/{shell.SHELL_PAGE}"] = shell.SHELL_SOURCE
     changed = write_pages(files, docs)
-    return items, changed
+    return plan, changed
 
 
 def _project(project_root: Optional[Path]) -> Path:
@@ -257,13 +257,14 @@ def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.build-", dir=out_dir.parent))
     staging = work / "site"
     try:
-        items, _ = render_site(ds, project, work / "docs", _label(dataset_root))
-        _say("build", f"rendered {_plural(len(items), 'page')} from data, list pages into the build folder {work}/docs")
+        plan, _ = render_site(ds, project, work / "docs", _label(dataset_root))
+        _say("build", f"analysed the results; list pages written to the build folder {work}/docs")
         _say("build", "running mkdocs build" + (" --strict" if strict else ""))
         warnings = run_mkdocs(project / CONFIG_FILE, work / "docs", staging, strict)
         for line in warnings:
             _say("build", f"mkdocs {line}")
-        shell.fill(staging, GENERATED_DIR, items)
+        count = shell.fill(staging, GENERATED_DIR, plan)
+        _say("build", f"rendered {_plural(count, 'page')} of definitions, solutions and hardware from data")
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp made it private
         _replace_dir(staging, out_dir)
     finally:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import html
 import re
+from functools import lru_cache
+from pathlib import PurePosixPath
 
 # Characters with a meaning anywhere in a line: inline HTML and entities, code spans,
 # emphasis, links and images, attribute lists, table cells, headings' closing hashes,
@@ -94,24 +96,35 @@ def escape_html(value: object) -> str:
 _LEXER_BY_LANGUAGE = {"python": "python", "triton": "python", "cuda": "cuda", "cpp": "cpp"}
 
 
-def highlight_html(code: str, path: str = "", language: str = "") -> str:
-    """`code` as a highlighted block in raw HTML, the same markup (and colours) as a fenced block.
-
-    The lexer is chosen by the file name, then by the solution's language, else plain text.
-    """
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
+@lru_cache(maxsize=256)
+def _lexer(suffix: str, language: str):
+    """A lexer by file suffix, then by language, else plain text. Pygments scans every lexer's file
+    patterns on each name lookup (~25 ms), so the choice is cached by suffix."""
     from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_for_filename(path, code) if path else None
+        lexer = get_lexer_for_filename("file" + suffix) if suffix else None
     except ClassNotFound:
         lexer = None
     if lexer is None:
         lexer = get_lexer_by_name(_LEXER_BY_LANGUAGE.get(language, "text"))
     lexer.stripnl = False
     lexer.ensurenl = True
+    return lexer
+
+
+@lru_cache(maxsize=4096)
+def highlight_html(code: str, path: str = "", language: str = "") -> str:
+    """`code` as a highlighted block in raw HTML, the same markup (and colours) as a fenced block.
+
+    The lexer is chosen by the file name's suffix, then by the solution's language, else plain text.
+    The same source (a file several solutions share) is highlighted once.
+    """
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+
+    lexer = _lexer(PurePosixPath(path).suffix.lower() if path else "", language)
     body = highlight(code, lexer, HtmlFormatter(nowrap=True))
     alias = lexer.aliases[0] if lexer.aliases else "text"
     return (f'<div class="language-{alias} highlight"><pre><span></span><code>'

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator, Optional
+from typing import Iterator, Mapping
 from urllib.parse import quote
 
 import jinja2
@@ -19,7 +19,8 @@ from markupsafe import Markup
 from ..analyse.roofline import sol_sections
 from ..model.dataset import Dataset
 from .escape import highlight_html
-from .results import (LOG_LIMIT, SiteResults, definition_results, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct,
+from .rows import board_rows, fmt_spread, solution_rows, trace_details
+from .results import (SiteResults, definition_results, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct,
                       fmt_speedup, fmt_value, fmt_when, hardware_context, hardware_page, html_link, solution_context,
                       solution_page, sort_key, trend)
 
@@ -59,15 +60,6 @@ def anchor_id(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "-", str(text).lower()).strip("-") or "page"
 
 
-def fmt_spread(spread: Optional[tuple[float, float]]) -> str:
-    return "—" if not spread else f"{fmt_ms(spread[0])}–{fmt_ms(spread[1])}"
-
-
-def log_tail(log: str) -> dict:
-    cut = max(0, len(log) - LOG_LIMIT)
-    return {"text": log[cut:], "cut": cut}
-
-
 def environment() -> jinja2.Environment:
     from .render import TEMPLATE_DIR
 
@@ -76,7 +68,8 @@ def environment() -> jinja2.Environment:
     env.filters.update(
         paragraphs=paragraphs, anchorid=anchor_id, url=lambda path: quote(str(path)), ms=fmt_ms, speedup=fmt_speedup,
         pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key, trend=trend, value=fmt_value,
-        spread=fmt_spread, when=fmt_when, tail=log_tail,
+        spread=fmt_spread, when=fmt_when, board_rows=board_rows, solution_rows=solution_rows,
+        trace_details=trace_details,
         highlight=lambda code, path="", language="": Markup(highlight_html(code, path, language)))
     return env
 
@@ -85,10 +78,9 @@ def is_draft(tags) -> bool:
     return "status:draft" in tags
 
 
-def definition_items(ds: Dataset, results: SiteResults, rows, dataset_label: str,
+def definition_items(ds: Dataset, results: SiteResults, rows, speed_of_light, dataset_label: str,
                      env: jinja2.Environment) -> Iterator[Item]:
     template = env.get_template("definition.html.j2")
-    speed_of_light = sol_sections(ds)
     for row in rows:
         d = row.definition
         body = template.render(row=row, d=d, sol=speed_of_light.get(d.name), root="../", dataset=dataset_label,
@@ -97,9 +89,11 @@ def definition_items(ds: Dataset, results: SiteResults, rows, dataset_label: str
                    0.5 if row.draft else 2.0)
 
 
-def solution_items(ds: Dataset, results: SiteResults, dataset_label: str, env: jinja2.Environment) -> Iterator[Item]:
+def solution_items(ds: Dataset, results: SiteResults, names, dataset_label: str,
+                   env: jinja2.Environment) -> Iterator[Item]:
     template = env.get_template("solution.html.j2")
-    for name, s in sorted(ds.solutions.items()):
+    for name in names:
+        s = ds.solutions[name]
         body = template.render(root="../", dataset=dataset_label, **solution_context(ds, results, s))
         # Search knows a solution by name, author and definition (its description is often long).
         yield Item(html_link(solution_page(name)), name, body, f"{name} by {s.author} for {s.definition}", 0.3)
@@ -122,13 +116,25 @@ def hardware_items(ds: Dataset, results: SiteResults, dataset_label: str, env: j
             yield Item(parts[k], summary_.name, body, " ".join([summary_.name, *prose]), 1.0 if k == 0 else 0.1)
 
 
-def render_items(ds: Dataset, results: SiteResults, rows, dataset_label: str = "dataset") -> dict[str, Item]:
-    """Every per-item page, by path relative to the generated folder."""
-    env = environment()
-    items: dict[str, Item] = {}
-    for source in (definition_items(ds, results, rows, dataset_label, env),
-                   solution_items(ds, results, dataset_label, env),
-                   hardware_items(ds, results, dataset_label, env)):
-        for item in source:
-            items[item.path] = item
-    return dict(sorted(items.items()))
+@dataclass(frozen=True)
+class ItemPlan:
+    """What the per-item pages are rendered from; `render(part, parts)` renders one share of them, so
+    that the build can render the shares in parallel processes."""
+
+    ds: Dataset
+    results: SiteResults
+    rows: tuple
+    speed_of_light: Mapping  # by definition name (analyse.roofline.sol_sections)
+    dataset_label: str
+
+    def render(self, part: int = 0, parts: int = 1) -> Iterator[Item]:
+        env = environment()
+        yield from definition_items(self.ds, self.results, self.rows[part::parts], self.speed_of_light,
+                                    self.dataset_label, env)
+        yield from solution_items(self.ds, self.results, sorted(self.ds.solutions)[part::parts], self.dataset_label, env)
+        if part == 0:
+            yield from hardware_items(self.ds, self.results, self.dataset_label, env)
+
+    def all(self) -> dict[str, Item]:
+        """Every per-item page, by path relative to the generated folder."""
+        return dict(sorted((item.path, item) for item in self.render()))

@@ -18,10 +18,11 @@ from urllib.parse import quote
 import jinja2
 
 from ..analyse.coverage import model_coverage
+from ..analyse.roofline import sol_sections
 from ..model.dataset import Dataset
 from ..model.records import Definition, TensorSpec
 from .escape import escape_block, escape_inline, fence_for
-from .items import Item, is_draft, render_items, summary
+from .items import ItemPlan, is_draft, summary
 from .results import analyse as analyse_results
 from .results import install, kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
@@ -122,9 +123,9 @@ def totals(ds: Dataset) -> Totals:
     return Totals(len(ds.definitions), len(ds.workloads), len(ds.solutions), len(ds.traces))
 
 
-def render_pages(ds: Dataset, dataset_label: str = "dataset") -> tuple[dict[str, str], dict[str, Item]]:
+def render_pages(ds: Dataset, dataset_label: str = "dataset") -> tuple[dict[str, str], ItemPlan]:
     """Every generated page: ({path relative to the generated folder: markdown} for the few list pages
-    mkdocs builds, {path: Item} for the per-item pages rendered to HTML), each sorted by path.
+    mkdocs builds, sorted by path; the plan of the per-item pages rendered to HTML, see items.py).
 
     `dataset_label` is how pages name the dataset folder in file paths (the --dataset given)."""
     env = _environment()
@@ -143,7 +144,7 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset") -> tuple[dict[str,
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     # Authors, the hardware list and the home page's summary.
     pages.update(result_pages(ds, env, results))
-    return dict(sorted(pages.items())), render_items(ds, results, rows, dataset_label)
+    return dict(sorted(pages.items())), ItemPlan(ds, results, tuple(rows), sol_sections(ds), dataset_label)
 
 
 def _is_same(pages: dict[str, str], folder: Path) -> bool:

@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from datetime import datetime, timezone
 from typing import Any, Mapping, Optional, Sequence
 
@@ -66,6 +67,7 @@ def trend(speedup: Optional[float]) -> str:
     return "kt-up" if speedup > 1.0 else "kt-down"
 
 
+@lru_cache(maxsize=4096)
 def fmt_when(timestamp: str) -> str:
     """An RFC 3339 timestamp as 'YYYY-MM-DD HH:MM UTC' (the stored text when it does not parse)."""
     try:

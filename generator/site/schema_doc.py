@@ -148,6 +148,10 @@ def _constraints(node: Any, doc: dict) -> tuple[Constraint, ...]:
     out: list[Constraint] = []
     if "enum" in node:
         out.append(Constraint("one of", tuple(_value_text(v) for v in node["enum"])))
+    props = node.get("properties")
+    if isinstance(props, dict) and props and all(isinstance(p, dict) and "const" in p for p in props.values()):
+        # a table of fixed values (common.json's definition_type_alias): show it as the mapping it is
+        out.append(Constraint("maps", tuple(f"{k} → {_value_text(p['const'])}" for k, p in props.items())))
     if "const" in node:
         out.append(Constraint("exactly", (_value_text(node["const"]),)))
     if "pattern" in node:

@@ -13,12 +13,17 @@ from __future__ import annotations
 import gzip
 import html
 import json
+import multiprocessing
+import os
 import re
+import shutil
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Optional
 
 from ..model.errors import KernelTraceError
-from .items import Item
+
+if TYPE_CHECKING:
+    from .items import ItemPlan
 
 SHELL_DIR = "_shell"  # in the generated folder; at the depth of definitions/, solutions/, hardware/
 SHELL_PAGE = f"{SHELL_DIR}/page.md"
@@ -48,39 +53,72 @@ def _split_shell(text: str) -> tuple[str, str, str]:
     return text[:heading.start()], text[body.end():], text[heading.start():body.start()]
 
 
-def fill(site: Path, generated: str, items: Mapping[str, Item]) -> None:
-    """Write every item page into the built site (under `generated`/), from the shell mkdocs built."""
-    shell_file = site / generated / SHELL_DIR / "page.html"
-    try:
-        text = shell_file.read_text(encoding="utf-8")
-    except OSError as e:
-        raise KernelTraceError(f"mkdocs did not build the page shell {shell_file}: {e.strerror}") from None
-    head, tail, _ = _split_shell(text)
-    for sub in (site / generated / SHELL_DIR).iterdir():
-        sub.unlink()
-    (site / generated / SHELL_DIR).rmdir()
+# Set before the worker processes fork (they inherit it): the plan, the shell and the output folder.
+_JOB: Optional[tuple] = None
+
+
+def _fill_share(share: tuple[int, int]) -> list[tuple[str, str, str, float]]:
+    """Render one share of the item pages into the shell and write them; their search entries."""
+    plan, head, tail, folder = _JOB
     made: set[Path] = set()
-    for rel, item in items.items():
-        path = site / generated / rel
+    entries = []
+    for item in plan.render(*share):
+        path = folder / item.path
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
             made.add(path.parent)
         title = html.escape(item.title, quote=False)
         path.write_text(head.replace(TITLE_MARK, title) + item.body + tail.replace(TITLE_MARK, title),
                         encoding="utf-8", newline="\n")
-    _search(site, generated, items)
-    _sitemap(site, generated, items)
+        entries.append((item.path, item.title, item.search_text, item.boost))
+    return entries
 
 
-def _search(site: Path, generated: str, items: Mapping[str, Item]) -> None:
+def _workers(requested: Optional[int]) -> int:
+    if requested is not None:
+        return max(1, requested)
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1  # the shares read the loaded dataset from the parent's memory
+    return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
+
+
+def fill(site: Path, generated: str, plan: "ItemPlan", workers: Optional[int] = None) -> int:
+    """Write every item page into the built site (under `generated`/) from the shell mkdocs built, in
+    `workers` processes (default: one per CPU, at most 4); add them to the search index. Returns the
+    number of pages."""
+    global _JOB
+    shell_file = site / generated / SHELL_DIR / "page.html"
+    try:
+        text = shell_file.read_text(encoding="utf-8")
+    except OSError as e:
+        raise KernelTraceError(f"mkdocs did not build the page shell {shell_file}: {e.strerror}") from None
+    head, tail, _ = _split_shell(text)
+    shutil.rmtree(site / generated / SHELL_DIR)
+    n = _workers(workers)
+    _JOB = (plan, head, tail, site / generated)
+    try:
+        if n == 1:
+            shares = [_fill_share((0, 1))]
+        else:
+            with multiprocessing.get_context("fork").Pool(n) as pool:
+                shares = pool.map(_fill_share, [(k, n) for k in range(n)])
+    finally:
+        _JOB = None
+    entries = sorted(e for share in shares for e in share)
+    _search(site, generated, entries)
+    _sitemap(site, generated)
+    return len(entries)
+
+
+def _search(site: Path, generated: str, entries) -> None:
     index_file = site / "search" / "search_index.json"
     if not index_file.is_file():
         return
     index = json.loads(index_file.read_text(encoding="utf-8"))
     docs = [d for d in index.get("docs", ()) if f"{generated}/{SHELL_DIR}/" not in d.get("location", "")]
-    for rel, item in items.items():
-        docs.append({"location": f"{generated}/{rel}", "title": html.escape(item.title, quote=False),
-                     "text": html.escape(item.search_text, quote=False), "boost": item.boost})
+    for rel, title, text, boost in entries:
+        docs.append({"location": f"{generated}/{rel}", "title": html.escape(title, quote=False),
+                     "text": html.escape(text, quote=False), "boost": boost})
     index["docs"] = docs
     text = json.dumps(index, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
     index_file.write_text(text, encoding="utf-8")
@@ -91,7 +129,7 @@ def _search(site: Path, generated: str, items: Mapping[str, Item]) -> None:
     (site / SEARCH_SCRIPT).write_text(f"window.__ktSearchIndex = {script};\n", encoding="utf-8")
 
 
-def _sitemap(site: Path, generated: str, items: Mapping[str, Item]) -> None:
+def _sitemap(site: Path, generated: str) -> None:
     """Drop the shell from mkdocs' sitemap (the item pages are reached from the lists)."""
     sitemap = site / "sitemap.xml"
     if not sitemap.is_file():

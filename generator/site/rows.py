@@ -1,0 +1,120 @@
+"""The per-workload rows of the result pages, as HTML built in Python.
+
+A definition page has (workloads x solutions) result cells and a solution page a row and a detail
+view per workload: at 1,000 definitions x 10 solutions x 50 workloads that is a million cells, which
+a template engine renders some 50 times slower than these f-strings. Every value from the dataset
+goes through `esc`; the numbers are formatted by the same filters the templates use.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from html import escape
+from typing import Optional, Sequence
+
+from markupsafe import Markup
+
+from ..analyse.leaderboard import Leaderboard, Result, WorkloadRow
+from .results import LOG_LIMIT, fmt_err, fmt_ms, fmt_speedup, fmt_value, fmt_when, sort_key, trend
+
+
+def esc(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def fmt_spread(spread: Optional[tuple[float, float]]) -> str:
+    return "—" if not spread else f"{fmt_ms(spread[0])}–{fmt_ms(spread[1])}"
+
+
+UNSTABLE = '<span class="kt-status kt-unstable" title="timing too noisy to rank">unstable</span>'
+
+
+def status(r: Result) -> str:
+    if r.passed:
+        return '<span class="kt-status kt-ok">passed</span>' + (" " + UNSTABLE if r.unstable else "")
+    if not r.ran:
+        return '<span class="kt-status kt-none">not run</span>'
+    return f'<span class="kt-status kt-bad">{esc(r.status)}</span>'
+
+
+def cell(r: Result) -> str:
+    """A result on the definition page: latency (spread on hover) and speedup, or its status."""
+    if not r.passed:
+        return f'<td class="kt-cell" data-sort="">{status(r)}</td>'
+    spread = f' title="p20–p80 {fmt_spread(r.spread)} ms"' if r.spread else ""
+    mark = (" " + UNSTABLE if r.unstable else
+            f' <span class="kt-speedup {trend(r.speedup)}">{fmt_speedup(r.speedup)}</span>')
+    noisy = " kt-noisy" if r.unstable else ""
+    return (f'<td class="kt-cell" data-sort="{sort_key(r.speedup)}"><span class="kt-lat{noisy}"{spread}>'
+            f"{fmt_ms(r.latency_ms)}</span>{mark}</td>")
+
+
+def _axes(row: WorkloadRow) -> str:
+    return "".join(f"<td>{esc(fmt_value(v))}</td>" for _, v in row.axes)
+
+
+def _baseline(row: WorkloadRow) -> str:
+    unstable = " " + UNSTABLE if row.baseline_latency_ms is not None and not row.baseline_stable else ""
+    return f'<td data-sort="{sort_key(row.baseline_latency_ms)}">{fmt_ms(row.baseline_latency_ms)}{unstable}</td>'
+
+
+def board_rows(lb: Leaderboard) -> Markup:
+    """The body rows of a definition's per-workload results table."""
+    return Markup("\n".join(
+        f"<tr><td><code>{esc(row.uuid)}</code></td>{_axes(row)}{_baseline(row)}{''.join(cell(r) for r in row.results)}</tr>"
+        for row in lb.rows))
+
+
+def solution_rows(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str) -> Markup:
+    """The body rows of a solution's results table on one hardware (with links to the trace details)."""
+    out = []
+    for i, (row, r) in enumerate(rows, 1):
+        detail = f'<a href="#{esc(anchor)}-t{i}">details</a>' if r.ran else ""
+        out.append(
+            f"<tr><td><code>{esc(row.uuid)}</code></td>{_axes(row)}"
+            f'<td data-sort="{sort_key(row.baseline_latency_ms)}">{fmt_ms(row.baseline_latency_ms)}</td>'
+            f'<td data-sort="{sort_key(r.latency_ms)}">{fmt_ms(r.latency_ms)}</td><td>{fmt_spread(r.spread)}</td>'
+            f'<td data-sort="{sort_key(r.speedup)}"><span class="kt-speedup {trend(r.speedup)}">{fmt_speedup(r.speedup)}</span></td>'
+            f'<td data-sort="{sort_key(r.max_absolute_error)}">{fmt_err(r.max_absolute_error)}</td>'
+            f'<td data-sort="{sort_key(r.max_relative_error)}">{fmt_err(r.max_relative_error)}</td>'
+            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{detail}</td></tr>')
+    return Markup("\n".join(out))
+
+
+@lru_cache(maxsize=1024)
+def _environment(environment: tuple[tuple[str, str], ...]) -> str:
+    """A trace's environment as <dt>/<dd> pairs (most traces share one: rendered once)."""
+    return "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in environment)
+
+
+def trace_details(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str, dataset: str) -> Markup:
+    """A closed detail view per trace: its file and line, when it ran, its timing, its environment, its log."""
+    out = []
+    for i, (row, r) in enumerate(rows, 1):
+        if not r.ran:
+            continue
+        latency = f" · {fmt_ms(r.latency_ms)} ms" if r.latency_ms is not None else ""
+        facts = [("Trace", f"<code>{esc(dataset)}/{esc(r.trace_path)}</code>"), ("Run at", esc(fmt_when(r.timestamp)))]
+        if r.passed:
+            timing = f"median {fmt_ms(r.latency_ms)} ms"
+            if r.spread:
+                timing += f", p20–p80 {fmt_spread(r.spread)} ms"
+            if r.samples:
+                timing += f", {r.samples} samples"
+            if r.timer:
+                timing += f", timer {esc(r.timer)}"
+            facts.append(("Timing", timing))
+        log = ""
+        if r.log:
+            cut = max(0, len(r.log) - LOG_LIMIT)
+            note = f'<p class="kt-cut">The first {cut} characters of the log are left out.</p>' if cut else ""
+            log = f'{note}<pre class="kt-log"><code>{esc(r.log[cut:])}</code></pre>'
+        elif r.failed:
+            log = "<p>No log recorded.</p>"
+        kind = " kt-failure" if r.failed else ""
+        out.append(
+            f'<details class="kt-trace{kind}" id="{esc(anchor)}-t{i}"><summary><code>{esc(r.workload)}</code> · '
+            f'{status(r)}{latency}</summary><dl class="kt-env">'
+            + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + _environment(r.environment)
+            + f"</dl>{log}</details>")
+    return Markup("\n".join(out))
