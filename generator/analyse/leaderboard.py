@@ -32,6 +32,7 @@ pages all read from here, so no number is computed twice or in a template. The r
 from __future__ import annotations
 
 import heapq
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
@@ -318,7 +319,20 @@ def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     return CANONICAL.trace_author(trace.source.path) if trace is not None else ""
 
 
+_ENVIRONMENTS: dict[str, tuple[tuple[str, str], ...]] = {}  # most traces share a handful of environments
+
+
 def _environment(env: Mapping) -> tuple[tuple[str, str], ...]:
+    key = repr(env)
+    found = _ENVIRONMENTS.get(key)
+    if found is None:
+        if len(_ENVIRONMENTS) > 10_000:
+            _ENVIRONMENTS.clear()
+        found = _ENVIRONMENTS[key] = _flatten(env)
+    return found
+
+
+def _flatten(env: Mapping) -> tuple[tuple[str, str], ...]:
     out = []
     for key, value in sorted(env.items()):
         if isinstance(value, Mapping):
@@ -332,7 +346,8 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
     """`baseline_ms`: the baseline's stable latency on this workload (None: no speedup)."""
     if trace is None:
         return Result(solution, workload, NOT_RUN, None, None, None, None, None, "", "", "")
-    ev = trace.data["evaluation"]
+    # Parsed here and let go: caching every trace's parsed JSON (trace.data) costs GBs at a million traces.
+    ev = json.loads(trace.raw)["evaluation"]
     correctness = ev.get("correctness") or {}
     perf = ev.get("performance") or {}
     passed = trace.status == PASSED
