@@ -234,7 +234,7 @@ COMMANDS = (
             "Runs every selected (solution, workload) pair in its own process with a "
             "timeout: seeded inputs, checks against the reference on several input sets, "
             "anti-cheat checks, timing (cold L2 and CUDA events on GPUs, a host clock on "
-            "the CPU). Appends traces to <out>/traces/<author>/<type>/<definition>.jsonl."),
+            f"the CPU). Appends traces to <out>/{CANONICAL['traces'].pattern}."),
     Command("merge", cmd_merge, _merge_args, "fold traces from bench shards into the dataset, without duplicates",
             "Reads the traces/ of each folder (outputs of `kerneltrace bench --out`) and "
             "adds them to the dataset's traces: one per (solution, workload, hardware), "

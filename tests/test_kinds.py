@@ -29,7 +29,9 @@ def test_every_kind_has_its_parts():
 
 def test_lists_come_from_the_registry():
     assert RECORD_KINDS == tuple(k.name for k in KINDS)
-    assert CONFIG_NAMES == tuple(k.config for k in KINDS if k.config)
+    # Every exported kind has its config, in the registry's order; derived tables (roofline) may follow.
+    kind_configs = tuple(k.config for k in KINDS if k.config)
+    assert CONFIG_NAMES[:len(kind_configs)] == kind_configs
     assert tuple(d.kind for d in schema_reference()) == RECORD_KINDS
     assert [d.stored_at for d in schema_reference()] == [k.layout.pattern for k in KINDS]
 

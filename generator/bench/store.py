@@ -124,7 +124,7 @@ def read_traces(path: Path) -> Iterator[dict]:
 
 def done_keys(root: Path) -> set[tuple[str, str, str]]:
     keys = set()
-    for path in sorted((root / "traces").glob("*/*/*.jsonl")):
+    for path in sorted(root.glob(CANONICAL["traces"].glob)):
         for record in read_traces(path):
             try:
                 keys.add(trace_key(record))

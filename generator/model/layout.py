@@ -38,6 +38,11 @@ class Folder:
         """How many folders a file sits below the top-level folder (a file directly in it: 1)."""
         return self.pattern.count("/")
 
+    @property
+    def glob(self) -> str:
+        """A glob that matches every file of the pattern, relative to the dataset root."""
+        return _FIELD.sub("*", self.pattern)
+
     def path(self, **fields: str) -> str:
         """The pattern with its <fields> filled in."""
         return _FIELD.sub(lambda m: fields[m.group(1)], self.pattern)

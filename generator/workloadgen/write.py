@@ -27,7 +27,7 @@ def all_specs() -> list[Spec]:
 
 def _definitions(root: Path) -> dict:
     out = {}
-    for path in sorted((root / CANONICAL["definitions"].name).glob("*/*.json")):
+    for path in sorted(root.glob(CANONICAL["definitions"].glob)):
         d = json.loads(path.read_text(encoding="utf-8"))
         out[d["name"]] = d
     return out
