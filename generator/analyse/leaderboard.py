@@ -159,6 +159,7 @@ class Result:
     spread: Optional[tuple[float, float]] = None  # (p20, p80) of the timing samples, ms, where recorded
     environment: tuple[tuple[str, str], ...] = ()  # the trace's environment, flattened ("libs.torch", "2.13")
     timer: str = ""
+    speedup_recorded: bool = False  # speedup is the trace's own speedup_factor (no baseline result here)
 
     @property
     def passed(self) -> bool:
@@ -204,6 +205,7 @@ class Entry:
     traces: int  # every trace of the solution on this hardware, older ones included
     updated: str  # timestamp of its newest trace on this hardware
     curve: tuple[tuple[float, float], ...]
+    recorded_speedups: int = 0  # speedups taken from the traces' own speedup_factor (no baseline result)
 
 
 @dataclass(frozen=True)
@@ -342,8 +344,11 @@ def _flatten(env: Mapping) -> tuple[tuple[str, str], ...]:
     return tuple(out)
 
 
-def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: Optional[float]) -> Result:
-    """`baseline_ms`: the baseline's stable latency on this workload (None: no speedup)."""
+def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: Optional[float],
+            recorded_ok: bool = False) -> Result:
+    """`baseline_ms`: the baseline's stable latency on this workload (None: no speedup).
+    `recorded_ok`: there is no baseline on this hardware at all, so the speedup the trace recorded
+    against its own reference run is used (marked)."""
     if trace is None:
         return Result(solution, workload, NOT_RUN, None, None, None, None, None, "", "", "")
     # Parsed here and let go: caching every trace's parsed JSON (trace.data) costs GBs at a million traces.
@@ -354,6 +359,13 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
     unstable = passed and is_unstable(perf)
     latency = trace.latency_ms if passed else None
     speedup = baseline_ms / latency if passed and not unstable and latency and baseline_ms else None
+    recorded = perf.get("speedup_factor")
+    speedup_recorded = False
+    if (recorded_ok and speedup is None and passed and not unstable and isinstance(recorded, (int, float))
+            and recorded > 0 and (perf.get("reference_latency_ms") or 0) > 0):
+        # no baseline solution on this hardware: the speedup the measuring tool recorded against its
+        # own reference run (flashinfer-bench's reference_latency_ms / speedup_factor) is all there is
+        speedup, speedup_recorded = float(recorded), True
     p20, p80 = perf.get("p20_ms"), perf.get("p80_ms")
     return Result(
         solution=solution, workload=workload, status=trace.status, latency_ms=latency, speedup=speedup,
@@ -363,6 +375,7 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
         trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable,
         spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
         environment=_environment(ev.get("environment") or {}), timer=str(perf.get("timer", "")),
+        speedup_recorded=speedup_recorded,
     )
 
 
@@ -466,6 +479,7 @@ def _entry_fields(ds: Dataset, solution: str, rs: Sequence[Result], first_trace:
         fast_1=fast_p(speedups, total, 1.0), best_latency_ms=min(latencies, default=None),
         median_latency_ms=median(latencies), samples=sum(r.samples or 1 for r in ranked),
         sol_percent=geomean(r.sol_percent for r in ranked if r.sol_percent), curve=fast_p_curve(speedups, total, end),
+        recorded_speedups=sum(1 for r in ranked if r.speedup_recorded),
     )
 
 
@@ -491,7 +505,8 @@ def _leaderboard(ds: Dataset, definition: str, hw: str, latest: Mapping[tuple[st
         baseline_ms[wl] = shown_ms[wl] if r is not None and r.ranked else None
 
     t_sol = _t_sol_by_workload(ds, definition, hw, axes_of)
-    results = {s: [_with_sol(_result(s, wl, latest.get((s, wl)), baseline_ms[wl]), t_sol.get(wl)) for wl in order]
+    results = {s: [_with_sol(_result(s, wl, latest.get((s, wl)), baseline_ms[wl], baseline is None), t_sol.get(wl))
+                   for wl in order]
                for s in solutions}
     end = curve_end(r.speedup for rs in results.values() for r in rs)
     unranked = []

@@ -250,8 +250,10 @@ def is_flashinfer_trace(ev: dict) -> bool:
     runs on every trace line)."""
     env = ev.get("environment")
     corr = ev.get("correctness")
+    perf = ev.get("performance")
     return ("log_file" in ev or (type(env) is dict and "device" in env)
-            or (type(corr) is dict and "extra" in corr) or _naive_timestamp(ev.get("timestamp")))
+            or (type(corr) is dict and "extra" in corr) or _naive_timestamp(ev.get("timestamp"))
+            or (type(perf) is dict and (perf.get("reference_latency_ms") == 0 or perf.get("speedup_factor") == 0)))
 
 
 def trace_from_flashinfer(data: dict) -> Normalised:
@@ -274,6 +276,12 @@ def trace_from_flashinfer(data: dict) -> Normalised:
             if k not in _PERFORMANCE_FIELDS:
                 notes.append(f"evaluation.performance.{k} dropped: the canonical performance has no such field")
         ev["performance"] = {k: v for k, v in perf.items() if k in _PERFORMANCE_FIELDS}
+        unmeasured = [k for k in ("reference_latency_ms", "speedup_factor") if ev["performance"].get(k) == 0]
+        if unmeasured:  # flashinfer-bench's Performance defaults: the reference was not timed
+            for k in ("reference_latency_ms", "speedup_factor"):
+                ev["performance"].pop(k, None)
+            notes.append(f"evaluation.performance.{' and '.join(unmeasured)} 0 (flashinfer-bench's default: the "
+                         f"reference was not timed); reference latency and speedup left out")
     ts = ev.get("timestamp")
     if _naive_timestamp(ts):
         ev["timestamp"] = ts.replace(" ", "T") + "Z"
