@@ -291,9 +291,11 @@ def _snapshot(paths: list[Path]) -> dict[str, float]:
     return seen
 
 
-def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = None, poll_s: float = 1.0) -> None:
+def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = None, poll_s: float = 1.0,
+               stop: Optional[threading.Event] = None) -> None:
     """Build the site into a temporary folder and serve it on `addr` (host:port); edits to the dataset,
-    to site_src/ or to mkdocs.yml rebuild it (the old site stays up while a rebuild runs or fails)."""
+    to site_src/ or to mkdocs.yml rebuild it (the old site stays up while a rebuild runs or fails).
+    Runs until Ctrl+C, or until `stop` is set."""
     
     project = _project(project_root)
     dataset_root = Path(dataset_root)
@@ -310,15 +312,17 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
     threading.Thread(target=server.serve_forever, daemon=True).start()
     _say("serve", f"serving on http://{addr}/ (Ctrl+C to stop); watching {dataset_root}, {DOCS_DIR}/ and {CONFIG_FILE}")
     seen = _snapshot(watched)
+    stop = stop or threading.Event()
     try:
-        while True:
-            time.sleep(poll_s)
+        while not stop.wait(poll_s):
             now = _snapshot(watched)
             if now == seen:
                 continue
             seen = now
+            started = time.monotonic()
             try:
                 build_site(dataset_root, out, project_root=project)
+                _say("serve", f"rebuilt in {time.monotonic() - started:.1f} s")
             except KernelTraceError as e:
                 _say("serve", f"rebuild failed, still serving the last site: {e}")
     except KeyboardInterrupt:

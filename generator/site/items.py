@@ -16,7 +16,6 @@ from urllib.parse import quote
 import jinja2
 from markupsafe import Markup
 
-from ..analyse.roofline import sol_sections
 from ..model.dataset import Dataset
 from .escape import highlight_html
 from .rows import board_rows, fmt_spread, solution_rows, trace_details
