@@ -201,7 +201,7 @@ def test_convenience_columns_of_traces(exports, load_offline):
 @pytest.mark.parametrize("name", ["bundled", "factory"])
 def test_pandas_and_pyarrow_read_every_shard(exports, name):
     root, out = exports[name]
-    for cfg in CONFIG_NAMES:
+    for cfg in ALL_CONFIGS:  # the record configs (roofline is derived: tests/test_export_roofline.py)
         if not source_count(root, cfg):
             continue
         (shard,) = shard_files(out, cfg)
@@ -224,10 +224,12 @@ def test_card_front_matter_lists_every_config_with_existing_files(exports):
         meta, body = read_card(out)
         assert meta["license"] == "cc-by-4.0"
         assert set(meta["tags"]) >= {"gpu", "kernels", "cuda", "triton", "llm-inference", "benchmark"}
-        assert meta["task_categories"] == ["other"] and meta["size_categories"] == ["n<1K"]
+        # The bundled export has 1940 roofline rows (derived: 388 workloads x 5 hardware specs).
+        assert meta["task_categories"] == ["other"] and meta["size_categories"] == [
+            "1K<n<10K" if name == "bundled" else "n<1K"]
         listed = [c["config_name"] for c in meta["configs"]]
         with_rows = [c for c in ALL_CONFIGS if source_count(root, c)]
-        assert listed == with_rows
+        assert listed == with_rows + ["roofline"]  # the derived config follows the record kinds
         assert [c["config_name"] for c in meta["configs"] if c.get("default")] == ["definitions"]
         for entry in meta["configs"]:
             (split,) = entry["data_files"]
@@ -267,7 +269,7 @@ def test_card_counts_come_from_the_dataset(exports, tmp_path):
     meta, body = read_card(tmp_path / "out")
     assert [c["config_name"] for c in meta["configs"]] == ["definitions", "workloads", "solutions"]
     assert "no benchmark traces yet" in body and "hf_hub_download" not in body
-    assert "`traces`, `models`, `einsums` and `hardware` have no rows in this release" in body
+    assert "`traces`, `models`, `einsums`, `hardware` and `roofline` have no rows in this release" in body
 
 
 def test_repo_id_is_used_in_the_card_and_checked(tmp_path, good_dataset):
@@ -286,9 +288,9 @@ def card_blocks(out: Path) -> list[str]:
     return [b.split("```", 1)[0] for b in body.split("```python\n")[1:]]
 
 
-def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[str]:
+def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[tuple[str, str]]:
     """Run every Python block of the card against the exported folder (the Hub repository replaced by
-    it: `load_dataset` offline, downloads answered from the folder); returns each block's output."""
+    it: `load_dataset` offline, downloads answered from the folder); returns (block, its output)s."""
     import sys
 
     import datasets
@@ -303,8 +305,14 @@ def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[str]:
     for block in card_blocks(out):
         capsys.readouterr()
         exec(compile(block.replace('"kerneltrace/kerneltrace"', repr(str(out))), "<card>", "exec"), namespace)
-        printed.append(capsys.readouterr().out)
+        printed.append((block, capsys.readouterr().out))
     return printed
+
+
+def output_of(printed: list[tuple[str, str]], marker: str) -> str:
+    """The output of the one block whose code contains `marker`."""
+    (out,) = [o for b, o in printed if marker in b]
+    return out
 
 
 @pytest.mark.parametrize("name", ["bundled", "factory"])
@@ -312,10 +320,11 @@ def test_the_cards_python_examples_run(exports, load_offline, monkeypatch, capsy
     _, out = exports[name]
     blocks = card_blocks(out)
     printed = run_card_blocks(out, load_offline, monkeypatch, capsys)
-    assert len(printed) == len(blocks) == 6  # loading, filtering, blobs, inputs, best solution, per-step estimate
-    assert printed[0].split()[0] in {r["name"] for r in load_offline(out, "definitions")}
+    # loading, filtering, blobs, inputs, best solution, per-step estimate, speed of light, SOL%
+    assert len(printed) == len(blocks) == 8
+    assert printed[0][1].split()[0] in {r["name"] for r in load_offline(out, "definitions")}
     if name == "factory":
-        assert "rmsnorm_h128_torch" in printed[4]  # the best-solution table
+        assert "rmsnorm_h128_torch" in output_of(printed, '"geomean_speedup"')  # the best-solution table
 
 
 def test_blobs_are_exported_at_the_paths_rows_name(exports, load_offline):

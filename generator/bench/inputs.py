@@ -187,7 +187,7 @@ def make_inputs(definition: Mapping[str, Any], workload: Mapping[str, Any], blob
     that are left out (None in the result); the others are unchanged, since each input has its own
     generator."""
     out: dict[str, Any] = {}
-    for name, recipe in input_recipes(definition, workload, seed, index).items():
+    for name, recipe in _recipes(definition, workload, seed, index).items():
         kind = recipe["type"]
         if kind == "scalar":
             out[name] = recipe["value"]
@@ -206,6 +206,26 @@ def make_inputs(definition: Mapping[str, Any], workload: Mapping[str, Any], blob
         else:
             raise ValueError(f"input '{name}': unknown input type {kind!r}")
         out[name] = tensor.to(device)
+    return out
+
+
+def _recipes(definition: Mapping[str, Any], workload: Mapping[str, Any], seed: Optional[int],
+             index: int) -> dict[str, dict[str, Any]]:
+    """input_recipes, or, for a row of the exported `workloads` config, its `input_recipes` column
+    (typed, so its floats are exact, where the JSON columns `datasets` reads keep ~15 digits),
+    re-seeded for input set `index` and `seed`."""
+    rows = workload.get("input_recipes")
+    if not isinstance(rows, (list, tuple)) or not rows:
+        return input_recipes(definition, workload, seed, index)
+    base = int(workload.get("seed") or 0) if seed is None else int(seed)
+    out = {}
+    for position, row in enumerate(rows):
+        recipe = {k: v for k, v in row.items() if v is not None and k != "name"}
+        if recipe["type"] == "random":
+            recipe["seed"] = input_seed(base, index, position)
+        elif recipe["type"] == "scalar" and isinstance(recipe.get("value"), str):
+            recipe["value"] = json.loads(recipe["value"])
+        out[row["name"]] = recipe
     return out
 
 

@@ -32,6 +32,14 @@ SOURCE_FILES = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("cont
 # Nested objects with uniform keys are structs (typed columns); an absent optional key is null there.
 MODEL_KERNELS = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("count", pa.int64()),
                                     pa.field("stage", pa.string()), pa.field("note", pa.string())]))
+# One struct per input, every field any recipe has (null where a recipe has none); floats stay exact,
+# which JSON columns read by `datasets` do not (they keep about 15 significant digits).
+INPUT_RECIPES = pa.list_(pa.struct([
+    pa.field("name", pa.string()), pa.field("type", pa.string()), pa.field("dtype", pa.string()),
+    pa.field("shape", pa.list_(pa.int64())), pa.field("distribution", pa.string()),
+    *(pa.field(p, pa.float64()) for p in ("mean", "std", "low", "high", "scale", "p")),
+    pa.field("seed", pa.int64()), pa.field("value", pa.string()), pa.field("path", pa.string()),
+    pa.field("tensor_key", pa.string())]))
 PEAK_TFLOPS = pa.struct([pa.field(name, pa.float64()) for name in DTYPE])
 EDITOR_KEYS = ("$schema",)
 _MISSING = object()
@@ -236,11 +244,17 @@ def workload_tokens(w: Any, ds: Dataset) -> Optional[int]:
     return None
 
 
-def _input_recipes(w: Any, ds: Dataset) -> Optional[str]:
+def _input_recipes(w: Any, ds: Dataset) -> Optional[list]:
     d = ds.definitions.get(w.definition)
     if d is None:
         return None
-    return dump_json(input_recipes(d.data, w.data["workload"]))
+    out = []
+    for name, recipe in input_recipes(d.data, w.data["workload"]).items():
+        row = {"name": name, **recipe}
+        if "value" in row:
+            row["value"] = json.dumps(row["value"])  # exact, and an int stays an int
+        out.append(row)
+    return out
 
 
 def _source_path(r: Any, ds: Dataset) -> str:
@@ -299,9 +313,10 @@ WORKLOADS = Config(
         Column("inputs", JSON, "Input name -> `{type: random}`, `{type: scalar, value}` or `{type: safetensors, "
                                "path, tensor_key}`.", ("workload", "inputs")),
         Column("seed", pa.int64(), "Seed of the random inputs.", ("workload", "seed"), optional=True),
-        Column("input_recipes", JSON, "How each input is made, resolved: random inputs with their distribution "
-                                      "and parameters, dtype, shape and generator seed (`generator/bench/inputs.py`"
-                                      " of KernelTrace makes the same tensors); blobs and scalars as in `inputs`.",
+        Column("input_recipes", INPUT_RECIPES, "How each input is made, in call order, resolved: `random` with its "
+                                               "distribution and parameters, dtype, shape and generator seed (input "
+                                               "set 0); `scalar` with `value` as exact JSON text; `safetensors` with "
+                                               "path and tensor_key. `kerneltrace_inputs.make_inputs` follows it.",
                derive=_input_recipes),
         Column("stage", pa.string(), "decode or prefill: the step of serving the workload stands for (null where it "
                                      "does not say).", derive=workload_stage),
@@ -476,7 +491,8 @@ HARDWARE = Config(
 
 # One config per exported record kind, in the registry's order (the card's); `definitions` is the default config.
 _BY_NAME = {c.name: c for c in (DEFINITIONS, WORKLOADS, SOLUTIONS, TRACES, MODELS, EINSUMS, HARDWARE)}
-CONFIGS: tuple[Config, ...] = tuple(_BY_NAME[k.config] for k in KINDS if k.config)
+from .roofline_table import ROOFLINE  # noqa: E402 - derived (not a record kind); builds on Column, Config
+CONFIGS: tuple[Config, ...] = tuple(_BY_NAME[k.config] for k in KINDS if k.config) + (ROOFLINE,)
 CONFIG_NAMES = tuple(c.name for c in CONFIGS)
 
 

@@ -1,0 +1,274 @@
+"""The dataset consumer's path, end to end, against the Hub export of the bundled dataset.
+
+With nothing but the exported folder: load every config with the real `datasets.load_dataset`
+offline; make every workload's inputs with the exported `kerneltrace_inputs.py` (imported as a
+lone file, as a consumer who copied it would) and get bit-identical tensors to the bench's
+`generator.bench.inputs.make_inputs` called as the bench calls it; run every reference from the
+`reference` column; join traces to solutions and workloads; and check what the card's snippets
+print against the site's own numbers (leaderboards, the Models page's per-step estimate).
+
+Memory bound (the suite runs in 4 GB): random tensors of more than MAX_ELEMENTS elements are not
+made (a few weight matrices: the LM heads, Qwen's expert weights, the FP8 MoE's). Every input has
+its own generator, so leaving one out does not change the others: the check on the rest is the
+same. References run on the smallest workload of each definition; the definitions whose smallest
+workload is over the bound are listed in TOO_LARGE_FOR_CI and run by tests/test_references.py at
+small sizes of their var axes instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from generator.analyse.leaderboard import all_leaderboards, model_estimates
+from generator.bench import inputs as bench_inputs
+from generator.export import export_dataset
+from generator.load import DEFAULT_DATASET, load
+from test_export import load_offline, output_of, run_card_blocks  # noqa: F401 (a fixture)
+
+MAX_ELEMENTS = 1 << 18  # per random input compared (half of them; the rest are KV caches and weights)
+SECOND_SET_ELEMENTS = 1 << 14  # input set 1 (a timing set) is compared for inputs up to this size
+# Definitions whose smallest workload needs more than REFERENCE_TOTAL_ELEMENTS random elements: their
+# reference is not run here (tests/test_references.py checks them at small sizes of their var axes).
+TOO_LARGE_FOR_CI = {
+    "gemm_fp8_block128_n2112_k7168", "gemm_fp8_block128_n4608_k7168", "gemm_fp8_block128_n7168_k2048",
+    "gemm_fp8_block128_n7168_k2304", "gemm_n128256_k4096", "gemm_n151936_k2048", "gemm_n28672_k4096",
+    "gemm_n4096_k14336", "gemm_n4096_k4096", "gemm_n6144_k4096", "gemm_n_4096_k_4096",
+    "gqa_paged_decode_h32_kv4_d128_ps16", "gqa_paged_decode_h32_kv8_d128_ps1",
+    "gqa_paged_decode_h32_kv8_d128_ps16", "grouped_gemm_e128_n1536_k2048", "grouped_gemm_e128_n2048_k768",
+    "grouped_gemm_n4096_k4096", "mla_paged_decode_h16_ckv512_kpe64_ps1",
+    "mla_paged_decode_h16_ckv512_kpe64_ps64", "mla_paged_prefill_causal_h16_ckv512_kpe64_ps1",
+    "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048", "quantized_gemm_n4096_k4096_ng128_kg128",
+    "quantized_grouped_gemm_n4096_k4096_kg128",
+}
+REFERENCE_TOTAL_ELEMENTS = 12_000_000  # random elements of one reference call, all inputs together
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("consumer") / "hub"
+    export_dataset(DEFAULT_DATASET, out)
+    return out
+
+
+@pytest.fixture
+def rows(hub, load_offline):
+    return lambda cfg: load_offline(hub, cfg)
+
+
+def lone_module(path: Path):
+    """The exported module imported from its file alone (not as part of the generator package)."""
+    spec = importlib.util.spec_from_file_location("kerneltrace_inputs_copy", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_exported_input_module_needs_only_torch(hub, tmp_path):
+    copy = tmp_path / "elsewhere" / "kerneltrace_inputs.py"
+    copy.parent.mkdir()
+    copy.write_bytes((hub / "kerneltrace_inputs.py").read_bytes())
+    assert copy.read_bytes() == Path(bench_inputs.__file__).read_bytes()  # the bench's own module
+    code = (f"import sys; sys.path.insert(0, {str(copy.parent)!r}); import kerneltrace_inputs as m; "
+            "print(sorted(k for k in sys.modules if k.split('.')[0] in ('generator', 'safetensors', 'numpy_', "
+            "'datasets', 'pyarrow'))); print(m.TORCH_DTYPES['float8_e4m3'])")
+    out = subprocess.run([sys.executable, "-I", "-c", code], cwd=copy.parent, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["[]", "torch.float8_e4m3fn"]
+
+
+def test_the_input_dtype_table_agrees_with_model_dtypes():
+    from generator.model.dtypes import DTYPE, TORCH_TENSOR_DTYPES
+
+    assert bench_inputs.TORCH_DTYPE_NAMES == TORCH_TENSOR_DTYPES
+    for code, torch_name in bench_inputs.SAFETENSORS_DTYPES.items():
+        if code != "F64":
+            (name,) = [d.name for d in DTYPE.values() if d.safetensors == code]
+            assert TORCH_TENSOR_DTYPES[name] == torch_name
+    assert bench_inputs.FP8_MAX == {n: DTYPE[n].float_max for n in bench_inputs.FP8_MAX}
+
+
+def test_every_workloads_inputs_regenerate_bit_identically(hub, rows):
+    mod = lone_module(hub / "kerneltrace_inputs.py")
+    definitions = {d["name"]: d for d in rows("definitions")}
+    ds = load(DEFAULT_DATASET)
+    by_uuid = {w.uuid: w for w in ds.workloads}
+    compared = left_out = 0
+    workloads = rows("workloads")
+    assert workloads.num_rows == len(ds.workloads)
+    for w in workloads:
+        d = definitions[w["definition"]]
+        column = {r["name"]: {k: v for k, v in r.items() if v is not None and k != "name"} for r in w["input_recipes"]}
+        record = bench_inputs.input_recipes(ds.definitions[w["definition"]].data, by_uuid[w["uuid"]].data["workload"])
+        for recipe in column.values():
+            if "value" in recipe:
+                recipe["value"] = json.loads(recipe["value"])
+        assert column == record  # the column is what the bench does, floats exact
+        bench_w = by_uuid[w["uuid"]]
+        for index, bound in ((0, MAX_ELEMENTS), (1, SECOND_SET_ELEMENTS)):  # the first set and a timing set
+            mine = mod.make_inputs(d, w, blob_root=hub, index=index, max_elements=bound)
+            theirs = bench_inputs.make_inputs(ds.definitions[w["definition"]].data, bench_w.data["workload"],
+                                              DEFAULT_DATASET, index, "cpu", max_elements=bound)
+            assert list(mine) == list(theirs) == list(d["inputs"])
+            for name, value in mine.items():
+                if value is None:
+                    left_out += 1
+                    assert theirs[name] is None and column[name]["type"] == "random"
+                    continue
+                if isinstance(value, torch.Tensor):
+                    assert value.dtype == theirs[name].dtype and torch.equal(value, theirs[name]), (w["uuid"], name)
+                    compared += 1
+                else:
+                    assert value == theirs[name] and type(value) is type(theirs[name]), (w["uuid"], name)
+    assert compared > 1000, (compared, left_out)
+
+
+def test_inputs_honour_their_distributions(hub, rows):
+    """What the recipes promise holds for the tensors (the sampling probs are rows of a distribution,
+    the scales positive): a plain randn would fail here."""
+    mod = lone_module(hub / "kerneltrace_inputs.py")
+    definitions = {d["name"]: d for d in rows("definitions")}
+    seen = set()
+    for w in rows("workloads"):
+        d = definitions[w["definition"]]
+        for recipe in w["input_recipes"]:
+            name = recipe["name"]
+            if recipe["type"] != "random" or recipe["distribution"] == "normal" or math.prod(recipe["shape"]) > 1 << 20:
+                continue
+            x = mod.draw({k: v for k, v in recipe.items() if v is not None}).float()
+            if recipe["distribution"] == "softmax_normal":
+                assert (x >= 0).all() and torch.allclose(x.sum(-1), torch.ones(x.shape[:-1]), atol=1e-4)
+            elif recipe["distribution"] == "uniform":
+                assert (x >= recipe["low"]).all() and (x < recipe["high"]).all()
+            seen.add(recipe["distribution"])
+            assert d["inputs"][name]["dtype"] == recipe["dtype"]
+    assert seen == {"softmax_normal", "uniform"}
+    plain = {"type": "random", "distribution": "normal", "mean": 0.0, "std": 1.0, "dtype": "float32",
+             "shape": [4, 1000], "seed": 1}
+    assert (mod.draw(plain) < 0).any()  # what top_p_sampling got before the probs said softmax
+
+
+def test_a_wrong_distribution_is_a_validation_error(good_dataset):
+    from generator.validate import validate
+
+    path = good_dataset / "definitions/norm/rmsnorm_h128.json"
+    d = json.loads(path.read_text())
+    d["inputs"]["input"]["random"] = {"distribution": "gaussian"}
+    path.write_text(json.dumps(d, indent=2))
+    errors = [x.format_human() for x in validate(load(good_dataset)) if x.is_error]
+    assert errors and "random" in errors[0] and "rmsnorm_h128.json" in errors[0]
+    d["inputs"]["input"]["random"] = {"distribution": "uniform", "low": 0.0}  # high missing
+    path.write_text(json.dumps(d, indent=2))
+    assert any(x.is_error for x in validate(load(good_dataset)))
+
+
+def test_every_reference_runs_from_the_export(hub, rows):
+    mod = lone_module(hub / "kerneltrace_inputs.py")
+    smallest: dict = {}
+    for w in rows("workloads"):
+        size = sum(math.prod(r["shape"]) for r in w["input_recipes"] if r["type"] == "random")
+        if w["definition"] not in smallest or size < smallest[w["definition"]][0]:
+            smallest[w["definition"]] = (size, w)
+    ran, too_large = set(), set()
+    for d in rows("definitions"):
+        size, w = smallest[d["name"]]
+        if size > REFERENCE_TOTAL_ELEMENTS:
+            too_large.add(d["name"])
+            continue
+        namespace: dict = {}
+        exec(compile(d["reference"], f"<{d['name']} reference>", "exec"), namespace)
+        torch.manual_seed(0)  # the samplers draw
+        result = namespace["run"](*mod.make_inputs(d, w, blob_root=hub).values())
+        assert set(result) == set(d["outputs"]), d["name"]
+        axes = mod.axis_values(d, w)
+        for name, spec in d["outputs"].items():
+            value = result[name]
+            if isinstance(value, torch.Tensor):
+                assert value.dtype == mod.TORCH_DTYPES[spec["dtype"]], (d["name"], name)
+                assert tuple(value.shape) == mod.shape_of(spec, axes), (d["name"], name)
+                if value.is_floating_point():
+                    assert torch.isfinite(value.float()).all(), (d["name"], name)
+        ran.add(d["name"])
+    assert too_large == TOO_LARGE_FOR_CI  # a new definition is never skipped silently
+    assert len(ran) + len(too_large) == rows("definitions").num_rows and len(ran) >= 30
+
+
+def test_traces_join_solutions_and_workloads(rows):
+    solutions = {s["name"]: s for s in rows("solutions")}
+    workloads = {w["uuid"]: w for w in rows("workloads")}
+    traces = rows("traces")
+    assert traces.num_rows > 0
+    for t in traces:
+        s = solutions[t["solution"]]
+        assert s["definition"] == t["definition"] and s["author"] == t["author"]
+        w = workloads[t["workload_uuid"]]
+        assert w["definition"] == t["definition"] and w["axes"] == t["workload"]["axes"]
+        if t["status"] == "PASSED":
+            assert t["samples"] > 0 and t["timer"] and t["matched_ratio"] is not None
+            # element-wise checks say their tolerance; the samplers are checked statistically
+            assert (t["atol"] is not None and t["rtol"] is not None) or t["type"] == "sampling"
+            assert t["p20_ms"] <= t["latency_ms"] <= t["p80_ms"] or t["unstable"]
+
+
+def test_card_snippets_print_the_sites_numbers(hub, load_offline, monkeypatch, capsys):
+    printed = run_card_blocks(hub, load_offline, monkeypatch, capsys)
+    best_out, estimate_out = output_of(printed, '"geomean_speedup"'), output_of(printed, "best_ms")
+    ds = load(DEFAULT_DATASET)
+    boards = all_leaderboards(ds)
+    expected_best = {(lb.definition, lb.hardware): lb.entries[0].solution
+                     for lbs in boards.values() for lb in lbs if lb.entries and lb.entries[0].geomean_speedup}
+    got_best = {}
+    for line in best_out.splitlines()[1:]:
+        definition, hardware, solution = line.split()[:3]
+        got_best[(definition, hardware)] = solution
+    assert got_best == expected_best and len(got_best) > 40
+    expected = {(name, e.stage, e.hardware): e for name, es in model_estimates(ds, boards).items() for e in es}
+    got = {}
+    for line in estimate_out.splitlines():
+        name, stage, hw, base, best, speedup = line.split()
+        got[(name, stage, hw)] = (float(base), float(best), float(speedup))
+    assert set(got) == set(expected) and got
+    for key, (base, best, speedup) in got.items():
+        e = expected[key]
+        assert math.isclose(base, e.baseline_ms, rel_tol=1e-5) and math.isclose(best, e.best_ms, rel_tol=1e-5)
+        assert math.isclose(speedup, e.speedup, rel_tol=1e-5)
+
+
+def test_best_solution_snippet_is_not_the_fastest_trace(tmp_path, load_offline, monkeypatch, capsys):
+    """Two solutions on two workloads: `fast_small` wins the smallest workload (the fastest single
+    trace) but loses the larger one by more; the snippet must name `good`."""
+    from dataset_factory import SOLUTION, TRACE, WORKLOAD, write_dataset
+
+    def trace(solution, uuid, latency):
+        ev = json.loads(json.dumps(TRACE["evaluation"]))
+        ev["performance"].update(latency_ms=latency, reference_latency_ms=1.0, speedup_factor=1.0 / latency)
+        for k in ("p20_ms", "p80_ms", "mean_ms", "stderr_ms", "unstable"):
+            ev["performance"].pop(k, None)
+        axes = WORKLOAD["workload"]["axes"] if uuid == "wl-0001" else {"batch_size": 64}
+        return {**TRACE, "solution": solution, "workload": {**TRACE["workload"], "uuid": uuid, "axes": axes},
+                "evaluation": ev}
+
+    w2 = {**WORKLOAD, "workload": {**WORKLOAD["workload"], "uuid": "wl-0003", "axes": {"batch_size": 64}}}
+    root = write_dataset(tmp_path / "ds", workloads=[WORKLOAD, w2], traces=[
+        trace("rmsnorm_h128_torch", "wl-0001", 0.010), trace("rmsnorm_h128_torch", "wl-0003", 1.0)])
+    for name, author, small, large in (("fast_small", "alice", 0.005, 4.0), ("good", "bob", 0.008, 0.5)):
+        folder = root / f"solutions/{author}/norm/rmsnorm_h128"
+        folder.mkdir(parents=True)
+        (folder / f"{name}.json").write_text(json.dumps({**SOLUTION, "name": name, "author": author}))
+        lines = [trace(name, "wl-0001", small), trace(name, "wl-0003", large)]
+        (root / f"traces/{author}/norm").mkdir(parents=True)
+        (root / f"traces/{author}/norm/rmsnorm_h128.jsonl").write_text("".join(json.dumps(t) + "\n" for t in lines))
+    export_dataset(root, tmp_path / "out")
+    printed = run_card_blocks(tmp_path / "out", load_offline, monkeypatch, capsys)
+    best = output_of(printed, '"geomean_speedup"')
+    assert best.splitlines()[1].split()[:3] == ["rmsnorm_h128", "test_cpu", "good"]
+    assert re.search(r"fast_small", best) is None
