@@ -36,6 +36,7 @@ import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -280,6 +281,7 @@ class LatestResult:
 
 # -- grouping -----------------------------------------------------------------------------------
 
+@lru_cache(maxsize=65536)  # a run's traces share a few timestamps
 def _instant(timestamp: str) -> float:
     """Seconds since the epoch of an RFC 3339 timestamp (Z or an offset; the schema requires one)."""
     try:
