@@ -109,7 +109,7 @@ def test_definition_page_shows_the_spec(tmp_path):
     row = re.search(r"<tr[^>]*>\s*<td[^>]*><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
     cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
     assert cells == ["copy_d8", "misc", "Copies x.", "0", "3"]  # name, type, summary, solutions, workloads
-    assert 'data-models="[&quot;tiny-model&quot;]"' in row  # what the index's filters read
+    assert 'data-models="tiny-model"' in row and 'data-tags="model:tiny-model|stage:decode"' in row  # the filters read these
 
     page = article((site / "generated" / "definitions" / "copy_d8.html").read_text(encoding="utf-8"))
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
@@ -233,7 +233,7 @@ def test_dataset_with_errors_is_refused(tmp_path):
     bad.parent.mkdir(parents=True)
     bad.write_text('{"name": "bad",', encoding="utf-8")
     out = tmp_path / "site"
-    with pytest.raises(KernelTraceError, match=r"1 error; run 'kerneltrace validate"):
+    with pytest.raises(KernelTraceError, match=r"1 error\(s\):\n  definitions/misc/bad.json:1[^\n]*\nrun 'kerneltrace validate"):
         build_site(tmp_path / "dataset", out, project_root=make_project(tmp_path / "project"))
     assert not out.exists()
 

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from ..model.dataset import Dataset
-from ..model.diagnostics import count_errors
 from ..model.errors import KernelTraceError
-from ..load import load
+from ..validate import load_valid
 from . import shell
 from .render import current_umask, render_pages, write_pages
 
@@ -50,14 +49,9 @@ def _plural(count: int, word: str) -> str:
 
 
 def load_checked(dataset_root: Path) -> Dataset:
-    """The dataset, or KernelTraceError if loading found errors (the site shows valid data only)."""
-    ds = load(dataset_root)
-    errors = count_errors(ds.load_diagnostics)
-    if errors:
-        raise KernelTraceError(
-            f"the dataset at {dataset_root} has {_plural(errors, 'error')}; "
-            f"run 'kerneltrace validate --dataset {dataset_root}' to see them, fix them, then build again")
-    return ds
+    """The dataset, or KernelTraceError if validate finds errors in it (the site shows valid data
+    only: the same rule as export and bench)."""
+    return load_valid(dataset_root, "building the site")
 
 
 MARKER = re.compile(r"^<!-- kerneltrace:include (generated/[A-Za-z0-9_./-]+) -->$", re.MULTILINE)

@@ -46,7 +46,7 @@ def paragraphs(text: object) -> list[str]:
             for p in _BLANK_LINES.split(value)] if value else []
 
 
-def summary(text: str, limit: int = 140) -> str:
+def summary(text: str, limit: int = 100) -> str:
     """The first sentence of a description (at most `limit` characters)."""
     first = paragraphs(text)
     if not first:

@@ -85,7 +85,7 @@ def fmt_value(value: object) -> str:
 
 def sort_key(value: Optional[float]) -> str:
     """A data-sort attribute: the number, or empty (sorts last either way)."""
-    return "" if value is None else repr(float(value))
+    return "" if value is None else f"{float(value):.6g}"  # six digits sort as well as seventeen
 
 
 def install(env: jinja2.Environment) -> None:

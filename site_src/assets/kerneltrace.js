@@ -66,9 +66,9 @@
   }
 
   // -- filters --------------------------------------------------------------------------------
-  // A form.kt-filters holds selects with data-filter="NAME"; the rows of the table inside the
-  // element with id data-target carry data-NAME='["value", ...]'. URL parameters (?type=gemm)
-  // preset the selects.
+  // A form.kt-filters holds selects with data-filter="NAME" and a text box (data-filter-text); the
+  // rows of the table inside the element with id data-target carry data-NAME="value|value".
+  // URL parameters (?type=gemm) preset the selects.
 
   function initFilters(root) {
     root.querySelectorAll("form.kt-filters").forEach(function (form) {
@@ -85,12 +85,8 @@
         rows.forEach(function (row) {
           var keep = Array.prototype.every.call(selects, function (select) {
             if (!select.value) return true;
-            try {
-              return JSON.parse(row.getAttribute("data-" + select.getAttribute("data-filter")) || "[]")
-                .indexOf(select.value) >= 0;
-            } catch (e) {
-              return false;
-            }
+            return (row.getAttribute("data-" + select.getAttribute("data-filter")) || "").split("|")
+              .indexOf(select.value) >= 0;
           });
           if (keep && text && text.value.trim()) {
             var words = text.value.toLowerCase().split(/\s+/).filter(Boolean);
