@@ -1,0 +1,206 @@
+"""Every definition's bench check bites: wrong answers of three kinds fail it.
+
+For each definition of the bundled dataset, on the bench's own inputs (make_inputs, a dataset
+workload; const axes shrunk where one call would need hundreds of MB), the reference's outputs are
+compared by the bench's compare() with
+- all zeros,
+- an input passed through (an input of the output's shape, or the first input's values laid out in it),
+- the reference run on inputs with one kernel-specific mistake: a dropped dequantisation scale, a
+  dropped last page (or KV token), the wrong EP rank's experts, a dropped norm weight, or the last
+  eighth of the largest input's last dimension left out (a missed remainder loop).
+Sampling definitions are checked the way the bench checks them: draws against draws.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from generator.bench.check import compare, compare_samples
+from generator.bench.inputs import make_inputs
+from generator.bench.plan import call_bytes
+from generator.load import load
+
+DATASET = Path(__file__).resolve().parent.parent / "dataset"
+_DS = load(DATASET)
+NAMES = sorted(_DS.definitions)
+
+# Const axes made smaller where one call at the real sizes needs hundreds of MB (the references'
+# code reads sizes from the tensors; block counts follow their sizes).
+SHRINK = {
+    "gemm_n128256_k4096": {"N": 256},
+    "gemm_n151936_k2048": {"N": 256},
+    "gemm_n28672_k4096": {"N": 256},
+    "gemm_n4096_k14336": {"N": 256},
+    "grouped_gemm_e128_n1536_k2048": {"N": 128, "K": 256},
+    "grouped_gemm_e128_n2048_k768": {"N": 128, "K": 256},
+    "grouped_gemm_n4096_k4096": {"N": 256, "K": 512},
+    "quantized_grouped_gemm_n4096_k4096_kg128": {"N": 256, "K": 512, "K_group": 4},
+    "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048": {
+        "hidden_size": 512, "intermediate_size": 256, "gemm1_out_size": 512, "num_hidden_blocks": 4,
+        "num_intermediate_blocks": 2, "num_gemm1_out_blocks": 4},
+}
+MAX_CALL_BYTES = 48 * 2**20
+SAMPLING_DRAWS = 64
+
+
+def definition_dict(name: str) -> dict:
+    d = copy.deepcopy(_DS.definitions[name].data)
+    for axis, value in SHRINK.get(name, {}).items():
+        d["axes"][axis]["value"] = value
+    return d
+
+
+def small_paged_workload(d: dict, w: dict) -> dict:
+    """The real paged workloads hold thousands of pages: two sequences of 3 and 5 pages (pages in
+    reverse order), the last one half full; for prefill, 2 and 3 new tokens at their ends."""
+    ps = d["axes"]["page_size"]["value"]
+    w = copy.deepcopy(w)
+    pages, last = [3, 5], [ps, max(1, ps // 2)]
+    w["axes"].update(batch_size=2, num_pages=sum(pages) + 2, len_indptr=3, num_kv_indices=sum(pages))
+    w["inputs"]["kv_indptr"] = {"type": "tensor", "value": [0, pages[0], sum(pages)]}
+    w["inputs"]["kv_indices"] = {"type": "tensor", "value": list(range(sum(pages), 0, -1))}
+    w["inputs"]["kv_last_page_len"] = {"type": "tensor", "value": last}
+    if "qo_indptr" in d["inputs"]:
+        w["axes"]["total_q"] = 5
+        w["inputs"]["qo_indptr"] = {"type": "tensor", "value": [0, 2, 5]}
+    return w
+
+
+def workload_for(name: str, d: dict) -> dict:
+    ws = sorted(_DS.workloads_by_definition[name], key=lambda w: (call_bytes(_DS.definitions[name], w), w.uuid))
+    if name.startswith("moe_fp8"):  # enough tokens that some pick a local expert
+        ws = sorted(ws, key=lambda w: abs(int(w.axes["seq_len"]) - 32))
+    w = ws[0].data["workload"]
+    if "kv_indices" in d["inputs"]:
+        w = small_paged_workload(d, w)
+    return w
+
+
+def inputs_of(d: dict, w: dict) -> dict:
+    explicit = {k: v for k, v in w["inputs"].items() if v.get("type") == "tensor"}
+    if not explicit:
+        return make_inputs(d, w, DATASET, 0, "cpu")
+    from generator.bench.inputs import TORCH_DTYPES
+
+    base = copy.deepcopy(w)
+    for k in explicit:
+        base["inputs"][k] = {"type": "random"}
+    x = make_inputs(d, base, DATASET, 0, "cpu")
+    for k, v in explicit.items():
+        x[k] = torch.tensor(v["value"], dtype=TORCH_DTYPES[d["inputs"][k]["dtype"]])
+    return x
+
+
+def run_reference(d: dict, inputs: dict) -> dict:
+    ns: dict = {"__name__": "reference"}
+    exec(compile(d["reference"], d["name"], "exec"), ns)
+    with torch.no_grad():
+        out = ns["run"](*inputs.values())
+    names = list(d["outputs"])
+    if isinstance(out, dict):
+        return out
+    if isinstance(out, (tuple, list)):
+        return dict(zip(names, out))
+    return {names[0]: out}
+
+
+def perturbed(d: dict, x: dict) -> tuple[str, dict]:
+    """The kernel-specific mistake for this definition, as changed inputs to the reference."""
+    x = dict(x)
+    names = list(d["inputs"])
+    if "local_expert_offset" in x:
+        local = d["axes"]["num_local_experts"]["value"]
+        total = d["axes"]["num_experts"]["value"]
+        off = x["local_expert_offset"]
+        x["local_expert_offset"] = ((int(off) + local) % total if not isinstance(off, torch.Tensor)
+                                    else (off + local) % total)
+        return "the wrong EP rank's experts", x
+    scales = [n for n in names if "scale" in n and isinstance(x[n], torch.Tensor) and x[n].is_floating_point()
+              and x[n].numel() > 1]
+    if scales:
+        x[scales[-1]] = torch.ones_like(x[scales[-1]])
+        return f"dropped scale {scales[-1]}", x
+    if "kv_indptr" in x:
+        indptr = x["kv_indptr"].clone()
+        if "kv_last_page_len" in x and int(indptr[-1] - indptr[-2]) > 1:
+            indptr[-1] -= 1
+            x["kv_indptr"] = indptr
+            if "kv_last_page_len" in x:
+                last = x["kv_last_page_len"].clone()
+                last[-1] = d["axes"]["page_size"]["value"] if "page_size" in d["axes"] else 1
+                x["kv_last_page_len"] = last
+            return "dropped the last page", x
+        indptr[-1] -= 1
+        x["kv_indptr"] = indptr
+        return "dropped the last KV token", x
+    if d["type"] == "routing":
+        logits = names[0]
+        x[logits] = torch.roll(x[logits], 1, dims=-1)
+        return "expert ids off by one", x
+    if "weight" in x and "rmsnorm" in d["name"]:
+        x["weight"] = torch.ones_like(x["weight"])
+        return "dropped the norm weight", x
+    tensors = [n for n in names if isinstance(x[n], torch.Tensor) and x[n].is_floating_point() and x[n].dim() >= 2]
+    largest = max(tensors, key=lambda n: x[n].numel())
+    t = x[largest].clone()
+    t[..., -max(1, t.shape[-1] // 8):] = 0
+    x[largest] = t
+    return f"the last eighth of {largest}'s last dimension left out (a missed remainder loop)", x
+
+
+def passed_through(d: dict, x: dict, axes: dict) -> dict:
+    out = {}
+    tensors = [v for v in x.values() if isinstance(v, torch.Tensor) and v.numel()]
+    for name, spec in d["outputs"].items():
+        from generator.bench.inputs import TORCH_DTYPES
+
+        shape = tuple(int(axes[a]) for a in spec["shape"])
+        dtype = TORCH_DTYPES[spec["dtype"]]
+        same = [t for t in tensors if tuple(t.shape) == shape]
+        src = same[0] if same else tensors[0].reshape(-1)
+        n = 1
+        for s in shape:
+            n *= s
+        flat = src.reshape(-1).float()
+        flat = flat.repeat(n // max(flat.numel(), 1) + 1)[:n]
+        out[name] = flat.reshape(shape).to(dtype)
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_variants_fail_the_check(name):
+    d = definition_dict(name)
+    w = workload_for(name, d)
+    axes = {n: a["value"] for n, a in d["axes"].items() if a["type"] == "const"}
+    axes.update(w["axes"])
+    x = inputs_of(d, w)
+    what, bad_inputs = perturbed(d, x)
+    if d["type"] == "sampling":
+        torch.manual_seed(0)
+        ref = [run_reference(d, x) for _ in range(SAMPLING_DRAWS)]
+        out = next(iter(d["outputs"]))
+        probs = x.get("probs")
+        zeros = [{out: torch.zeros_like(r[out])} for r in ref]
+        greedy = [{out: probs.argmax(-1).to(ref[0][out].dtype)} for _ in ref]
+        unfiltered = [{out: torch.multinomial(probs.float(), 1).squeeze(-1).to(ref[0][out].dtype)} for _ in ref]
+        variants = [("all zeros", zeros), ("greedy", greedy)]
+        if "top_k" in d["inputs"]:
+            # Dropping a top-p filter alone is not detectable this way: with p in [0.5, 1) over 128k
+            # tokens, 64 draws from the nucleus and from the whole distribution look alike.
+            variants.append(("top-k filter dropped", unfiltered))
+        for label, draws in variants:
+            assert not compare_samples(d, draws, ref, probs).ok, f"{name}: {label} draws pass the check"
+        return
+    expected = run_reference(d, x)
+    assert compare(d, expected, expected, axes).ok
+    variants = {"all zeros": {k: torch.zeros_like(v) for k, v in expected.items()},
+                "an input passed through": passed_through(d, x, axes),
+                what: run_reference(d, bad_inputs)}
+    for label, outputs in variants.items():
+        v = compare(d, outputs, expected, axes)
+        assert not v.ok, f"{name}: {label} passes the check ({v.max_absolute_error:.3g} max abs error)"
