@@ -162,6 +162,20 @@ def test_real_faults_reported_with_file_and_field(tmp_path):
     assert len(load(tmp_path / "dataset").workloads) == 21
 
 
+def test_one_rule_for_a_dataset_with_errors(tmp_path, capsys):
+    """validate reports them; build and export refuse the same data and list the errors."""
+    root = tmp_path / "fi"
+    fi.write(root, "by_op_type")
+    _plant_faults(root)
+    assert main(["validate", "--dataset", str(root)]) == 1
+    for command in (["build", "--dataset", str(root), "--out", str(tmp_path / "site")],
+                    ["export", "--dataset", str(root), "--out", str(tmp_path / "out")]):
+        assert main(command) != 0, command
+        err = capsys.readouterr().err
+        assert "4 error(s)" in err and f"definitions/gqa_paged/{GQA}.json" in err and "Traceback" not in err
+    assert not (tmp_path / "site").exists() and not (tmp_path / "out").exists()
+
+
 def test_recorded_speedups_are_used_where_they_are_all_there_is(tmp_path):
     root = tmp_path / "fi"
     fi.write(root, "by_op_type")

@@ -26,8 +26,7 @@ from typing import Mapping
 
 from ..model.dataset import Dataset
 from ..model.errors import KernelTraceError
-from ..load import load
-from ..validate import validate
+from ..validate import load_valid
 from ..bench import inputs as inputs_module
 from .card import INPUTS_MODULE, CardInput, render_card
 from .flashinfer import build_flashinfer_trace
@@ -95,12 +94,7 @@ def export_dataset(dataset_root: Path | str, out_dir: Path | str, fmt: str = "hu
 
 
 def _load_valid(root: Path) -> Dataset:
-    ds = load(root)
-    errors = [d for d in validate(ds) if d.is_error]
-    if errors:
-        first = errors[0].format_human().splitlines()[0]
-        raise KernelTraceError(f"the dataset at {root} has {len(errors)} error(s), e.g. {first}; run "
-                               f"'kerneltrace validate --dataset {root}' and fix them before exporting")
+    ds = load_valid(root, "exporting")
     if not ds.definitions:
         raise KernelTraceError(f"the dataset at {root} has no definitions; there is nothing to export")
     return ds

@@ -9,10 +9,12 @@ from pathlib import Path
 
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic, sort_diagnostics
+from ..model.errors import KernelTraceError
 from ..model.kinds import KINDS
 from ..load import load
 from .definitions import check_definitions
 from .einsums import check_einsums
+from .model_tags import check_model_tags
 from .others import check_agent_traces, check_hardware, check_models
 from .solutions import check_solutions
 from .traces import check_traces
@@ -21,7 +23,7 @@ from .workloads import check_workloads
 # Record kind -> its semantic checks (every kind of model.kinds.KINDS has one).
 CHECKS = {
     "definition": check_definitions, "workload": check_workloads, "solution": check_solutions,
-    "trace": check_traces, "model": check_models, "agent_trace": check_agent_traces, "hardware": check_hardware,
+    "trace": check_traces, "model": lambda ds: [*check_models(ds), *check_model_tags(ds)], "agent_trace": check_agent_traces, "hardware": check_hardware,
     "einsum": check_einsums,
 }
 
@@ -35,3 +37,17 @@ def validate(ds: Dataset) -> list[Diagnostic]:
 
 def validate_path(root: Path | str) -> list[Diagnostic]:
     return validate(load(root))
+
+
+def load_valid(root: Path | str, doing: str) -> Dataset:
+    """The dataset at `root` if `validate` finds no error in it; else KernelTraceError listing the
+    first errors. The one rule for a dataset with errors: every command that publishes or measures
+    it (build, export, bench) refuses it, as validate does."""
+    ds = load(root)
+    errors = [d for d in validate(ds) if d.is_error]
+    if errors:
+        shown = "\n".join("  " + d.format_human().splitlines()[0] for d in errors[:5])
+        more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
+        raise KernelTraceError(f"the dataset at {root} has {len(errors)} error(s):\n{shown}{more}\nrun "
+                               f"'kerneltrace validate --dataset {root}' and fix them before {doing}")
+    return ds
