@@ -12,12 +12,12 @@ from typing import Callable, Optional, Sequence
 from . import __version__
 from .model.errors import KernelTraceError
 from .model.layout import CANONICAL
-from .load import DEFAULT_DATASET
 
 
 def _add_dataset(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--dataset", type=Path, default=DEFAULT_DATASET, metavar="DIR",
-                   help="dataset folder (default: the bundled dataset/)")
+    # ./dataset of the folder you stand in (your clone), never the installed package's own copy
+    p.add_argument("--dataset", type=Path, default=Path("dataset"), metavar="DIR",
+                   help="dataset folder (default: ./dataset in the current folder)")
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

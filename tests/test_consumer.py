@@ -41,7 +41,7 @@ SECOND_SET_ELEMENTS = 1 << 14  # input set 1 (a timing set) is compared for inpu
 TOO_LARGE_FOR_CI = {
     "gemm_fp8_block128_n2112_k7168", "gemm_fp8_block128_n4608_k7168", "gemm_fp8_block128_n7168_k2048",
     "gemm_fp8_block128_n7168_k2304", "gemm_n128256_k4096", "gemm_n151936_k2048", "gemm_n28672_k4096",
-    "gemm_n4096_k14336", "gemm_n4096_k4096", "gemm_n6144_k4096", "gemm_n_4096_k_4096",
+    "gemm_n4096_k14336", "gemm_n4096_k4096", "gemm_n6144_k4096", "gemm_fp16_n4096_k4096",
     "gqa_paged_decode_h32_kv4_d128_ps16", "gqa_paged_decode_h32_kv8_d128_ps1",
     "gqa_paged_decode_h32_kv8_d128_ps16", "grouped_gemm_e128_n1536_k2048", "grouped_gemm_e128_n2048_k768",
     "grouped_gemm_n4096_k4096", "mla_paged_decode_h16_ckv512_kpe64_ps1",

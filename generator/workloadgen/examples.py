@@ -25,7 +25,7 @@ RMSNORM = [(1, "decode, batch 1"), (32, "decode, batch 32"), (256, "decode, batc
 
 def workloads() -> Iterator[Spec]:
     for seed, (m, what) in enumerate(GEMM_M):
-        yield Spec("gemm_n_4096_k_4096", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed, what)
+        yield Spec("gemm_fp16_n4096_k4096", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed, what)
         yield Spec("quantized_gemm_n4096_k4096_ng128_kg128", f"m{m}", {"M": m},
                    {"A": "random", "B": "random", "A_scale": "random", "B_scale": "random"}, seed, what)
     for seed, (g, m, what) in enumerate(GROUPED):
@@ -37,5 +37,5 @@ def workloads() -> Iterator[Spec]:
         yield Spec("gqa_hr4_dqk128_dvo128", f"b{b}_q{q}_kv{kv}", {"B": b, "Q": q, "KV": kv, "H_qo": 32, "H_kv": 8},
                    {"q": "random", "k": "random", "v": "random"}, seed, f"{what} (Llama-3.1-8B heads: 32 query, 8 KV)")
     for seed, (b, what) in enumerate(RMSNORM):
-        yield Spec("rmsnorm_d4096", f"b{b}", {"batch_size": b},
+        yield Spec("rmsnorm_fp16_h4096", f"b{b}", {"batch_size": b},
                    {"input": "random", "weight": "random", "eps": 1e-05}, seed, what)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import pkgutil
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -15,12 +16,20 @@ from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
 from .spec import Spec, as_jsonable
 
-RECIPE_MODULES = ("examples", "llama", "qwen", "deepseek")
+def recipe_modules() -> tuple[str, ...]:
+    """Every module of this package that defines `workloads()`, by name: a new model's recipe file is
+    found by being here (no list to extend)."""
+    names = []
+    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if not info.name.startswith("_") and hasattr(importlib.import_module(f"{__package__}.{info.name}"),
+                                                      "workloads"):
+            names.append(info.name)
+    return tuple(sorted(names))
 
 
 def all_specs() -> list[Spec]:
     specs: list[Spec] = []
-    for name in RECIPE_MODULES:
+    for name in recipe_modules():
         specs.extend(importlib.import_module(f"{__package__}.{name}").workloads())
     return specs
 

@@ -106,13 +106,13 @@ def gqa_expected(ax, x):
 
 
 CASES = {
-    "gemm_n_4096_k_4096": Case([{"M": 1}, {"M": 3}, {"M": 8}], gemm_inputs, gemm_expected),
+    "gemm_fp16_n4096_k4096": Case([{"M": 1}, {"M": 3}, {"M": 8}], gemm_inputs, gemm_expected),
     "quantized_gemm_n4096_k4096_ng128_kg128": Case([{"M": 1}, {"M": 4}, {"M": 8}], qgemm_inputs, qgemm_expected),
     "grouped_gemm_n4096_k4096": Case([{"G": 1, "M": 2}, {"G": 2, "M": 3}, {"G": 1, "M": 1}],
                                      ggemm_inputs, ggemm_expected),
     "quantized_grouped_gemm_n4096_k4096_kg128": Case([{"G": 1, "M": 2}, {"G": 2, "M": 3}, {"G": 1, "M": 1}],
                                                      qggemm_inputs, qggemm_expected),
-    "rmsnorm_d4096": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], rmsnorm_inputs,
+    "rmsnorm_fp16_h4096": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], rmsnorm_inputs,
                           rmsnorm_expected),
     "gqa_hr4_dqk128_dvo128": Case([{"B": 1, "Q": 1, "KV": 9, "H_kv": 1}, {"B": 2, "Q": 5, "KV": 7, "H_kv": 2},
                                    {"B": 3, "Q": 16, "KV": 4, "H_kv": 2}], gqa_inputs, gqa_expected,

@@ -1,0 +1,39 @@
+"""A definition's `model:` tags and the models' calling records say the same thing.
+
+`model:<name>` on a definition means: the calling record models/<name>.json lists it (one step of
+that model calls it). A kernel the model only calls in another serving configuration than its
+record describes (page size 1 instead of 16, a ragged prefill, a sampler variant) carries
+`model-alt:<name>` instead, so the Models page's per-step estimate and the tags never disagree.
+Both directions are checked: a definition with model tags that a record calls must name it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from ..model.dataset import Dataset
+from ..model.diagnostics import Diagnostic
+from ..model.diagnostics import make_pointer as ptr
+from .common import error
+
+
+def check_model_tags(ds: Dataset) -> Iterator[Diagnostic]:
+    called = {name: {k.id for k in m.kernels} for name, m in ds.models.items()}
+    for d in ds.definitions.values():
+        tags = list(d.data.get("tags") or ())
+        for i, tag in enumerate(tags):
+            if not tag.startswith("model:"):
+                continue
+            model = tag.split(":", 1)[1]
+            if model in called and d.name not in called[model]:
+                yield error(d, ptr("tags", i), f"tagged {tag} but models/{model}.json does not call {d.name}",
+                            f"add {{\"id\": \"{d.name}\", \"count\": N}} to models/{model}.json's kernels, or, "
+                            f"if the model calls it only in another configuration, tag it model-alt:{model}")
+    for name, m in ds.models.items():
+        for i, k in enumerate(m.kernels):
+            d = ds.definitions.get(k.id)
+            # A definition without any model tag (an imported dataset that does not use them) is left alone.
+            tagged = d is not None and any(t.startswith(("model:", "model-alt:")) for t in d.data.get("tags") or ())
+            if tagged and name not in d.models:
+                yield error(m, ptr("kernels", i, "id"), f"calls {k.id}, whose definition has no model:{name} tag",
+                            f"add \"model:{name}\" to the tags of {d.source.path}")
