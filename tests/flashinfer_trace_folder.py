@@ -182,6 +182,21 @@ def run(probs, top_k):
 '''
 
 
+def _ragged(name: str, op_type: str, kv_heads: int, tags: list[str]) -> Definition:
+    """Prefill attention over ragged (indptr-delimited) sequences, 4 query heads of 8."""
+    bf16 = "bfloat16"
+    return Definition(name=name, op_type=op_type, tags=tags,
+                      axes={"total_q": _var(), "total_kv": _var(), "len_indptr": _var(), "num_qo_heads": _const(4),
+                            "num_kv_heads": _const(kv_heads), "head_dim": _const(8)},
+                      inputs={"q": _t(["total_q", "num_qo_heads", "head_dim"], bf16),
+                              "k": _t(["total_kv", "num_kv_heads", "head_dim"], bf16),
+                              "v": _t(["total_kv", "num_kv_heads", "head_dim"], bf16),
+                              "qo_indptr": _t(["len_indptr"], "int32"), "kv_indptr": _t(["len_indptr"], "int32"),
+                              "sm_scale": _t(None, "float32")},
+                      outputs={"output": _t(["total_q", "num_qo_heads", "head_dim"], bf16)},
+                      reference=_RAGGED_ATTENTION)
+
+
 def definitions() -> list[Definition]:
     bf16, f32, i32 = "bfloat16", "float32", "int32"
     paged = dict(batch_size=_var(), num_pages=_var(), len_indptr=_var("Length of kv_indptr."),
@@ -207,17 +222,8 @@ def definitions() -> list[Definition]:
                    outputs={"output": _t(["batch_size", "num_qo_heads", "head_dim"], bf16),
                             "lse": _t(["batch_size", "num_qo_heads"], f32, "Log-sum-exp, base 2.")},
                    reference=_PAGED_ATTENTION),
-        Definition(name="gqa_ragged_prefill_h4_kv2_d8", op_type="gqa_ragged",
-                   tags=["stage:prefill", "status:reference", "fi_api:flashinfer.prefill.BatchPrefillWithRaggedKVCacheWrapper"],
-                   axes={"total_q": _var(), "total_kv": _var(), "len_indptr": _var(), "num_qo_heads": _const(4),
-                         "num_kv_heads": _const(2), "head_dim": _const(8)},
-                   inputs={"q": _t(["total_q", "num_qo_heads", "head_dim"], bf16),
-                           "k": _t(["total_kv", "num_kv_heads", "head_dim"], bf16),
-                           "v": _t(["total_kv", "num_kv_heads", "head_dim"], bf16),
-                           "qo_indptr": _t(["len_indptr"], i32), "kv_indptr": _t(["len_indptr"], i32),
-                           "sm_scale": _t(None, f32)},
-                   outputs={"output": _t(["total_q", "num_qo_heads", "head_dim"], bf16)},
-                   reference=_RAGGED_ATTENTION),
+        _ragged("gqa_ragged_prefill_h4_kv2_d8", "gqa_ragged", 2,
+                ["stage:prefill", "status:reference", "fi_api:flashinfer.prefill.BatchPrefillWithRaggedKVCacheWrapper"]),
         Definition(name="rmsnorm_h16", op_type="rmsnorm",
                    tags=["status:reference", "fi_api:flashinfer.norm.rmsnorm", "quant:none"],
                    axes={"batch_size": _var(), "hidden_size": _const(16)},
@@ -248,16 +254,7 @@ def definitions() -> list[Definition]:
                            "sm_scale": _t(None, f32)},
                    outputs={"output": _t(["batch_size", "num_qo_heads", "head_dim_ckv"], bf16)},
                    reference=_MLA_PAGED),
-        Definition(name="mla_ragged_prefill_h4_d8", op_type="mla_ragged", tags=["stage:prefill", "status:reference"],
-                   axes={"total_q": _var(), "total_kv": _var(), "len_indptr": _var(), "num_qo_heads": _const(4),
-                         "num_kv_heads": _const(4), "head_dim": _const(8)},
-                   inputs={"q": _t(["total_q", "num_qo_heads", "head_dim"], bf16),
-                           "k": _t(["total_kv", "num_kv_heads", "head_dim"], bf16),
-                           "v": _t(["total_kv", "num_kv_heads", "head_dim"], bf16),
-                           "qo_indptr": _t(["len_indptr"], i32), "kv_indptr": _t(["len_indptr"], i32),
-                           "sm_scale": _t(None, f32)},
-                   outputs={"output": _t(["total_q", "num_qo_heads", "head_dim"], bf16)},
-                   reference=_RAGGED_ATTENTION),
+        _ragged("mla_ragged_prefill_h4_d8", "mla_ragged", 4, ["stage:prefill", "status:reference"]),
         Definition(name="dsa_sparse_attention_h4_ckv16_kpe8_topk2_ps1", op_type="dsa_paged",
                    tags=["stage:decode", "status:reference", "sparse:topk", "model:deepseek-v3.2"],
                    axes={"num_tokens": _var(), "num_pages": _var(), "num_qo_heads": _const(4),
