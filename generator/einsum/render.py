@@ -16,6 +16,7 @@ from .model import Cascade
 from .problems import CascadeProblem, Problem, ptr
 
 _ENV = jinja2.sandbox.SandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when built with it: a cascade is read per workload
 
 
 def render_template(template: str, values: Mapping[str, Any]) -> str:
@@ -46,7 +47,7 @@ def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:
     from ..model import schema_check
     from ..model.records import Source
 
-    data = yaml.safe_load(render_template(text, values))
+    data = yaml.load(render_template(text, values), Loader=_LOADER)  # safe: CSafeLoader or SafeLoader
     schema = schema_check.schema_diagnostics("einsum", data, Source("cascade"))
     if schema:
         raise CascadeProblem([Problem(d.pointer, d.message, d.hint) for d in schema])
@@ -133,7 +134,7 @@ def _skeleton_node(template: str):
 
     for pattern in (_JINJA, _JINJA_OPEN):
         try:
-            return yaml.compose(pattern.sub(blank, template), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+            return yaml.compose(pattern.sub(blank, template), Loader=_LOADER)
         except (yaml.YAMLError, ValueError, RecursionError):
             continue
     return None
