@@ -327,7 +327,8 @@ def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
     # trace ran on test_cpu, so the leaderboard shows SOL% = T_SOL / latency for it.
     from dataset_factory import write_dataset
     from generator.analyse.leaderboard import definition_leaderboards
-    from generator.analyse.roofline import speed_of_light, workload_counts
+    from generator.analyse.roofline import speed_of_light
+    from generator.einsum import workload_counts
     from generator.load import load
 
     ds = load(write_dataset(tmp_path))
