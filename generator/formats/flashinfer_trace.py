@@ -6,7 +6,7 @@ Reader and mapping for each record kind, with notes of what was lost:
   `float8_e4m3fn`, optional strings are written as `null`.
 - Workload lines are ours ({definition, workload, solution: null, evaluation: null}) except for
   null descriptions.
-- Solution: the same fields; optional strings written as null, `tilelang`, and
+- Solution: the same fields; optional strings written as null, and
   spec.destination_passing_style defaults to true there (false here).
 - Trace: written with `datetime.now().isoformat()` (no time zone) and `correctness.extra`;
   older traces had `evaluation.log_file` and `environment.device`.
@@ -162,8 +162,8 @@ def normalise_workload(data: Any) -> Normalised:
 def normalise_solution(data: Any, flashinfer: bool = False) -> Normalised:
     """A Solution in the FlashInfer-Trace dialect -> canonical.
 
-    The fields are the same; what differs: optional strings written as null, languages the
-    canonical list lacks (tilelang), and the default of spec.destination_passing_style: true in
+    The fields are the same; what differs: optional strings written as null, and the default of
+    spec.destination_passing_style: true in
     flashinfer-bench (BuildSpec), false here. flashinfer-bench saves with exclude_unset, so a
     solution it wrote may omit the field and mean true; nothing in the record says so, which is
     why `flashinfer=True` (the importer passes it for FlashInfer-Trace folders) is needed to
@@ -172,7 +172,7 @@ def normalise_solution(data: Any, flashinfer: bool = False) -> Normalised:
     if type(data) is not dict:
         return Normalised(data)
     spec = data.get("spec")
-    marked = data.get("description", "") is None or (type(spec) is dict and spec.get("language") == "tilelang")
+    marked = data.get("description", "") is None
     if not flashinfer and not marked:
         return Normalised(data)
     notes: list[str] = []
@@ -190,9 +190,6 @@ def normalise_solution(data: Any, flashinfer: bool = False) -> Normalised:
                 s["destination_passing_style"] = True
                 notes.append("spec.destination_passing_style absent: flashinfer-bench reads that as true "
                              "(outputs passed in), so it is written as true")
-            if s.get("language") == "tilelang":
-                notes.append("spec.language 'tilelang' is not a canonical language; kept, so the schema check "
-                             "reports it")
             out[key] = s
         elif key in _SOLUTION_FIELDS or key == "$schema":
             if value is not None:
