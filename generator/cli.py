@@ -20,6 +20,17 @@ def _add_dataset(p: argparse.ArgumentParser) -> None:
                    help="dataset folder (default: ./dataset in the current folder)")
 
 
+def _repo_relative(dataset: Path) -> str:
+    """The dataset folder as a prefix relative to the current folder (the repository root in CI: GitHub
+    resolves annotation paths from there), e.g. 'dataset/'; '' when it is the current folder itself or
+    outside it (GitHub cannot place those; the paths stay relative to the dataset)."""
+    try:
+        rel = dataset.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return ""
+    return "" if rel == "." else rel + "/"
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from .model.diagnostics import count_errors, format_report
     from .validate import validate_path
@@ -30,7 +41,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         shown = [d for d in diags if d.is_error]
     else:
         shown = diags
-    report = format_report(shown, fmt)
+    report = format_report(shown, fmt, github_prefix=_repo_relative(args.dataset))
     if report:
         print(report)
     errors = count_errors(diags)

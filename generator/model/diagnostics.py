@@ -36,10 +36,11 @@ class Diagnostic:
             text += f"\n    hint: {self.hint}"
         return text
 
-    def format_github(self) -> str:
-        # Workflow command syntax: properties are escaped differently from the message.
+    def format_github(self, prefix: str = "") -> str:
+        # Workflow command syntax: properties are escaped differently from the message. `prefix` is the
+        # dataset folder relative to the repository root, so annotations land on the pull request's lines.
         level = "error" if self.is_error else "warning"
-        props = f"file={_gh_escape_prop(self.file)}"
+        props = f"file={_gh_escape_prop(prefix + self.file)}"
         if self.line:
             props += f",line={self.line}"
         title = pointer_to_path(self.pointer) if self.pointer else "kerneltrace"
@@ -80,12 +81,12 @@ def count_errors(diags: Iterable[Diagnostic]) -> int:
     return sum(1 for d in diags if d.is_error)
 
 
-def format_report(diags: list[Diagnostic], fmt: str = "human") -> str:
-    """Render diagnostics as 'human', 'json' or 'github' text."""
+def format_report(diags: list[Diagnostic], fmt: str = "human", github_prefix: str = "") -> str:
+    """Render diagnostics as 'human', 'json' or 'github' text (`github_prefix`: see format_github)."""
     if fmt == "json":
         return json.dumps([asdict(d) for d in diags], indent=2)
     if fmt == "github":
-        return _printable("\n".join(d.format_github() for d in diags))
+        return _printable("\n".join(d.format_github(github_prefix) for d in diags))
     lines = [d.format_human() for d in diags]
     errors = count_errors(diags)
     lines.append(f"{errors} error(s), {len(diags) - errors} warning(s)")
