@@ -200,14 +200,18 @@ def test_site_loads_nothing_from_other_hosts(bundled_site):
     for rel, text in pages.items():
         match = LOADING_ATTRIBUTE.search(text)
         assert match is None, f"{rel} loads from another host: {text[match.start():match.start() + 120]}"
+        # Generated pages link out only where mkdocs.yml says (header); hand-written prose may cite sources.
         links = set(re.findall(r"<a\b[^>]*\shref=\"(https?://[^\"]*)\"", text))
-        assert links <= OUT_LINKS, f"{rel} links to other hosts: {links - OUT_LINKS}"
+        if rel.startswith("generated/"):
+            assert links <= OUT_LINKS, f"{rel} links to other hosts: {links - OUT_LINKS}"
     for css in bundled_site.rglob("*.css"):
         text = css.read_text(encoding="utf-8")
         assert CSS_REMOTE.search(text) is None, css
     # The header links out (repository, issues, Hub) and nothing else does.
     index = (bundled_site / "index.html").read_text(encoding="utf-8")
     assert all(f'href="{url}"' in index for url in OUT_LINKS)
+    contributing = (bundled_site / "contributing.html").read_text(encoding="utf-8")
+    assert all(f'href="{url}"' in article(contributing) for url in OUT_LINKS)  # where to open pull requests
     assert "data-md-component=\"source\"" not in index  # Material's repository statistics are never fetched
     for path in bundled_site.rglob("*"):
         if path.suffix in (".html", ".css", ".js", ".json"):

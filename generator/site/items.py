@@ -19,7 +19,7 @@ from markupsafe import Markup
 from ..model.dataset import Dataset
 from .escape import highlight_html
 from .rows import board_rows, fmt_spread, solution_rows, trace_details
-from .results import (SiteResults, definition_results, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct,
+from .results import (DRAFT_TAG, SiteResults, definition_results, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct,
                       fmt_speedup, fmt_value, fmt_when, hardware_context, hardware_page, html_link, solution_context,
                       solution_page, sort_key, trend)
 
@@ -74,7 +74,7 @@ def environment() -> jinja2.Environment:
 
 
 def is_draft(tags) -> bool:
-    return "status:draft" in tags
+    return DRAFT_TAG in tags
 
 
 def definition_items(ds: Dataset, results: SiteResults, rows, speed_of_light, dataset_label: str,

@@ -28,6 +28,7 @@ from .escape import escape_html, highlight_html
 LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
 MESSAGE_LIMIT = 20000  # characters of one agent-trace message shown
 LATEST = 10  # results on the home page
+DRAFT_TAG = "status:draft"  # a kernel not verified yet: marked, listed after verified ones, low in search
 
 
 # -- formatting (filters) -----------------------------------------------------------------------
@@ -207,6 +208,7 @@ class HardwareRow:
     top: Optional[Entry]
     definition_href: str  # its built page, relative to the generated folder
     anchor: str
+    draft: bool = False  # tagged status:draft: listed after verified kernels, marked
 
 
 @dataclass(frozen=True)
@@ -358,8 +360,10 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
 
 def hardware_context(ds: Dataset, summary: HardwareSummary) -> dict[str, Any]:
     rows = tuple(HardwareRow(lb, ds.definitions[lb.definition].type, lb.entries[0] if lb.entries else None,
-                             f"definitions/{lb.definition}.html", board_anchor(lb.hardware))
+                             f"definitions/{lb.definition}.html", board_anchor(lb.hardware),
+                             DRAFT_TAG in ds.definitions[lb.definition].tags)
                  for lb in summary.leaderboards)
+    rows = tuple(sorted(rows, key=lambda r: r.draft))  # verified kernels first, each group by name
     return {"hw": summary, "rows": rows, "authors_anchor": board_anchor(summary.name)}
 
 
