@@ -125,6 +125,12 @@ def test_export_straight_from_a_folder_read_in_place(tmp_path):
     assert _fib_counts(tmp_path / "out") == counts
 
 
+def workload_blob(root: Path) -> str:
+    """The blob of the second workload of MLA (the one _plant_faults removes)."""
+    workload = json.loads((root / f"workloads/mla_paged/{MLA}.jsonl").read_text().splitlines()[1])
+    return workload["workload"]["inputs"]["kv_indices"]["path"]
+
+
 def _plant_faults(root: Path) -> None:
     """Three real faults: a reference taking its inputs in another order than declared, a workload
     with num_pages = 0 but two kv indices, and a missing blob."""
@@ -137,8 +143,7 @@ def _plant_faults(root: Path) -> None:
     assert lines[0]["workload"]["axes"]["num_kv_indices"] == 2
     lines[0]["workload"]["axes"]["num_pages"] = 0
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    workload = json.loads((root / f"workloads/mla_paged/{MLA}.jsonl").read_text().splitlines()[1])
-    (root / workload["workload"]["inputs"]["kv_indices"]["path"]).unlink()
+    (root / workload_blob(root)).unlink()
 
 
 def test_real_faults_reported_with_file_and_field(tmp_path):
@@ -159,10 +164,17 @@ def test_real_faults_reported_with_file_and_field(tmp_path):
     # the rest is read and checked as before: every definition is there
     assert len(load(root).definitions) == 11
 
-    code, out = _import([root], tmp_path / "dataset")  # import carries what it can and says what it cannot
-    assert code == 1
-    assert f"{MLA}.jsonl:2: error: workload" in out and "names the blob" in out
-    assert len(load(tmp_path / "dataset").workloads) == 21
+    code, out = _import([root], tmp_path / "dataset")  # import is total and says what it could not carry
+    assert code == 0, out
+    assert f"blob missing: {workload_blob(root)}" in out
+    imported = validate_path(tmp_path / "dataset")
+    text = (tmp_path / "dataset" / f"definitions/gqa/{GQA}.json").read_text()
+    reference_line = text[:text.index('"reference"')].count("\n") + 1
+    assert {(d.file, d.line, d.pointer) for d in imported if d.is_error} == {
+        (f"definitions/gqa/{GQA}.json", reference_line, "/reference"),  # canonical JSON now: the field's line
+        (f"workloads/gqa/{GQA}.jsonl", 1, "/workload/axes/num_pages"),
+        (f"workloads/mla/{MLA}.jsonl", 2, "/workload/inputs/kv_indices/path"),
+        (f"workloads/mla/{MLA}.jsonl", 2, "/workload/inputs/kv_indptr/path")}
 
 
 def test_one_rule_for_a_dataset_with_errors(tmp_path, capsys):
