@@ -23,6 +23,8 @@ from ..model.records import (AgentTrace, CallingRecord, Definition, EinsumCascad
                       Workload)
 from ..model.schema_check import schema_diagnostics
 
+# The dataset of this checkout (what the tests read). Commands default to ./dataset of the current
+# folder instead (cli.py), so an installed kerneltrace never checks its own copy by mistake.
 DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "dataset"
 
 # The folders read, in order, and where their files sit (model/layout.py owns the patterns).
@@ -276,7 +278,7 @@ LOADERS = {
 }
 
 
-def load(root: Path | str = DEFAULT_DATASET) -> Dataset:
+def load(root: Path | str = Path("dataset")) -> Dataset:
     """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`."""
     # Loading makes millions of small, acyclic, long-lived containers; the cyclic collector
     # would walk them again and again as the heap grows, so cost would grow faster than the
