@@ -51,66 +51,160 @@ def workloads(n: int) -> list[dict]:
     return out
 
 
+HONEST = ("PASSED",)  # a sniffing cheat that finds nothing to sniff computes honestly every call
+CAUGHT_OR_HONEST = ("PASSED", "INCORRECT_NUMERICAL")
+GARBAGE = "        return torch.empty_like(input).fill_(7.0)\n"
 CHEATS = {
-    # name: (source, expected status, words the log must contain)
+    # name: (source, allowed statuses, words the log must contain when not PASSED)
     "mutates_input": (CORRECT + "def run(input, weight, eps):\n    out = compute(input, weight, eps)\n"
-                      "    weight.zero_()\n    return out\n", "REWARD_HACK", "modified its input"),
-    "reuses_output": (CORRECT + "_cache = {}\n\ndef run(input, weight, eps):\n    key = input.data_ptr()\n"
-                      "    if key not in _cache:\n        _cache[key] = compute(input, weight, eps)\n"
-                      "    return _cache[key]\n", "REWARD_HACK", "reuses an earlier result"),
+                      "    weight.zero_()\n    return out\n", ("REWARD_HACK",), "modified its input"),
+    # Caching: every call gets fresh input tensors with new values; an address reused by the allocator
+    # returns a stale answer, which a checked call catches.
+    "caches_on_data_ptr": (CORRECT + "_cache = {}\n\ndef run(input, weight, eps):\n    key = input.data_ptr()\n"
+                           "    if key not in _cache:\n        _cache[key] = compute(input, weight, eps)\n"
+                           "    return _cache[key]\n", CAUGHT_OR_HONEST, "within atol"),
+    "caches_on_values": (CORRECT + "_cache = {}\n\ndef run(input, weight, eps):\n"
+                         "    key = (input.data_ptr(), input._version, float(input[0, 0]), float(input[-1, -1]))\n"
+                         "    if key not in _cache:\n        _cache[key] = compute(input, weight, eps)\n"
+                         "    return _cache[key]\n", CAUGHT_OR_HONEST, "within atol"),
+    # The sandbox holds no dataset: the definition file (with the reference) and the workloads (seeds)
+    # are not there to read.
     "calls_reference_file": (
         "import json, pathlib\n\ndef run(input, weight, eps):\n"
         "    d = json.loads(pathlib.Path(DEFINITION_PATH).read_text())\n    ns = {}\n"
         "    exec(d['reference'], ns)\n    return ns['run'](input, weight, eps)\n",
-        "REWARD_HACK", "read the definition file"),
-    "calls_reference_object": (
+        ("RUNTIME_ERROR",), "No such file"),
+    "regenerates_inputs_from_job": (
+        "import json, pathlib\n_lines = pathlib.Path(WORKLOADS_PATH).read_text().splitlines()  # seeds, at import\n"
+        "def run(input, weight, eps):\n    return input\n", ("COMPILE_ERROR",), "No such file"),
+    # The reference lives in another process: no object to find, no frame holding expected outputs.
+    "calls_reference_through_gc": (
         "import gc\n\ndef run(input, weight, eps):\n"
-        "    ref = next(o for o in gc.get_objects() if callable(o) and getattr(o, '__name__', '') == 'reference')\n"
-        "    return ref(input, weight, eps)\n", "REWARD_HACK", "called the definition's reference"),
+        "    ref = next(o for o in gc.get_objects() if callable(o) and getattr(o, '__name__', '') in ('reference', 'run')"
+        " and 'kt_reference' in getattr(o, '__module__', ''))\n"
+        "    return ref(input, weight, eps)\n", ("RUNTIME_ERROR",), "StopIteration"),
+    "reads_expected_from_frame": (
+        "import sys, torch\n\ndef run(input, weight, eps):\n    f = sys._getframe(1)\n    while f is not None:\n"
+        "        for k in ('expected', 'ref', 'ref_out', 'reference_outputs'):\n"
+        "            v = f.f_locals.get(k)\n            if isinstance(v, dict) and 'output' in v:\n"
+        "                return v['output']\n        f = f.f_back\n    return torch.zeros_like(input)\n",
+        ("INCORRECT_NUMERICAL",), "within atol"),
+    # Telling timed calls from checked ones: every call is the same call, so these compute honestly
+    # or, where their guess says "timed", return garbage that a randomly checked timed call catches.
+    "sniffs_frame": (CORRECT + "import sys\n_first = None\n\ndef run(input, weight, eps):\n    global _first\n"
+                     "    sig = []\n    f = sys._getframe(1)\n    while f is not None:\n"
+                     "        sig.append((f.f_code.co_name, f.f_lineno))\n        f = f.f_back\n"
+                     "    if _first is None:\n        _first = sig\n    if sig != _first:\n" + GARBAGE +
+                     "    return compute(input, weight, eps)\n", CAUGHT_OR_HONEST, "within atol"),
+    "sniffs_version_identity": (CORRECT + "_seen = set()\n\ndef run(input, weight, eps):\n"
+                                "    key = (id(input), input._version)\n    if key in _seen:\n" + GARBAGE +
+                                "    _seen.add(key)\n    return compute(input, weight, eps)\n",
+                                CAUGHT_OR_HONEST, "within atol"),
+    "sniffs_nan_poison": (CORRECT + "def run(input, weight, eps, output):\n    if not torch.isnan(output).all():\n"
+                          "        return  # not poisoned: a timed call, skip the work\n"
+                          "    output.copy_(compute(input, weight, eps))\n", HONEST, ""),
+    "counts_calls": (CORRECT + "_n = 0\n\ndef run(input, weight, eps):\n    global _n\n    _n += 1\n"
+                     "    if _n > 4:\n        return torch.zeros_like(input)\n    return compute(input, weight, eps)\n",
+                     ("INCORRECT_NUMERICAL",), "within atol"),
+    # Patching the harness from inside: the comparison is not in this process; the clock is bounded
+    # from outside (asserted in test_patched_timing_function_is_bounded_by_the_outside_clock).
+    "patches_comparison_and_timing": (
+        CORRECT + "import generator.bench.check as _c, generator.bench.timing as _t\n"
+        "_c.compare = lambda *a, **k: _c.Verdict('PASSED')\n_real = _t.timed_call\n"
+        "def _fast(fn, args, outs, device):\n    ms, r = _real(fn, args, outs, device)\n    return ms / 1000, r\n"
+        "_t.timed_call = _fast\n\ndef run(input, weight, eps):\n    import time\n    time.sleep(0.004)\n"
+        "    return compute(input, weight, eps)\n", HONEST, ""),
+    "writes_fake_results_and_exits": (
+        "import os\n\ndef run(input, weight, eps):\n"
+        "    os.write(4, b'{\"event\": \"result\", \"status\": \"PASSED\", \"performance\": {\"latency_ms\": 1e-9}}\\n')\n"
+        "    os._exit(0)\n", ("RUNTIME_ERROR",), "bad message"),
+    "forges_messages": (
+        CORRECT + "import generator.bench.protocol as p\n\ndef run(input, weight, eps):\n"
+        "    out = compute(input, weight, eps)\n"
+        "    p.send(4, {'op': 'done', 'ms': 1e-9})\n    p.send(4, {'op': 'outputs'}, p.pack({'output': out}))\n"
+        "    return out\n", ("RUNTIME_ERROR",), "forged, duplicated or out of order"),
+    # Slowing the reference: it runs in its own process, timed in the same loop.
+    "slows_reference_via_torch_op": (
+        CORRECT + "import sys, time\n_rsqrt = torch.rsqrt\n\ndef _slow(*a, **k):\n"
+        "    if 'reference' in sys._getframe(1).f_globals.get('__name__', ''):\n        time.sleep(0.3)\n"
+        "    return _rsqrt(*a, **k)\n\ntorch.rsqrt = _slow\n\ndef run(input, weight, eps):\n"
+        "    return compute(input, weight, eps)\n", HONEST, ""),
+    "setsid_grandchild": (
+        "import subprocess, sys\n\ndef run(input, weight, eps):\n"
+        "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', ORPHAN_MARKER],"
+        " start_new_session=True)\n    while True:\n        pass\n", ("TIMEOUT",), "limit"),
+    "huge_stdout": ("import sys\n\ndef run(input, weight, eps):\n    block = 'x' * (1 << 20) + '\\n'\n"
+                    "    for _ in range(64):\n        sys.stdout.write(block)\n    raise RuntimeError('after 64 MiB of output')\n",
+                    ("RUNTIME_ERROR",), "earlier bytes of output not kept"),
     "subclassed_output": (CORRECT + "class Lazy(torch.Tensor):\n    def __eq__(self, other):\n        return True\n\n"
                           "def run(input, weight, eps):\n    return compute(input, weight, eps).as_subclass(Lazy)\n",
-                          "REWARD_HACK", "not a plain torch.Tensor"),
+                          ("REWARD_HACK",), "not a plain torch.Tensor"),
     "lazy_output": (CORRECT + "class Later:\n    def __init__(self, f):\n        self.f = f\n\n"
                     "def run(input, weight, eps):\n    return {'output': Later(lambda: compute(input, weight, eps))}\n",
-                    "REWARD_HACK", "not a plain torch.Tensor"),
+                    ("REWARD_HACK",), "not a plain torch.Tensor"),
     "patches_timer": (CORRECT + "import time\n_real = time.perf_counter\n\n"
                       "def run(input, weight, eps):\n    time.perf_counter = lambda: _real() / 1000\n"
-                      "    return compute(input, weight, eps)\n", "REWARD_HACK", "time.perf_counter"),
+                      "    return compute(input, weight, eps)\n", ("REWARD_HACK",), "time.perf_counter"),
     "patches_synchronize": (CORRECT + "def run(input, weight, eps):\n"
                             "    torch.cuda.synchronize = lambda *args, **kwargs: None\n"
-                            "    return compute(input, weight, eps)\n", "REWARD_HACK", "torch.cuda.synchronize"),
+                            "    return compute(input, weight, eps)\n", ("REWARD_HACK",), "torch.cuda.synchronize"),
     "outlives_call_thread": (CORRECT + "import threading, time\n\ndef run(input, weight, eps):\n"
                              "    out = torch.zeros_like(input)\n"
                              "    def work():\n        time.sleep(0.01)\n        out.copy_(compute(input, weight, eps))\n"
                              "    threading.Thread(target=work).start()\n    return out\n",
-                             "REWARD_HACK", "left thread"),
+                             ("REWARD_HACK",), "left thread"),
     "leaves_outputs_unwritten": (CORRECT + "def run(input, weight, eps, output):\n"
                                  "    output[:-1] = compute(input, weight, eps)[:-1]\n",
-                                 "INCORRECT_NUMERICAL", "NaN"),
+                                 ("INCORRECT_NUMERICAL",), "NaN"),
     "wrong_answer": (CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps) * 1.05\n",
-                     "INCORRECT_NUMERICAL", "within atol"),
+                     ("INCORRECT_NUMERICAL",), "within atol"),
     "wrong_shape": (CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps)[:, :64]\n",
-                    "INCORRECT_SHAPE", "shape"),
+                    ("INCORRECT_SHAPE",), "shape"),
     "wrong_dtype": (CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps).float()\n",
-                    "INCORRECT_DTYPE", "dtype"),
+                    ("INCORRECT_DTYPE",), "dtype"),
     "raises": ("def run(input, weight, eps):\n    raise RuntimeError('boom in the kernel')\n",
-               "RUNTIME_ERROR", "boom in the kernel"),
-    "exits": ("import os\n\ndef run(input, weight, eps):\n    os._exit(3)\n", "RUNTIME_ERROR", "exit code 3"),
-    "segfaults": ("import ctypes\n\ndef run(input, weight, eps):\n    ctypes.string_at(0)\n", "RUNTIME_ERROR", "signal"),
-    "hangs": ("def run(input, weight, eps):\n    while True:\n        pass\n", "TIMEOUT", "limit"),
-    "does_not_compile": ("def run(input, weight, eps:\n    return input\n", "COMPILE_ERROR", "SyntaxError"),
+               ("RUNTIME_ERROR",), "boom in the kernel"),
+    "exits": ("import os\n\ndef run(input, weight, eps):\n    os._exit(3)\n", ("RUNTIME_ERROR",), "exit code 3"),
+    "segfaults": ("import ctypes\n\ndef run(input, weight, eps):\n    ctypes.string_at(0)\n", ("RUNTIME_ERROR",), "signal"),
+    "hangs": ("def run(input, weight, eps):\n    while True:\n        pass\n", ("TIMEOUT",), "limit"),
+    "does_not_compile": ("def run(input, weight, eps:\n    return input\n", ("COMPILE_ERROR",), "SyntaxError"),
 }
+DPS_CHEATS = {"leaves_outputs_unwritten", "sniffs_nan_poison"}
+NEEDS_SANDBOX = {"calls_reference_file", "regenerates_inputs_from_job", "setsid_grandchild"}
+ORPHAN_MARKER = f"kt-orphan-marker-{os.getpid()}"
+
+
+def marked_processes(marker: str) -> list[int]:
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def kt_temp_folders() -> set[str]:
+    import tempfile
+
+    return {p.name for p in Path(tempfile.gettempdir()).glob("kt-*")}
 
 
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory):
     """One bench run over a dataset with a correct solution and every planted cheat."""
+    from generator.bench.sandbox import sandbox_mode
+
     root = write_dataset(tmp_path_factory.mktemp("bench"), traces=[], workloads=workloads(2))
     for name, (source, _, _) in CHEATS.items():
-        source = source.replace("DEFINITION_PATH", repr(str(root / "definitions/norm/rmsnorm_h128.json")))
-        add_solution(root, name, source, dps=(name == "leaves_outputs_unwritten"))
-    summary = run_bench(root, device="cpu", timeout_s=8, timing=FAST, progress=False)
-    return root, summary
+        source = (source.replace("DEFINITION_PATH", repr(str(root / "definitions/norm/rmsnorm_h128.json")))
+                  .replace("WORKLOADS_PATH", repr(str(root / "workloads/norm/rmsnorm_h128.jsonl")))
+                  .replace("ORPHAN_MARKER", repr(ORPHAN_MARKER)))
+        add_solution(root, name, source, dps=name in DPS_CHEATS)
+    temps = kt_temp_folders()
+    summary = run_bench(root, device="cpu", timeout_s=4, timing=FAST, progress=False, prefetch=True)
+    return root, summary, sandbox_mode("cpu")[0], temps
 
 
 def statuses(summary, solution):
@@ -118,33 +212,65 @@ def statuses(summary, solution):
 
 
 def test_correct_solution_passes_with_full_trace(benched):
-    root, summary = benched
-    [good, *_] = statuses(summary, "rmsnorm_h128_torch"), None
+    root, summary, mode, _ = benched
+    good = statuses(summary, "rmsnorm_h128_torch")
     assert [o.status for o in good] == ["PASSED", "PASSED"]
     ev = good[0].record["evaluation"]
-    assert ev["correctness"]["input_sets"] == 3 and ev["correctness"]["matched_ratio"] == 1.0
+    assert ev["correctness"]["input_sets"] >= 3 + 2 and ev["correctness"]["matched_ratio"] == 1.0
     perf = ev["performance"]
-    assert perf["timer"] == "host_perf_counter" and perf["samples"] >= 3
+    assert perf["timer"] in ("host_perf_counter", "wall_clock_outside_process") and perf["samples"] >= 3
     assert perf["min_ms"] <= perf["latency_ms"] <= perf["max_ms"]
     assert perf["speedup_factor"] == pytest.approx(perf["reference_latency_ms"] / perf["latency_ms"])
     assert ev["environment"]["hardware"].startswith("CPU_") and ev["environment"]["libs"]["torch"] == torch.__version__
+    assert ev["environment"]["sandbox"] == mode
     assert ev["seed"] == good[0].pair.workload.seed
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_planted_problem_is_caught(benched, name):
-    _, summary = benched
-    _, status, words = CHEATS[name]
+    _, summary, mode, _ = benched
+    if name in NEEDS_SANDBOX and mode != "bwrap":
+        pytest.skip("bubblewrap is missing or refused here: without the sandbox the dataset is readable "
+                    "and a setsid grandchild can escape (the bench says so and records sandbox: none)")
+    _, allowed, words = CHEATS[name]
     outcomes = statuses(summary, name)
     assert len(outcomes) == 2, "every pair gets a trace, whatever happened"
     for o in outcomes:
         log = o.record["evaluation"]["log"] or ""
-        assert o.status == status, f"{name}: {o.status} ({log[-500:]})"
-        assert words in log, f"{name}: log does not say {words!r}: {log[-500:]}"
+        assert o.status in allowed, f"{name}: {o.status} ({log[-500:]})"
+        if o.status != "PASSED":
+            assert words in log, f"{name}: log does not say {words!r}: {log[-500:]}"
+
+
+def test_patched_timing_function_is_bounded_by_the_outside_clock(benched):
+    """The solution divides the worker's own timings by 1000; it sleeps 4 ms per call, and the wall
+    clock outside its process says so."""
+    _, summary, _, _ = benched
+    for o in statuses(summary, "patches_comparison_and_timing"):
+        perf = o.record["evaluation"]["performance"]
+        assert perf["timer"] == "wall_clock_outside_process" and perf["latency_ms"] >= 4.0, perf
+        assert "wall clock outside it" in o.record["evaluation"]["log"]
+
+
+def test_slowed_reference_does_not_fake_a_speedup(benched):
+    _, summary, _, _ = benched
+    for o in statuses(summary, "slows_reference_via_torch_op"):
+        perf = o.record["evaluation"]["performance"]
+        assert perf["reference_latency_ms"] < 150, perf  # the 300 ms sleep per reference call is not there
+
+
+def test_no_process_or_temp_folder_is_left(benched):
+    _, _, mode, temps_before = benched
+    assert kt_temp_folders() <= temps_before
+    if mode == "bwrap":
+        deadline = time.monotonic() + 10
+        while marked_processes(ORPHAN_MARKER) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not marked_processes(ORPHAN_MARKER), "a setsid grandchild outlived its sandbox"
 
 
 def test_every_trace_written_is_valid(benched):
-    root, summary = benched
+    root, summary, _, _ = benched
     assert len(summary.outcomes) == 2 * (1 + len(CHEATS))
     # (The validator rightly rejects the planted solution that does not compile; traces must be clean.)
     errors = [d for d in validate_path(root) if d.is_error and d.file.startswith("traces/")]
@@ -238,22 +364,52 @@ def test_append_cuts_a_torn_last_line(tmp_path):
     assert [json.loads(x) for x in path.read_text().splitlines()] == [{"a": 1}, {"a": 3}]
 
 
-def test_killed_run_loses_nothing_and_resume_finishes(tmp_path):
+def descendants(pid: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def test_kill_9_of_the_bench_leaves_no_process_and_resume_finishes(tmp_path):
     root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(8))
-    add_solution(root, "slow", CORRECT + "import time\n\ndef run(input, weight, eps):\n    time.sleep(0.3)\n"
+    add_solution(root, "slow", CORRECT + "import time\n\ndef run(input, weight, eps):\n    time.sleep(0.05)\n"
                  "    return compute(input, weight, eps)\n", author="baseline")
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "generator.cli", "bench", "--dataset", str(root), "--out", str(out),
            "--solutions", "slow", "--quiet"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     trace_file = out / "traces/baseline/norm/rmsnorm_h128.jsonl"
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         if trace_file.is_file() and len(trace_file.read_text().splitlines()) >= 2:
             break
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)  # the bench and its worker, mid-run
+    workers = descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)  # the bench alone, mid-run: its workers must follow it
     proc.wait()
+    assert workers, "the bench had no worker to kill: the test proves nothing"
+    deadline = time.monotonic() + 20
+    while any(alive(p) for p in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in workers if alive(p)], "a worker outlived the bench's kill -9"
     first = trace_file.read_text(encoding="utf-8").splitlines()
     assert 2 <= len(first) < 8, "killed too late to test anything"
     assert all(json.loads(line)["evaluation"]["status"] == "PASSED" for line in first)
@@ -261,6 +417,73 @@ def test_killed_run_loses_nothing_and_resume_finishes(tmp_path):
     assert summary.plan.already_done == len(first) and len(summary.outcomes) == 8 - len(first)
     uuids = [json.loads(x)["workload"]["uuid"] for x in trace_file.read_text().splitlines()]
     assert sorted(uuids) == [f"wl-{i:04d}" for i in range(8)]  # each pair exactly once
+
+
+WRITER = r"""
+import sys
+from pathlib import Path
+from generator.bench.store import write_trace
+path, who, n = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+for i in range(n):
+    write_trace(path, {"solution": who, "workload": {"uuid": f"w{i:05d}"}, "evaluation": {
+        "environment": {"hardware": "HW"}, "pad": "x" * (i % 700), "writer": sys.argv[4]}})
+"""
+
+
+def test_concurrent_writers_lose_and_duplicate_nothing(tmp_path):
+    """Four processes write one trace file at once; two of them write the same keys (as two --resume
+    runs of one plan would): every key ends up there exactly once and every line parses."""
+    path = tmp_path / "traces/a/norm/d.jsonl"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), f"s{k % 2}", "300", str(k)])
+             for k in range(4)]
+    assert all(p.wait(timeout=240) == 0 for p in procs)
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    keys = [(r["solution"], r["workload"]["uuid"]) for r in records]
+    assert len(keys) == len(set(keys)) == 600
+
+
+def test_concurrent_resume_benches_write_each_pair_once(tmp_path):
+    root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(2))
+    script = ("import sys; from pathlib import Path; from generator.bench import run_bench; "
+              f"run_bench(Path(sys.argv[1]), resume=True, timing={FAST!r}, progress=False)")
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(root)], stderr=subprocess.PIPE) for _ in range(2)]
+    for p in procs:
+        _, err = p.communicate(timeout=280)
+        assert p.returncode == 0, err.decode()[-2000:]
+    lines = (root / "traces/baseline/norm/rmsnorm_h128.jsonl").read_text().splitlines()
+    keys = [(r["solution"], r["workload"]["uuid"]) for r in map(json.loads, lines)]
+    assert sorted(keys) == [("rmsnorm_h128_torch", f"wl-{i:04d}") for i in range(2)]
+
+
+def test_untrusted_payloads_are_protocol_errors():
+    from generator.bench import protocol
+
+    r, w = os.pipe()
+    os.write(w, (2**40).to_bytes(8, "little") + (0).to_bytes(8, "little"))
+    with pytest.raises(protocol.ProtocolError, match="header"):
+        protocol.recv(r, deadline=time.monotonic() + 5)
+    protocol.send(w, {"op": "outputs"}, b"not safetensors at all")
+    header, payload = protocol.recv(r, ("outputs",), deadline=time.monotonic() + 5)
+    with pytest.raises(protocol.ProtocolError, match="does not parse"):
+        protocol.unpack(payload)
+    protocol.send(w, {"op": "done", "ms": -1})
+    with pytest.raises(protocol.ProtocolError, match="not a finite"):
+        protocol.number(protocol.recv(r, ("done",), deadline=time.monotonic() + 5)[0], "ms")
+    protocol.send(w, {"op": "done", "ms": 1})
+    with pytest.raises(protocol.ProtocolError, match="out of order"):
+        protocol.recv(r, ("outputs",), deadline=time.monotonic() + 5)
+    os.close(w)
+    with pytest.raises(protocol.Closed):
+        protocol.recv(r, deadline=time.monotonic() + 5)
+    os.close(r)
+
+
+def test_tolerance_scales_with_the_reference_magnitude():
+    """Outputs of magnitude 1e-3 (the FP8 MoE's) with a bf16 atol of 1e-2: all-zeros must still fail."""
+    d = {"name": "t", "outputs": {"o": {"shape": ["n"], "dtype": "bfloat16"}}}
+    e = torch.randn(256, generator=torch.Generator().manual_seed(0)) * 1e-3
+    assert not compare(d, {"o": torch.zeros(256, dtype=torch.bfloat16)}, {"o": e}, {"n": 256}).ok
+    assert compare(d, {"o": e.to(torch.bfloat16)}, {"o": e}, {"n": 256}).ok
 
 
 # --------------------------------------------------------------------------------------------------
@@ -305,7 +528,7 @@ def test_gpu_only_solutions_are_not_run_on_the_cpu(tmp_path):
 
 
 def test_merge_combines_shards_without_duplicates(tmp_path, benched):
-    root, _ = benched
+    root, *_ = benched
     traces = [r for p in sorted((root / "traces").rglob("*.jsonl")) for r in read_traces(p)]
     target = write_dataset(tmp_path / "ds", traces=[])
     (target / "traces/baseline/norm/rmsnorm_h128.jsonl").unlink()
@@ -341,7 +564,10 @@ def test_side_stream_work_is_caught_on_cuda(tmp_path):
         s["spec"]["target_hardware"] = ["H100_SXM"]
         dump(sol, s)
     summary = run_bench(root, device="cuda", solutions=["side_stream"], progress=False)
-    assert [o.status for o in summary.outcomes] == ["REWARD_HACK"]
+    # The worker synchronises the whole device before it answers and the outside clock sees that:
+    # the side stream's 10M-cycle sleep is in the number (or the call is caught outright).
+    [o] = summary.outcomes
+    assert o.status == "REWARD_HACK" or (o.status == "PASSED" and o.record["evaluation"]["performance"]["latency_ms"] > 2)
 
 
 def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):

@@ -1,7 +1,9 @@
 """The bench stage: seeded inputs, strict correctness, timing across a trust boundary; traces out.
 
 `run_bench` is what `kerneltrace bench` calls; `merge` folds shard outputs into a dataset.
-Needs the bench extra (torch, numpy, safetensors) in the parent too: it describes the machine.
+`run_bench` needs the bench extra (torch, numpy, safetensors) in the parent too: it makes the inputs
+and compares outputs. Importing this package does not import torch (merge and the trace store do not
+need it).
 """
 
 from __future__ import annotations
@@ -9,12 +11,14 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..model.errors import KernelTraceError
 from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, Plan, make_plan, parse_shard
-from .runner import Options, Outcome, run_plan
 from .store import MergeSummary, done_keys, merge
+
+if TYPE_CHECKING:
+    from .runner import Outcome
 
 __all__ = ["BenchSummary", "run_bench", "merge", "MergeSummary"]
 
@@ -36,9 +40,10 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
               definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
               shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
-              progress: bool = True) -> BenchSummary:
+              progress: bool = True, prefetch: Optional[bool] = None) -> BenchSummary:
     from ..load import load
     from .environment import describe
+    from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
 
     try:
         import torch
@@ -71,6 +76,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
                      shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done, hardware=environment["hardware"])
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
+                   prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
                    timing=timing or ({"budget_s": 1.0, "min_samples": 5, "max_samples": 200} if device == "cpu" else {}))
     bar = None
     if progress and plan.pairs:

@@ -43,6 +43,7 @@ SAMPLING_DRAWS = 64
 VERIFY_P = 0.2
 MIN_TIMED_VERIFIED = 2
 PINGS = 8
+STARTUP_S = 300.0
 
 
 @dataclass
@@ -53,6 +54,9 @@ class Options:
     correctness_only: bool = False
     timing: dict = field(default_factory=dict)
     sandbox: str = "bwrap"
+    # Start the next solution's worker while this one runs: saves the Python+torch start per solution,
+    # at the price of a busy CPU core during the first seconds of each solution (off for CPU timing).
+    prefetch: bool = False
 
 
 @dataclass
@@ -97,15 +101,18 @@ def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
 class Remote:
     """The trusted side of one worker: every reply is parsed as untrusted input."""
 
-    def __init__(self, opts: Options, load: dict, who: str):
+    def __init__(self, opts: Options, load: dict, who: str, worker: Optional[Worker] = None):
         self.who = who
         self.device = opts.device
-        self.worker = Worker(opts.device, opts.sandbox)
+        self.worker = worker or Worker(opts.device, opts.sandbox)
         self.ping_ms = 0.0
-        deadline = time.monotonic() + opts.timeout_s
         try:
+            # Starting Python and importing torch is not the solution's time: a generous limit of its own.
+            self.recv(("hello",), time.monotonic() + STARTUP_S, "starting the worker (Python and torch)",
+                      timeout_s=STARTUP_S)
             protocol.send(self.worker.to_child, load)
-            header, _ = self.recv(("loaded", "compile_error"), deadline, "building the solution")
+            header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
+                                  "building the solution", timeout_s=opts.timeout_s)
         except Failed:
             self.worker.kill()
             raise
@@ -118,6 +125,10 @@ class Remote:
         if isinstance(exc, protocol.Timeout):
             self.worker.kill()
             return cls("TIMEOUT", f"{doing} ran past the {timeout_s:g} s limit\n{self.worker.log.text()}")
+        try:
+            self.worker.proc.wait(timeout=2)  # it may be exiting: let it say how
+        except Exception:  # noqa: BLE001 - still running: it is killed below
+            pass
         self.worker.kill()
         how = self.worker.how_it_ended()
         if isinstance(exc, protocol.Closed):
@@ -180,7 +191,9 @@ class Remote:
 
     def _call_failed(self, status: str, reply: dict) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed
-        return cls(status, str(reply.get("log"))[-8000:], worker_lost=False)
+        output = self.worker.log.text()
+        return cls(status, str(reply.get("log"))[-8000:] + (f"\noutput of the process:\n{output}" if output else ""),
+                   worker_lost=False)
 
     def close(self) -> None:
         try:
@@ -392,16 +405,20 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
         on_outcome(outcome)
 
     refs: dict[str, Remote] = {}
+    spare: list[Worker] = []  # a started worker waiting for the next solution (prefetch)
     try:
-        for name, pairs in by_solution.items():
-            _run_solution(pairs, opts, dataset_root, refs, rng, finish)
+        groups = list(by_solution.values())
+        for pairs in groups:
+            _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare)
     finally:
         for ref in refs.values():
             ref.close()
+        for worker in spare:
+            worker.kill()
     return outcomes
 
 
-def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish) -> None:
+def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list) -> None:
     sol: Optional[Remote] = None
     definition = pairs[0].definition.name
     try:
@@ -410,7 +427,10 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 if definition not in refs:
                     refs[definition] = Remote(opts, _load_message(pair, opts.device, True), "reference")
                 if sol is None:
-                    sol = Remote(opts, _load_message(pair, opts.device, False), "solution")
+                    sol = Remote(opts, _load_message(pair, opts.device, False), "solution",
+                                 spare.pop() if spare else None)
+                    if opts.prefetch:
+                        spare.append(Worker(opts.device, opts.sandbox))
                 result = WorkloadRun(pair, opts, root, sol, refs[definition], rng).run()
             except ReferenceFailed as exc:
                 refs.pop(definition).worker.kill()

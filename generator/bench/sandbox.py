@@ -145,6 +145,7 @@ class Worker:
         log_r, log_w = os.pipe()
         self.tmp: Optional[str] = None
         argv = [sys.executable, "-m", "generator.bench.worker", "3", "4"]
+        self.sandboxed = mode == "bwrap"
         if mode == "bwrap":
             cmd, env = bwrap_command(argv, device), None
         else:
@@ -192,4 +193,8 @@ class Worker:
         code = self.proc.poll()
         if code is None:
             return "still running"
-        return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        if code < 0:
+            return f"killed by signal {-code}"
+        if code > 128 and self.sandboxed:  # bwrap reports its child's death by signal N as exit 128 + N
+            return f"killed by signal {code - 128} (exit code {code})"
+        return f"exit code {code}"

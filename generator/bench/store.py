@@ -66,8 +66,7 @@ def _append(path: Path, data: bytes) -> int:
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
     try:
         cut = _repair_tail(fd)
-        os.write(fd, data)
-        os.fsync(fd)
+        os.write(fd, data)  # no fsync: a kill -9 loses nothing written; a power cut is not our case
     finally:
         os.close(fd)
     return cut
@@ -83,25 +82,34 @@ def write_trace(path: Path, record: dict) -> str:
     """Write one trace under the lock: "added", or "replaced" when its key was already in the file."""
     line = json.dumps(record, ensure_ascii=False) + "\n"
     key = trace_key(record)
+    needle = json.dumps(key[1]).encode("utf-8")  # the workload uuid as it appears in a line
     with locked(path):
-        existing = list(read_traces(path)) if path.is_file() else []
-        at = next((i for i, r in enumerate(existing) if _key_or_none(r) == key), None)
-        if at is None:
+        data = path.read_bytes() if path.is_file() else b""
+        # Parse only lines that mention the uuid: a trace file can hold thousands of lines.
+        if needle not in data or not any(_key_or_none(_parse(raw)) == key
+                                         for raw in data.splitlines() if needle in raw):
             _append(path, line.encode("utf-8"))
             return "added"
-        existing[at] = record
-        _rewrite(path, existing)
+        existing = list(read_traces(path))
+        _rewrite(path, [record if _key_or_none(r) == key else r for r in existing])
         return "replaced"
+
+
+def _parse(raw: bytes):
+    try:
+        return json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
 
 
 def _rewrite(path: Path, records: list[dict]) -> None:
     write_atomic(path, "".join(dump_line(r) + "\n" for r in records))
 
 
-def _key_or_none(record: dict):
+def _key_or_none(record):
     try:
         return trace_key(record)
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, AttributeError):
         return None
 
 

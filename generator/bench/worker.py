@@ -135,6 +135,7 @@ def main(argv: list[str]) -> int:
     global IN_FD, OUT_FD
     IN_FD, OUT_FD = int(argv[0]), int(argv[1])
     torch.manual_seed(0)
+    protocol.send(OUT_FD, {"op": "hello"})
     header, _ = protocol.recv(IN_FD, ("load",))
     session = Session(header)
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "solution"
