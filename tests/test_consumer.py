@@ -272,3 +272,22 @@ def test_best_solution_snippet_is_not_the_fastest_trace(tmp_path, load_offline, 
     best = output_of(printed, '"geomean_speedup"')
     assert best.splitlines()[1].split()[:3] == ["rmsnorm_h128", "test_cpu", "good"]
     assert re.search(r"fast_small", best) is None
+
+
+def test_stage_and_token_count_columns_answer_decode_at_batch_64(rows):
+    workloads = rows("workloads").to_pandas()
+    assert workloads["num_tokens"].notna().all()
+    unknown = workloads[workloads["stage"].isna()]
+    assert set(unknown["definition"]) <= {"grouped_gemm_n4096_k4096", "quantized_grouped_gemm_n4096_k4096_kg128"}
+    decode_64 = workloads[(workloads["stage"] == "decode") & (workloads["num_tokens"] == 64)]
+    # one filter finds the step across kernels whose axes are named batch_size, M, num_tokens, ...
+    assert {"gemm", "norm", "gqa", "sampling", "rope", "grouped_gemm"} <= set(decode_64["type"])
+    by = {r["uuid"]: r for r in rows("workloads")}
+    for r in by.values():
+        axes = r["axes"]
+        if r["type"] == "gemm" and "M" in axes:
+            assert r["num_tokens"] == axes["M"]
+        if "total_q" in axes:  # prefill: the new tokens, not the sequences
+            assert r["num_tokens"] == axes["total_q"] and r["stage"] == "prefill"
+        if "total_tokens" in axes and r["description"] and " tokens x " in r["description"]:
+            assert r["num_tokens"] * 8 == axes["total_tokens"] or "imbalanced" in r["description"]
