@@ -42,8 +42,9 @@ def validate_path(root: Path | str) -> list[Diagnostic]:
 
 def load_valid(root: Path | str, doing: str) -> Dataset:
     """The dataset at `root` if `validate` finds no error in it; else KernelTraceError listing the
-    first errors. The one rule for a dataset with errors: every command that publishes or measures
-    it (build, export, bench) refuses it, as validate does."""
+    first errors. The one rule for a dataset with errors: every command that publishes it (build,
+    export) refuses it, as validate does. bench refuses only data it cannot read: a solution that
+    validate flags (say, one that does not compile) is what it measures, into a failing trace."""
     ds = load(root)
     errors = [d for d in validate(ds) if d.is_error]
     if errors:
