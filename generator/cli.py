@@ -109,8 +109,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
           + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to do") + f"; {where}")
     for o in summary.outcomes:
         if o.status != "PASSED":
-            print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}")
+            reason = _failure_reason(o)
+            print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
+                  + (f": {reason}" if reason else ""))
     return 1 if any(o.status != "PASSED" for o in summary.outcomes) and args.strict else 0
+
+
+def _failure_reason(outcome) -> str:
+    """The last line of the pair's log (the outcome's own, or its trace's), shortened for a terminal."""
+    log = getattr(outcome, "log", None) or ((outcome.record or {}).get("evaluation") or {}).get("log") or ""
+    lines = [x.strip() for x in str(log).splitlines() if x.strip()]
+    return (lines[-1][:197] + "...") if lines and len(lines[-1]) > 200 else (lines[-1] if lines else "")
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
