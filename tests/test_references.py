@@ -171,6 +171,18 @@ def test_reference_is_plain_step_by_step_pytorch(path):
         "run() must take the inputs in the order of 'inputs'"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """These checks are many small tensor operations: on a 2-core host shared with other jobs, torch's
+    intra-op threads spend more time waiting for each other than computing (one set of a sampling check
+    took 71 s of wall time and 26 s of CPU with 2 threads, 9.6 s and 4.3 s with 1, on a loaded host).
+    One thread for this module, the previous count restored after it."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module", params=DEFINITION_FILES, ids=lambda p: p.stem)
 def sets(request) -> InputSets:
     """One definition's input sets. pytest groups the tests that use a parametrized module-scoped

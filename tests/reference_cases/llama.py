@@ -270,26 +270,29 @@ def ragged_expected(ax, x):
 # set, and the counts per group must pass a chi-square test against the renormalised distribution.
 # --------------------------------------------------------------------------------------------------
 
-VOCAB = 128256
+# Set 0 has the real vocabulary (128256); sets 1 and 2 shrink it: the same head, tail, plans and
+# chi-square at a sixteenth of the cost (the reference samples row by row, CALLS times per set).
+SMALL_VOCAB = 8192
+ALL = "all"  # top_k = vocab_size: top-k keeps every token
 GROUPS, REPS, CALLS, HEAD = 4, 4, 20, 10
 P_VALUE_MIN = 1e-4  # per group; a correct sampler fails this with probability 1e-4
 
 # Per input set, per group: (top_k, head tokens top-p keeps or None for top_p = 1). Every set has a group
 # where both bind (top-p keeps fewer tokens than top-k), which tells top-k-first from joint filtering.
 SAMPLING_PLANS = [
-    [(3, 2), (1, None), (VOCAB, 5), (VOCAB, None)],
-    [(5, 2), (VOCAB, 1), (2, None), (8, 6)],
-    [(10, 9), (4, 3), (VOCAB, 7), (15, None)],  # k = 15 > HEAD keeps 5 tail tokens (negligible mass)
+    [(3, 2), (1, None), (ALL, 5), (ALL, None)],
+    [(5, 2), (ALL, 1), (2, None), (8, 6)],
+    [(10, 9), (4, 3), (ALL, 7), (15, None)],  # k = 15 > HEAD keeps 5 tail tokens (negligible mass)
 ]
 
 
-def sampling_dist(g):
-    """One row: float64 probabilities summing to 1."""
+def sampling_dist(g, vocab):
+    """One row of `vocab` float64 probabilities summing to 1."""
     head = 0.02 + torch.rand(HEAD, generator=g, dtype=torch.float64)
     head = head.sort(descending=True).values / head.sum() * 0.95
-    row = 0.5 + torch.rand(VOCAB, generator=g, dtype=torch.float64)
+    row = 0.5 + torch.rand(vocab, generator=g, dtype=torch.float64)
     row *= 0.05 / row.sum()
-    row[torch.randperm(VOCAB, generator=g)[:HEAD]] = head
+    row[torch.randperm(vocab, generator=g)[:HEAD]] = head
     return row / row.sum()
 
 
@@ -326,8 +329,10 @@ def midway_top_p(p, cut):
 def sampling_inputs(kind):
     def make(ax, g, i):
         rows, ks, ps = [], [], []
+        vocab = ax["vocab_size"]
         for k, cut in SAMPLING_PLANS[i % 3]:
-            p = sampling_dist(g).float().double()  # what the row holds in float32
+            k = vocab if k == ALL else k
+            p = sampling_dist(g, vocab).float().double()  # what the row holds in float32
             after_k = renormalise(p, keep_top_k(p, k)) if kind == "top_k_top_p" else p
             rows.append(p.float())
             ks.append(k)
@@ -390,7 +395,9 @@ def sampling_check(kind):
 
 
 def sampling_case(kind):
-    return Case([{"batch_size": GROUPS * REPS}] * 3, sampling_inputs(kind), check=sampling_check(kind))
+    rows = {"batch_size": GROUPS * REPS}
+    return Case([rows, shrunk(rows, vocab_size=SMALL_VOCAB), shrunk(rows, vocab_size=SMALL_VOCAB)],
+                sampling_inputs(kind), check=sampling_check(kind))
 
 
 def prefill_derived(ax):
