@@ -145,19 +145,19 @@ def test_contributor_text_cannot_inject_markup(tmp_path):
         outputs={"y": {"shape": ["N"], "dtype": "float32"}},
         reference="def run(x):\n    # ``` is not the end of the block </code><script>alert(5)</script>\n"
                   "    return {'y': x}\n",
-        constraints=["N > 0 ` <i>"],
+        constraints=["0 < N <N+8"],  # valid Python that opens a tag if left raw
     )
     write_json(tmp_path / "dataset" / "definitions" / "misc" / "evil.json", evil)
     site = build(tmp_path / "dataset", tmp_path)
 
     page = article((site / "generated" / "definitions" / "evil.html").read_text(encoding="utf-8"))
-    for raw in ("<script>alert", "<b>bold", "<img src=x", "<i>", 'href="javascript'):
+    for raw in ("<script>alert", "<b>bold", "<img src=x", "<N+8", 'href="javascript'):
         assert raw not in page
     assert re.search(r"<[^>]*\son\w+\s*=", page) is None  # no event handler attribute on any element
     assert page.count("<h1") == 1 and page.count("<ul>") == 2  # the page's own heading and lists only
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     for shown in (EVIL, "# not a heading", "- not a list", "[link](javascript:alert(2))", "<b>bold</b> | not a cell",
-                  "<img src=x onerror=alert(4)>", "N > 0 ` <i>", "</code><script>alert(5)</script>", "return {'y': x}"):
+                  "<img src=x onerror=alert(4)>", "0 < N <N+8", "</code><script>alert(5)</script>", "return {'y': x}"):
         assert shown in text
     # The search index holds the same text, escaped as well.
     docs = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
