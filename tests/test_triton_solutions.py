@@ -4,12 +4,14 @@ Each solution under dataset/solutions/kerneltrace/ is run under Triton's CPU int
 (TRITON_INTERPRET=1) on small, coherent, seeded inputs and compared with its definition's reference
 (read with plain json, the reference exec'd) using the tolerances of tests/tolerances.py, as test_references.py.
 The interpreter must be switched on before triton is first imported, and other test modules of the same
-pytest process may import triton (or torch may pull it in) without it, so every check runs in a fresh
-subprocess: this file doubles as the worker script (`python tests/test_triton_solutions.py interp NAME`).
+pytest process may import triton (or torch may pull it in) without it, so the checks run in a fresh
+subprocess, one for all the solutions (torch and triton imported once), each solution's part of its output
+checked by its own test: this file doubles as the worker script
+(`python tests/test_triton_solutions.py interp NAME...`).
 
 A second check compiles every kernel launch the solutions make at realistic serving shapes (decode and
 prefill sizes, every block-size branch) ahead of time for an H100 (sm_90a) with Triton's own compiler
-and ptxas, without a GPU (`... compile NAME`): it catches code the interpreter accepts but the GPU
+and ptxas, without a GPU (`... compile NAME...`): it catches code the interpreter accepts but the GPU
 compiler rejects, and tile configurations that do not fit in the 227 KiB of shared memory of an SM.
 
 A missing triton fails these tests; nothing here is skipped.
@@ -27,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -64,21 +67,45 @@ def definition_path(name: str) -> Path:
 # pytest side: no torch, no triton imported here.
 # ==================================================================================================
 
-def _run_worker(mode: str, name: str, interpret: bool, timeout: int = 900) -> str:
+def _run_worker(mode: str, interpret: bool, timeout: int = 1800) -> dict[str, str]:
+    """One worker process checks every solution in `mode` (torch and triton are imported once, not once
+    per solution); returns each solution's part of its output, the lines after its '=== NAME' line."""
     env = dict(os.environ)
     env.pop("TRITON_INTERPRET", None)
     if interpret:
         env["TRITON_INTERPRET"] = "1"
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its warning
+    # One torch thread: the worker's tensors are small, and on a 2-core host shared with other jobs
+    # intra-op threads mostly wait for each other (see test_references.one_torch_thread).
+    env.setdefault("OMP_NUM_THREADS", "1")
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode, name], cwd=str(ROOT), env=env,
-                          capture_output=True, text=True, timeout=timeout)
-    elapsed = time.perf_counter() - t0
-    output = proc.stdout + proc.stderr
-    print(output)
-    print(f"[{mode} {name}: {elapsed:.1f} s]")
-    assert proc.returncode == 0, f"{mode} worker for {name} failed (exit {proc.returncode}):\n{output[-6000:]}"
-    return output
+    proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode, *DEFINITIONS], cwd=str(ROOT), env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    parts, name = {}, None
+    for line in proc.stdout.splitlines(keepends=True):
+        if line.startswith("=== ") and line[4:].strip() in DEFINITIONS:
+            name = line[4:].strip()
+            parts[name] = ""
+        elif name is not None:
+            parts[name] += line
+    parts["(worker)"] = f"[{mode} worker: exit {proc.returncode}, {time.perf_counter() - t0:.1f} s]\n{proc.stdout[-3000:]}"
+    return parts
+
+
+@pytest.fixture(scope="module")
+def interpreter_runs() -> dict[str, str]:
+    return _run_worker("interp", interpret=True)
+
+
+@pytest.fixture(scope="module")
+def compile_runs() -> dict[str, str]:
+    return _run_worker("compile", interpret=False)
+
+
+def assert_worker_passed(runs: dict[str, str], name: str) -> None:
+    assert name in runs, f"the worker stopped before {name}:\n{runs['(worker)']}"
+    print(runs[name])
+    assert runs[name].rstrip().endswith("ALL OK"), f"{name} failed:\n{runs[name][-6000:]}"
 
 
 def _params():
@@ -107,15 +134,13 @@ def test_triton_is_importable():
 
 
 @pytest.mark.parametrize("name", _params())
-def test_triton_solution_matches_reference_under_interpreter(name):
-    out = _run_worker("interp", name, interpret=True)
-    assert "ALL OK" in out
+def test_triton_solution_matches_reference_under_interpreter(name, interpreter_runs):
+    assert_worker_passed(interpreter_runs, name)
 
 
 @pytest.mark.parametrize("name", _params())
-def test_triton_solution_compiles_for_h100(name):
-    out = _run_worker("compile", name, interpret=False)
-    assert "ALL OK" in out
+def test_triton_solution_compiles_for_h100(name, compile_runs):
+    assert_worker_passed(compile_runs, name)
 
 
 # ==================================================================================================
@@ -517,5 +542,12 @@ def worker_compile(name: str) -> None:
 
 
 if __name__ == "__main__":
-    mode, which = sys.argv[1], sys.argv[2]
-    {"interp": worker_interp, "compile": worker_compile}[mode](which)
+    mode, names = sys.argv[1], sys.argv[2:]
+    check = {"interp": worker_interp, "compile": worker_compile}[mode]
+    for which in names:  # each solution's failure is reported in its own part; the others still run
+        print(f"=== {which}", flush=True)
+        try:
+            check(which)
+        except Exception:
+            traceback.print_exc(file=sys.stdout)
+        sys.stdout.flush()
