@@ -271,11 +271,11 @@ def test_filters_narrow_the_kernels_index(visit, server):
     rows = page.locator("#kt-kernels tbody tr")
     assert rows.count() == 2
     assert column(page, "#kt-kernels table", 0) == [DEF, "planted_h128 draft"]  # drafts after verified kernels
-    page.select_option("select[data-filter='models']", "other-model")
+    page.select_option("select[name='model']", "model:other-model")
     assert page.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
     assert page.locator("#kt-kernels tbody tr:not([hidden]) td").first.inner_text().startswith("planted_h128")
     assert "1 of 2" in page.locator("form.kt-filters .kt-count").inner_text()
-    page.select_option("select[data-filter='models']", "")
+    page.select_option("select[name='model']", "")
     assert page.locator("#kt-kernels tbody tr:not([hidden])").count() == 2
     page.locator("input[data-filter-text]").fill("plant")  # type to filter
     assert page.locator("#kt-kernels tbody tr:not([hidden])").count() == 1

@@ -101,15 +101,16 @@ def test_definition_page_shows_the_spec(tmp_path):
     (tmp_path / "dataset" / "workloads" / "misc").mkdir(parents=True)
     (tmp_path / "dataset" / "workloads" / "misc" / "copy_d8.jsonl").write_text(
         "".join(json.dumps({"definition": "copy_d8", "workload": {"uuid": f"w{i}", "axes": {"N": i + 1},
-                                                                  "inputs": {"x": {"type": "random"}}}}) + "\n"
+                                                                  "inputs": {"x": {"type": "random"},
+                                                                             "scale": {"type": "scalar", "value": 2.0}}}}) + "\n"
                 for i in range(3)), encoding="utf-8")
     site = build(tmp_path / "dataset", tmp_path)
 
     index = article((site / "generated" / "definitions.html").read_text(encoding="utf-8"))
     row = re.search(r"<tr[^>]*>\s*<td[^>]*><a href=\"definitions/copy_d8.html\">.*?</tr>", index, re.S).group()
     cells = [html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-    assert cells == ["copy_d8", "misc", "Copies x.", "0", "3"]  # name, type, summary, solutions, workloads
-    assert 'data-models="tiny-model"' in row and 'data-tags="model:tiny-model|stage:decode"' in row  # the filters read these
+    assert cells == ["copy_d8", "misc", "Copies x.", "0"]  # name, type, summary, solutions
+    assert 'data-type="misc" data-tags="model:tiny-model|stage:decode"' in row  # what the index's filters read
 
     page = article((site / "generated" / "definitions" / "copy_d8.html").read_text(encoding="utf-8"))
     text = html.unescape(re.sub(r"<[^>]+>", "", page))

@@ -99,7 +99,8 @@
         if (count) count.textContent = shown + " of " + rows.length + " " + noun;
       }
       selects.forEach(function (select) {
-        var wanted = params.get(select.getAttribute("data-filter")) || params.get(select.getAttribute("data-filter").replace(/s$/, ""));
+        var wanted = params.get(select.name);  // ?type=gemm, ?model=llama-3.1-8b, ?tag=fused
+        if (wanted && select.name === "model") wanted = "model:" + wanted;
         if (wanted && Array.prototype.some.call(select.options, function (o) { return o.value === wanted; })) {
           select.value = wanted;
         }
