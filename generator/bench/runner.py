@@ -11,8 +11,9 @@ outputs are copied out and compared (compare() runs here, where the solution can
 - every call gets a fresh input set, so no answer can be reused; a caught wrong answer, on any
   call, fails the pair;
 - each call's time is the worker's own (bound clocks, device events on CUDA) but never less than
-  the fastest call this process's wall clock saw (less the fastest empty round trip): a patched
-  clock cannot make a solution faster than its fastest real call;
+  the fastest call this process's wall clock saw (less the fastest empty round trip): samples
+  below that are raised to it, so a patched clock cannot make a solution faster than its fastest
+  real call;
 - the reference is timed in the same loop as the solution, so a slow-down of one affects both.
 
 Everything a worker sends is untrusted: a malformed, forged, duplicate or out-of-order message,
@@ -69,9 +70,9 @@ class Outcome:
 class Failed(Exception):
     """The pair ends with this status; `worker_lost` when the worker must be replaced."""
 
-    def __init__(self, status: str, log: str, worker_lost: bool = True):
+    def __init__(self, status: str, log: str, worker_lost: bool = True, correctness: Optional[dict] = None):
         super().__init__(log)
-        self.status, self.log, self.worker_lost = status, log, worker_lost
+        self.status, self.log, self.worker_lost, self.correctness = status, log, worker_lost, correctness
 
 
 class ReferenceFailed(Failed):
@@ -254,7 +255,7 @@ class WorkloadRun:
         self.verified += 1
         if not v.ok:
             self.worst = v
-            raise Failed(v.status, f"{what}: {v.message}", worker_lost=False)
+            raise Failed(v.status, f"{what}: {v.message}", worker_lost=False, correctness=self.correctness_record())
         w = self.worst
         w.max_absolute_error = max(w.max_absolute_error, v.max_absolute_error)
         w.max_relative_error = max(w.max_relative_error, v.max_relative_error)
@@ -276,7 +277,7 @@ class WorkloadRun:
             v = compare_samples(self.definition, sol_draws, ref_draws, inputs.get("probs"))
             if not v.ok:
                 self.worst = v
-                raise Failed(v.status, v.message, worker_lost=False)
+                raise Failed(v.status, v.message, worker_lost=False, correctness=self.correctness_record())
             self.index = 1
             return
         for i in range(CORRECTNESS_SETS):
@@ -319,9 +320,9 @@ class WorkloadRun:
         bound = min(walls) if walls else 0.0
         if stats["latency_ms"] < bound:
             self.notes.append(f"the {who}'s process reported a median of {stats['latency_ms']:.4g} ms, but the "
-                              f"wall clock outside it allows no less than {bound:.4g} ms: the outside "
-                              "measurement is recorded")
-            stats = timing.summarize(walls, "wall_clock_outside_process")
+                              f"wall clock outside it saw no call faster than {bound:.4g} ms: its samples are "
+                              "raised to that bound")
+            stats = timing.summarize([max(x, bound) for x in samples], "wall_clock_outside_process")
         return stats
 
     def run(self) -> dict:
@@ -407,8 +408,10 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
     refs: dict[str, Remote] = {}
     spare: list[Worker] = []  # a started worker waiting for the next solution (prefetch)
     try:
-        groups = list(by_solution.values())
-        for pairs in groups:
+        for pairs in by_solution.values():
+            definition = pairs[0].definition.name
+            for name in [n for n in refs if n != definition]:  # the plan is grouped by definition
+                refs.pop(name).close()
             _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare)
     finally:
         for ref in refs.values():
@@ -443,7 +446,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 if exc.worker_lost and sol is not None:
                     sol.worker.kill()
                     sol = None
-                result = {"status": exc.status, "log": exc.log}
+                result = {"status": exc.status, "log": exc.log, "correctness": exc.correctness}
             finish(pair, result)
     finally:
         if sol is not None:
