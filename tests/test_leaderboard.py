@@ -216,13 +216,14 @@ def test_per_workload_rows(boards):
 def test_unstable_timings_are_marked_and_not_ranked(tmp_path):
     from generator.analyse.leaderboard import is_unstable
 
-    assert is_unstable({"latency_ms": 3.9, "p20_ms": 1.27, "p80_ms": 11.3})  # host noise: p80 is 9x p20
-    assert is_unstable({"latency_ms": 1.0, "mean_ms": 1.0, "stderr_ms": 0.2})
-    assert not is_unstable({"latency_ms": 1.0, "p20_ms": 0.95, "p80_ms": 1.1, "mean_ms": 1.0, "stderr_ms": 0.01})
-    assert is_unstable({"latency_ms": 1.0, "p20_ms": 0.95, "p80_ms": 1.1, "unstable": True})  # the bench's mark wins
+    assert is_unstable({"latency_ms": 3.9, "p20_ms": 1.27, "p80_ms": 11.3, "min_ms": 1.0})  # host noise
+    assert is_unstable({"latency_ms": 48.0, "p20_ms": 40.0, "p80_ms": 50.0, "min_ms": 0.1})  # a far-off fast sample
+    assert not is_unstable({"latency_ms": 1.0, "p20_ms": 0.95, "p80_ms": 1.1, "min_ms": 0.9})
+    assert not is_unstable({"latency_ms": 1.0})  # no statistics: nothing to judge by
+    assert is_unstable({"latency_ms": 1.0, "p20_ms": 0.95, "p80_ms": 1.1, "min_ms": 0.9, "unstable": True})  # the mark wins
     # Bob's w2 (2x) becomes noisy: still passed, but no speedup, latency score or rank from it.
     noisy = trace(BOB, "w2", H100, 1.0)
-    noisy["evaluation"]["performance"].update(p20_ms=0.2, p80_ms=3.0)
+    noisy["evaluation"]["performance"].update(p20_ms=0.2, p80_ms=3.0, min_ms=0.15)
     root = write_dataset(tmp_path / "noisy", workloads=WORKLOADS, traces=[])
     dump(root / f"solutions/bob/norm/{DEF}/{BOB}.json", solution(BOB, "bob"))
     dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", H100_TRACES["baseline"])

@@ -18,7 +18,7 @@ pages all read from here, so no number is computed twice or in a template. The r
   each failure kind (INCORRECT_NUMERICAL, RUNTIME_ERROR, ...) is counted apart. fast_p is over *all*
   workloads, so coverage still shows there.
 - **Unstable measurements are not ranked.** A passed result whose timing is too noisy to trust (the
-  trace says `unstable`, or its spread is wide: see `is_unstable`) counts as correct but gives no
+  trace says `unstable`, or its statistics fail the bench's own rule: see `is_unstable`) counts as correct but gives no
   latency, speedup or SOL% to any score; it is marked where it is shown.
 - **Scores.** geomean speedup: geometric mean of the speedups over the workloads the solution
   passed with a stable timing. fast_p(p): share of *all* workloads where the solution is correct,
@@ -119,25 +119,26 @@ def _same(a: tuple, b: tuple) -> bool:
 
 # -- records ------------------------------------------------------------------------------------
 
-# A passed result's timing is unstable when its middle 60% of samples spans more than this factor
-# (p80 / p20), or its standard error is more than this share of its mean: host noise, not the kernel.
-UNSTABLE_SPREAD = 2.0
-UNSTABLE_RSE = 0.1
+# The bench's rule for a timing too noisy to rank (generator/bench/timing.py `unstable`, which cannot be
+# imported here: that module imports torch, and building the site must not need it). Keep them equal.
+MAX_SPREAD = 0.5  # (p80 - p20) / median
+MIN_OVER_MEDIAN = 0.25  # fastest sample / median
 
 
 def is_unstable(performance: Mapping) -> bool:
-    """Whether a trace's timing is too noisy to rank: the bench's own `unstable` mark when present,
-    else the spread of its samples (p20/p80, or the standard error over the mean)."""
+    """Whether a trace's timing is too noisy to rank: the bench's own `unstable` mark when present, else
+    the bench's rule applied to the statistics the trace recorded; a trace without them cannot be
+    judged and counts as stable."""
     if not performance:
         return False
     if "unstable" in performance:
         return bool(performance["unstable"])
-    p20, p80 = performance.get("p20_ms"), performance.get("p80_ms")
-    if isinstance(p20, (int, float)) and isinstance(p80, (int, float)) and p20 > 0 and p80 / p20 > UNSTABLE_SPREAD:
+    median, p20, p80, fastest = (performance.get(k) for k in ("latency_ms", "p20_ms", "p80_ms", "min_ms"))
+    if not all(isinstance(v, (int, float)) for v in (median, p20, p80, fastest)):
+        return False
+    if median <= 0:
         return True
-    stderr, mean = performance.get("stderr_ms"), performance.get("mean_ms")
-    return (isinstance(stderr, (int, float)) and isinstance(mean, (int, float)) and mean > 0
-            and stderr / mean > UNSTABLE_RSE)
+    return (p80 - p20) / median > MAX_SPREAD or fastest / median < MIN_OVER_MEDIAN
 
 
 @dataclass(frozen=True)
