@@ -5,7 +5,7 @@ against another version of it, on the same pairs, in one run, alternating.
     python tests/benchmarks/bench_boundary.py --old /tmp/oldbench --definitions rmsnorm_h4096 silu_and_mul_i768
 
 Each bench runs in a fresh subprocess (`run_bench` imported from that version's package root) over
-the bundled dataset, writing traces to a temporary folder; the script prints seconds per pair for
+that version's bundled dataset (the same pairs where the chosen definitions did not change), writing traces to a temporary folder; the script prints seconds per pair for
 each version and the ratio new / old, per round and in total.
 """
 
@@ -28,7 +28,8 @@ from pathlib import Path
 from generator.bench import run_bench
 s = run_bench(Path(sys.argv[2]), device="cpu", out=Path(sys.argv[3]), definitions=json.loads(sys.argv[4]),
               correctness_only=sys.argv[5] == "1", progress=False)
-print(json.dumps({"pairs": len(s.outcomes), "counts": s.counts()}))
+import generator
+print(json.dumps({"pairs": len(s.outcomes), "counts": s.counts(), "package": generator.__file__}))
 """
 
 
@@ -53,11 +54,12 @@ def main() -> int:
     totals = {"old": [0.0, 0], "new": [0.0, 0]}
     for r in range(args.rounds):
         for label, root in (("old", args.old.resolve()), ("new", HERE)):
-            wall, info = one(root, HERE / "dataset", args.definitions, args.correctness_only)
+            # Each version reads its own copy of the dataset (an older loader may not read today's).
+            wall, info = one(root, root / "dataset", args.definitions, args.correctness_only)
             totals[label][0] += wall
             totals[label][1] += info["pairs"]
             print(f"round {r + 1} {label}: {info['pairs']} pairs in {wall:.1f} s = {wall / max(info['pairs'], 1):.2f} "
-                  f"s/pair {info['counts']}", flush=True)
+                  f"s/pair {info['counts']} ({info['package']})", flush=True)
     per = {k: v[0] / max(v[1], 1) for k, v in totals.items()}
     print(f"total: old {per['old']:.2f} s/pair, new {per['new']:.2f} s/pair, new/old = {per['new'] / per['old']:.2f}")
     return 0
