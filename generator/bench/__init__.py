@@ -36,15 +36,7 @@ class BenchSummary:
         return out
 
 
-def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
-              definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
-              shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
-              max_bytes: Optional[int] = None, max_flops: Optional[float] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
-              progress: bool = True, prefetch: Optional[bool] = None) -> BenchSummary:
-    from ..load import load
-    from .environment import describe
-    from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
-
+def _check_device(device: str) -> None:
     try:
         import torch
     except ImportError:
@@ -54,6 +46,18 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
                                "use --device cpu")
     if device not in ("cpu",) and not device.startswith("cuda"):
         raise KernelTraceError(f"--device {device!r}: use cpu or cuda (or cuda:N)")
+
+
+def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
+              definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
+              shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
+              max_bytes: Optional[int] = None, max_flops: Optional[float] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
+              progress: bool = True, prefetch: Optional[bool] = None) -> BenchSummary:
+    from ..load import load
+    from .environment import describe
+    from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
+
+    _check_device(device)
     ds = load(dataset_root)
     if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
         raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")

@@ -235,8 +235,14 @@ names its distribution; without one, floats are `normal(0, 1)`, integers `randin
 def _best_and_estimates(card: CardInput) -> str:
     if not card.data_files.get("traces"):
         return ""
-    repo = card.repo_id
-    text = f"""## Best solution per definition and hardware
+    text = _best_solution(card.repo_id)
+    if card.data_files.get("models"):
+        text += _step_estimate(card.repo_id)
+    return text
+
+
+def _best_solution(repo: str) -> str:
+    return f"""## Best solution per definition and hardware
 
 A solution's score is the geometric mean, over the workloads it passed with a stable timing, of the
 baseline's latency over its own (the site's leaderboards, by geomean speedup then pass rate); the
@@ -261,8 +267,10 @@ best = board.sort_values(["geomean_speedup", "pass_rate", "solution"], ascending
 best = best.groupby(["definition", "hardware"]).head(1)
 print(best.to_string(index=False))
 ```"""
-    if card.data_files.get("models"):
-        text += f"""
+
+
+def _step_estimate(repo: str) -> str:
+    return f"""
 
 ## Per-step estimate for a model
 
@@ -294,7 +302,6 @@ for model in load_dataset("{repo}", "models", split="train"):
             best_ms = (s["count"] * s["time_ms"] / np.exp(s["log_speedup"])).sum()
             print(model["name"], stage, hw, f"{{base_ms:.6g}} {{best_ms:.6g}} {{base_ms / best_ms:.6g}}")
 ```"""
-    return text
 
 
 def _schemas(card: CardInput) -> str:

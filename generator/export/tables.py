@@ -538,11 +538,6 @@ def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
 
 
-def exported_data(data: Mapping[str, Any]) -> dict[str, Any]:
-    """A record's data as the export carries it: without editor-only keys."""
-    return {k: v for k, v in data.items() if k not in EDITOR_KEYS}
-
-
 def _from_arrow(value: Any) -> Any:
     # pandas gives numpy arrays for list columns
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):

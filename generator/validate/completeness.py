@@ -1,6 +1,6 @@
 """Warnings about what is missing or repeated rather than wrong: a definition nobody can run or rank
 (no workload, no baseline solution) and traces that repeat a (solution, workload, hardware) key, as
-re-running the bench without --resume appends (the site keeps the latest; the older lines are noise).
+hand-merged or older trace files hold (the site keeps the latest; the older lines are noise).
 The bundled dataset also keeps every verified definition at 5 workloads or more (tests/test_coverage.py)."""
 
 from __future__ import annotations
@@ -26,14 +26,26 @@ def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
                           f"add at least 5 to {CANONICAL.workload_file(d.type, d.name)} (or a recipe in "
                           "generator/workloadgen/)")
         if d.name not in baselines:
-            yield warning(d, ptr("name"), f"{d.name} has no baseline solution: speedups cannot be computed",
+            yield warning(d, ptr("name"), f"{d.name} has no baseline solution: speedups can only be those the traces recorded",
                           f"add {CANONICAL.solution_file(BASELINE_AUTHOR, d.type, d.name, d.name + '_torch')}")
-    seen: dict[tuple, list] = defaultdict(list)
+    yield from _duplicate_traces(ds)
+
+
+def _duplicate_traces(ds: Dataset) -> Iterator[Diagnostic]:
+    # One warning per trace file, at its first repeated key: a re-measured file can repeat
+    # thousands of keys, and one line that names the count says the same.
+    first_seen: dict[tuple, object] = {}
+    repeats: dict[str, list] = defaultdict(list)
     for t in ds.traces:
-        seen[(t.solution, t.workload_uuid, t.hardware)].append(t)
-    for (solution, uuid, hw), traces in seen.items():
-        for t in traces[1:]:
-            first = traces[0].source
-            yield warning(t, "", f"duplicate trace: {solution} on workload {uuid} on {hw} also at "
-                                 f"{first.path}:{first.line}",
-                          "keep one (bench with --resume skips finished pairs); the site uses the latest")
+        key = (t.solution, t.workload_uuid, t.hardware)
+        if key in first_seen:
+            repeats[t.source.path].append((t, first_seen[key]))
+        else:
+            first_seen[key] = t.source
+    for pairs in repeats.values():
+        t, first = pairs[0]
+        more = f" ({len(pairs)} repeated keys in this file)" if len(pairs) > 1 else ""
+        yield warning(t, "", f"duplicate trace: {t.solution} on workload {t.workload_uuid} on {t.hardware} also "
+                             f"at {first.path}:{first.line}{more}",
+                      "keep one per (solution, workload, hardware): the bench replaces a key it measures "
+                      "again, and the site uses the latest")
