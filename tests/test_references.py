@@ -23,7 +23,7 @@ import pytest
 
 import torch  # the test extra installs it; a missing torch must fail, not skip
 
-from reference_cases import CASES
+from reference_cases import _MODULES, CASES
 from tolerances import assert_close  # the tolerances' one home, shared with test_triton_solutions
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
@@ -191,7 +191,10 @@ def sets(request) -> InputSets:
     definition's (the suite once kept every definition's three sets to the end: about 10 GB)."""
     d = load_definition(request.param)
     # Every definition must be checked: a definition without an independent formulation fails.
-    assert d["name"] in CASES, f"no independent check for {d['name']}: add one to CASES in tests/reference_cases"
+    assert d["name"] in CASES, (
+        f"no independent check for {d['name']} ({request.param.relative_to(DATASET.parent)}): add a Case to "
+        f"CASES in the module of its model, one of tests/reference_cases/{{{','.join(_MODULES)}}}.py, or in a "
+        "new tests/reference_cases/<model>.py (every module there that defines CASES is collected)")
     return InputSets(d)
 
 
