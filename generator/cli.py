@@ -117,7 +117,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def _failure_reason(outcome) -> str:
     """The last line of the pair's log (the outcome's own, or its trace's), shortened for a terminal."""
-    log = getattr(outcome, "log", None) or ((outcome.record or {}).get("evaluation") or {}).get("log") or ""
+    log = outcome.log or ((outcome.record or {}).get("evaluation") or {}).get("log") or ""
     lines = [x.strip() for x in str(log).splitlines() if x.strip()]
     return (lines[-1][:197] + "...") if lines and len(lines[-1]) > 200 else (lines[-1] if lines else "")
 

@@ -608,3 +608,17 @@ def test_bad_selection_and_device_are_clear_errors(tmp_path, capsys):
         make_plan(load(root), "cpu", definitions=["rmsnorm_h999"])
     assert cli.main(["bench", "--dataset", str(root), "--device", "tpu", "--quiet"]) == 2
     assert "--device 'tpu': use cpu or cuda" in capsys.readouterr().err
+
+
+def test_correctness_only_run_says_why_a_pair_failed(tmp_path, capsys):
+    """No trace is written in a correctness-only run, so the reason must come with the outcome and be printed."""
+    from generator import cli
+
+    root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(1))
+    add_solution(root, "raises", CORRECT + "def run(input, weight, eps):\n"
+                 "    raise ValueError('planted failure 4711')\n")
+    code = cli.main(["bench", "--dataset", str(root), "--device", "cpu", "--correctness-only", "--quiet",
+                     "--solutions", "raises", "--timeout", "60"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "RUNTIME_ERROR: raises on workload wl-0000" in out and "planted failure 4711" in out, out

@@ -65,6 +65,7 @@ class Outcome:
     pair: Pair
     status: str
     record: Optional[dict]  # the trace written, None in correctness-only runs
+    log: str = ""  # why it did not pass (the trace's log; kept here too for correctness-only runs)
 
 
 class Failed(Exception):
@@ -401,7 +402,7 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
             record = make_trace(pair, result, environment)
             s = pair.solution
             write_trace(trace_path(opts.out, s.author, pair.definition.type, pair.definition.name), record)
-        outcome = Outcome(pair, result["status"], record)
+        outcome = Outcome(pair, result["status"], record, result.get("log") or "")
         outcomes.append(outcome)
         on_outcome(outcome)
 
