@@ -43,6 +43,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 from ..model.layout import CANONICAL
 from ..model.dataset import Dataset
 from ..model.records import HardwareSpec, Trace
+from ..model.stability import spread_is_unstable
 
 BASELINE_AUTHOR = "baseline"
 PASSED = "PASSED"
@@ -119,12 +120,6 @@ def _same(a: tuple, b: tuple) -> bool:
 
 # -- records ------------------------------------------------------------------------------------
 
-# The bench's rule for a timing too noisy to rank (generator/bench/timing.py `unstable`, which cannot be
-# imported here: that module imports torch, and building the site must not need it). Keep them equal.
-MAX_SPREAD = 0.5  # (p80 - p20) / median
-MIN_OVER_MEDIAN = 0.25  # fastest sample / median
-
-
 def is_unstable(performance: Mapping) -> bool:
     """Whether a trace's timing is too noisy to rank: the bench's own `unstable` mark when present, else
     the bench's rule applied to the statistics the trace recorded; a trace without them cannot be
@@ -136,9 +131,7 @@ def is_unstable(performance: Mapping) -> bool:
     median, p20, p80, fastest = (performance.get(k) for k in ("latency_ms", "p20_ms", "p80_ms", "min_ms"))
     if not all(isinstance(v, (int, float)) for v in (median, p20, p80, fastest)):
         return False
-    if median <= 0:
-        return True
-    return (p80 - p20) / median > MAX_SPREAD or fastest / median < MIN_OVER_MEDIAN
+    return spread_is_unstable(median, p20, p80, fastest)
 
 
 @dataclass(frozen=True)

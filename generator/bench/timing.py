@@ -20,6 +20,8 @@ from typing import Callable
 
 import torch
 
+from ..model.stability import spread_is_unstable
+
 _perf_counter = time.perf_counter
 _Event = torch.cuda.Event if torch.cuda.is_available() else None
 _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
@@ -70,19 +72,9 @@ def timed_call(fn: Callable, args: list, outs: list, device: str) -> tuple[float
     return (_perf_counter() - t0) * 1e3, result
 
 
-# A measurement is unstable when the middle of its distribution is wide ((p80 - p20) / median) or its
-# fastest sample is far below its median: on a quiet machine repeated calls of a kernel differ by a
-# few per cent; a busy host (other jobs, frequency changes) makes medians of 48 ms next to minima of
-# 0.1 ms. Such a number is re-measured, then recorded with unstable: true and never ranked.
-MAX_SPREAD = 0.5
-MIN_OVER_MEDIAN = 0.25
-
-
 def unstable(stats: dict) -> bool:
-    median = stats["latency_ms"]
-    if median <= 0:
-        return True
-    return (stats["p80_ms"] - stats["p20_ms"]) / median > MAX_SPREAD or stats["min_ms"] / median < MIN_OVER_MEDIAN
+    """The rule in model/stability.py; such a number is re-measured, then recorded with unstable: true."""
+    return spread_is_unstable(stats["latency_ms"], stats["p20_ms"], stats["p80_ms"], stats["min_ms"])
 
 
 def _done(samples: list[float], cfg: TimingConfig, started: float) -> bool:
