@@ -14,6 +14,11 @@ from .common import error, warning
 
 def check_models(ds: Dataset) -> Iterator[Diagnostic]:
     for m in ds.models.values():
+        serving = m.data.get("serving") or {}
+        hw = serving.get("hardware")
+        if hw is not None and ds.hardware_spec(hw) is None:
+            yield error(m, ptr("serving", "hardware"), f"serving hardware '{hw}' names no hardware record",
+                        f"use one of {', '.join(sorted(ds.hardware))}, or add hardware/{hw}.json")
         for i, k in enumerate(m.kernels):
             if k.id not in ds.definitions and not ds.is_known("definition", k.id):
                 # A calling record lists every kernel a step calls; the ones without a definition yet are
