@@ -7,7 +7,9 @@ The interpreter must be switched on before triton is first imported, and other t
 pytest process may import triton (or torch may pull it in) without it, so the checks run in a fresh
 subprocess, one for all the solutions (torch and triton imported once), each solution's part of its output
 checked by its own test: this file doubles as the worker script
-(`python tests/test_triton_solutions.py interp NAME...`).
+(`python tests/test_triton_solutions.py interp NAME...`). Every solution
+dataset/solutions/kerneltrace/<type>/<definition>/<definition>_triton.json is found by its place; the
+inputs it is checked on and the shapes it is compiled for are its TritonCase in tests/triton_cases/.
 
 A second check compiles every kernel launch the solutions make at realistic serving shapes (decode and
 prefill sizes, every block-size branch) ahead of time for an H100 (sm_90a) with Triton's own compiler
@@ -22,7 +24,6 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import json
-import math
 import os
 import shutil
 import subprocess
@@ -34,23 +35,15 @@ from pathlib import Path
 
 import pytest
 
-from tolerances import assert_close  # no torch at import: safe on the pytest side
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "dataset"
 SOLUTIONS = DATASET / "solutions" / "kerneltrace"
 
-# definition name -> definition type
-DEFINITIONS = {
-    "rmsnorm_h4096": "norm",
-    "fused_add_rmsnorm_h4096": "norm",
-    "silu_and_mul_i14336": "activation",
-    "rope_llama3_h32_kv8_d128": "rope",
-    "gemm_n6144_k4096": "gemm",
-    "gqa_paged_decode_h32_kv8_d128_ps16": "gqa",
-    "gqa_paged_decode_h32_kv8_d128_ps1": "gqa",
-    "moe_routing_softmax_topk8_e128": "routing",
-}
+# definition name -> definition type, for every kerneltrace Triton solution (found by its place; its
+# test inputs and compile shapes are a TritonCase in tests/triton_cases/, found by convention too).
+DEFINITIONS = {p.parent.name: p.parent.parent.name for p in sorted(SOLUTIONS.glob("*/*/*_triton.json"))
+               if p.stem == f"{p.parent.name}_triton"}
 
 SHARED_SMEM_LIMIT = 232448  # bytes of shared memory one H100 block may use (227 KiB)
 
@@ -126,6 +119,14 @@ def test_every_triton_solution_is_present_and_well_formed():
         assert [s["path"] for s in sol["sources"]] == ["main.py"]
 
 
+def test_every_triton_solution_has_a_case_and_every_case_a_solution():
+    from triton_cases import collect  # torch-free at import (the case modules import it when called)
+    cases = set(collect())
+    assert not set(DEFINITIONS) - cases, (f"no TritonCase for {sorted(set(DEFINITIONS) - cases)}: add one to CASES "
+                                          "in a module of tests/triton_cases/ (see its __init__ docstring)")
+    assert not cases - set(DEFINITIONS), f"TritonCase without a solution: {sorted(cases - set(DEFINITIONS))}"
+
+
 def test_triton_is_importable():
     """The solutions need triton; a missing triton must fail, not skip."""
     proc = subprocess.run([sys.executable, "-c", "import triton, triton.language; print(triton.__version__)"],
@@ -172,173 +173,6 @@ def reference_function(definition: dict):
     return namespace["run"]
 
 
-# ---------------------------------------------------------------------------------- input makers
-# Each returns a list of (label, axes, inputs) with inputs in the definition's order.
-
-def _bf16(t):
-    import torch
-    return t.to(torch.bfloat16)
-
-
-def inputs_rmsnorm(d, g):
-    import torch
-    H = d["axes"]["hidden_size"]["value"]
-    sets = []
-    for batch in (3, 8):
-        x = _bf16(torch.randn(batch, H, generator=g) * 2.0)
-        w = _bf16(1.0 + 0.1 * torch.randn(H, generator=g))
-        sets.append((f"batch_size={batch}", {"batch_size": batch}, {"hidden_states": x, "weight": w}))
-    return sets
-
-
-def inputs_fused_add_rmsnorm(d, g):
-    import torch
-    H = d["axes"]["hidden_size"]["value"]
-    sets = []
-    for batch in (3, 8):
-        x = _bf16(torch.randn(batch, H, generator=g))
-        r = _bf16(torch.randn(batch, H, generator=g) * 3.0)
-        w = _bf16(1.0 + 0.1 * torch.randn(H, generator=g))
-        sets.append((f"batch_size={batch}", {"batch_size": batch}, {"hidden_states": x, "residual": r, "weight": w}))
-    return sets
-
-
-def inputs_silu_and_mul(d, g):
-    import torch
-    width = d["axes"]["gate_up_size"]["value"]
-    sets = []
-    for tokens in (2, 5):
-        x = _bf16(torch.randn(tokens, width, generator=g) * 3.0)
-        sets.append((f"num_tokens={tokens}", {"num_tokens": tokens}, {"input": x}))
-    return sets
-
-
-def llama3_cos_sin_cache(max_position, head_dim=128):
-    """The cache as vLLM's Llama3RotaryEmbedding builds it (rope_theta 500000, factor 8, 1, 4, 8192)."""
-    import torch
-    inv_freq = 1.0 / (500000.0 ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
-    wavelen = 2 * math.pi / inv_freq
-    smooth = (8192 / wavelen - 1) / (4 - 1)
-    scaled = torch.where(wavelen < 8192 / 4, inv_freq,
-                         torch.where(wavelen > 8192 / 1, inv_freq / 8, (1 - smooth) * inv_freq / 8 + smooth * inv_freq))
-    angles = torch.arange(max_position, dtype=torch.float64)[:, None] * scaled[None, :]
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).to(torch.float32)
-
-
-def inputs_rope(d, g):
-    import torch
-    hq = d["axes"]["num_qo_heads"]["value"]
-    hk = d["axes"]["num_kv_heads"]["value"]
-    D = d["axes"]["head_dim"]["value"]
-    sets = []
-    for tokens, max_position in ((3, 40), (6, 9000)):
-        positions = torch.randint(0, max_position, (tokens,), generator=g, dtype=torch.int64)
-        q = _bf16(torch.randn(tokens, hq, D, generator=g))
-        k = _bf16(torch.randn(tokens, hk, D, generator=g))
-        cache = llama3_cos_sin_cache(max_position, D)
-        sets.append((f"num_tokens={tokens} max_position={max_position}",
-                     {"num_tokens": tokens, "max_position": max_position},
-                     {"positions": positions, "q": q, "k": k, "cos_sin_cache": cache}))
-    return sets
-
-
-def inputs_gemm(d, g):
-    import torch
-    sets = []
-    # The launcher works for any N, K: the interpreter runs the real N x K only once (below); these
-    # smaller N, K cover every block-size branch (M <= 16, 32, 64, 128, 512, larger) and an uneven K.
-    for M, N, K in ((1, 64, 256), (20, 96, 128), (37, 96, 200), (100, 128, 192), (130, 160, 256), (600, 272, 128)):
-        A = _bf16(torch.randn(M, K, generator=g))
-        B = _bf16(torch.randn(N, K, generator=g) / math.sqrt(K))
-        sets.append((f"M={M} N={N} K={K} (small N, K)", {"M": M, "N": N, "K": K}, {"A": A, "B": B}))
-    N = d["axes"]["N"]["value"]
-    K = d["axes"]["K"]["value"]
-    A = _bf16(torch.randn(1, K, generator=g))
-    B = _bf16(torch.randn(N, K, generator=g) / math.sqrt(K))
-    sets.append((f"M=1 N={N} K={K} (the definition's shape)", {"M": 1, "N": N, "K": K}, {"A": A, "B": B}))
-    return sets
-
-
-def paged_inputs(d, g, seed, lens, sm_scale_as_tensor):
-    import numpy as np
-    import torch
-    sys.path.insert(0, str(ROOT))
-    from generator.workloadgen import core
-
-    ax = d["axes"]
-    hq, hk, D, ps = (ax[n]["value"] for n in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
-    layout = core.paged_kv(core.rng(seed), np.asarray(lens), ps)
-    num_pages = layout["num_pages"]
-    batch = len(lens)
-    q = _bf16(torch.randn(batch, hq, D, generator=g) * 2.0)
-    k_cache = _bf16(torch.randn(num_pages, ps, hk, D, generator=g))
-    v_cache = _bf16(torch.randn(num_pages, ps, hk, D, generator=g))
-    sm_scale = 1.0 / math.sqrt(D)
-    inputs = {
-        "q": q, "k_cache": k_cache, "v_cache": v_cache,
-        "kv_indptr": torch.from_numpy(layout["kv_indptr"]).to(torch.int32),
-        "kv_indices": torch.from_numpy(layout["kv_indices"]).to(torch.int32),
-        "kv_last_page_len": torch.from_numpy(layout["kv_last_page_len"]).to(torch.int32),
-        "sm_scale": torch.tensor(sm_scale, dtype=torch.float32) if sm_scale_as_tensor else sm_scale,
-    }
-    axes = {"batch_size": batch, "num_pages": num_pages, "len_indptr": batch + 1,
-            "num_kv_indices": int(layout["kv_indptr"][-1])}
-    return axes, inputs
-
-
-def inputs_paged_decode(d, g):
-    ps = d["axes"]["page_size"]["value"]
-    lens_sets = ([1, 17, 70], [16, 33, 5, 48, 2], [600]) if ps == 16 else ([5, 33, 1], [12, 2, 40, 7, 64], [600])
-    sets = []
-    for i, lens in enumerate(lens_sets):
-        axes, inputs = paged_inputs(d, g, 100 + i, lens, sm_scale_as_tensor=(i == 1))
-        sets.append((f"kv_len={lens} page_size={ps}", axes, inputs))
-    return sets
-
-
-def inputs_routing(d, g):
-    import torch
-    E = d["axes"]["num_experts"]["value"]
-    sets = []
-    x = _bf16(torch.randn(37, E, generator=g) * 2.0)
-    sets.append(("num_tokens=37 (random bf16 logits)", {"num_tokens": 37}, {"router_logits": x}))
-    # Coarse logits: many exact ties, including across the top-8 boundary (lower id must win).
-    x = _bf16(torch.round(torch.randn(5, E, generator=g) * 2.0) / 2.0)
-    sets.append(("num_tokens=5 (tied logits)", {"num_tokens": 5}, {"router_logits": x}))
-    x = _bf16(torch.randn(1, E, generator=g) * 4.0)
-    sets.append(("num_tokens=1", {"num_tokens": 1}, {"router_logits": x}))
-    return sets
-
-
-INPUTS = {
-    "rmsnorm_h4096": inputs_rmsnorm,
-    "fused_add_rmsnorm_h4096": inputs_fused_add_rmsnorm,
-    "silu_and_mul_i14336": inputs_silu_and_mul,
-    "rope_llama3_h32_kv8_d128": inputs_rope,
-    "gemm_n6144_k4096": inputs_gemm,
-    "gqa_paged_decode_h32_kv8_d128_ps16": inputs_paged_decode,
-    "gqa_paged_decode_h32_kv8_d128_ps1": inputs_paged_decode,
-    "moe_routing_softmax_topk8_e128": inputs_routing,
-}
-
-TORCH_DTYPE_NAMES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "int32": "int32",
-                     "int64": "int64"}
-
-
-def check_against(outputs: dict, expected: dict, d: dict, axes: dict, what: str) -> None:
-    import torch
-    assert set(outputs) == set(d["outputs"]), f"{what}: returned {sorted(outputs)}"
-    all_axes = {n: a["value"] for n, a in d["axes"].items() if a["type"] == "const"}
-    all_axes.update(axes)
-    for name, spec in d["outputs"].items():
-        value = outputs[name]
-        assert isinstance(value, torch.Tensor), f"{what}: {name} is not a tensor"
-        want_dtype = getattr(torch, TORCH_DTYPE_NAMES[spec["dtype"]])
-        assert value.dtype == want_dtype, f"{what}: {name} has dtype {value.dtype}"
-        assert tuple(value.shape) == tuple(all_axes[a] for a in spec["shape"]), f"{what}: {name} has shape {value.shape}"
-        assert_close(value, expected[name], spec["dtype"], f"{what}: {name}")  # integer outputs: exactly
-
-
 def clone_inputs(inputs: dict) -> dict:
     import torch
     return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
@@ -351,17 +185,29 @@ def assert_unchanged(before: dict, after: dict, what: str) -> None:
             assert torch.equal(v, after[k]), f"{what} modified its input {k}"
 
 
+def triton_case(name: str):
+    """The solution's TritonCase (worker side: the case modules import torch when called)."""
+    from triton_cases import collect
+    case = collect().get(name)
+    assert case is not None, (f"no TritonCase for {name}: add it to CASES in a module of tests/triton_cases/ "
+                              "(see its __init__ docstring for what a case gives)")
+    return case
+
+
 def worker_interp(name: str) -> None:
     assert os.environ.get("TRITON_INTERPRET") == "1", "run with TRITON_INTERPRET=1"
     import torch
     import triton  # noqa: F401  (a missing triton fails here)
+    from triton_cases.common import check_against
+
+    case = triton_case(name)
 
     d = json.loads(definition_path(name).read_text(encoding="utf-8"))
     reference = reference_function(d)
     module, run = load_solution_module(name)
     g = torch.Generator().manual_seed(sum(map(ord, name)))
     total = 0.0
-    for index, (label, axes, inputs) in enumerate(INPUTS[name](d, g)):
+    for index, (label, axes, inputs) in enumerate(case.inputs(d, g)):
         before = clone_inputs(inputs)
         t0 = time.perf_counter()
         outputs = run(*inputs.values())
@@ -371,94 +217,13 @@ def worker_interp(name: str) -> None:
         expected = reference(*inputs.values())
         check_against(outputs, expected, d, axes, f"{name} [{label}]")
         print(f"  {label}: interpreter {elapsed:.2f} s, matches the reference")
-        extra = EXTRA_CHECKS.get(name)
-        if extra is not None:
-            total += extra(module, index, label, axes, inputs, outputs, expected, d)
+        if case.extra is not None:
+            total += case.extra(module, index, label, axes, inputs, outputs, expected, d)
     print(f"{name}: interpreter time {total:.2f} s in all")
     print("ALL OK")
 
 
-# Extra checks that reach the solutions' inner launchers (block-size / split choices the small inputs
-# would not take by themselves). Each returns the interpreter seconds it spent.
-
-def extra_gemm(module, index, label, axes, inputs, outputs, expected, d):
-    exact = inputs["A"].double() @ inputs["B"].double().T  # against float64 too, not only the reference
-    assert_close(outputs["C"], exact, "bfloat16", f"gemm [{label}] vs float64")
-    return 0.0
-
-
-def extra_paged_decode(module, index, label, axes, inputs, outputs, expected, d):
-    # Split-K paths the heuristic does not take on these short contexts: 3 splits of the first set leave
-    # programs with no tokens (its 1-token sequence); 7 splits of 600 tokens end in a partial block.
-    forced = {0: (3,), 2: (7,)}.get(index, ())
-    spent = 0.0
-    for splits in forced:
-        t0 = time.perf_counter()
-        out, lse = module.paged_decode(*inputs.values(), num_splits=splits)
-        spent += time.perf_counter() - t0
-        check_against({"output": out, "lse": lse}, expected, d, axes, f"{d['name']} [{label}] num_splits={splits}")
-    if forced:
-        print(f"  {label}: num_splits {forced} forced: interpreter {spent:.2f} s, matches the reference")
-    return spent
-
-
-def extra_routing(module, index, label, axes, inputs, outputs, expected, d):
-    spent = 0.0
-    for block_t in (4, 16):  # the prefill tilings, with a partial last tile
-        t0 = time.perf_counter()
-        outputs = module.softmax_topk(inputs["router_logits"], block_t=block_t)
-        spent += time.perf_counter() - t0
-        check_against(outputs, expected, d, axes, f"routing [{label}] block_t={block_t}")
-    print(f"  {label}: block_t 4 and 16 forced: interpreter {spent:.2f} s, match the reference")
-    return spent
-
-
-EXTRA_CHECKS = {
-    "gemm_n6144_k4096": extra_gemm,
-    "gqa_paged_decode_h32_kv8_d128_ps16": extra_paged_decode,
-    "gqa_paged_decode_h32_kv8_d128_ps1": extra_paged_decode,
-    "moe_routing_softmax_topk8_e128": extra_routing,
-}
-
-
 # ---------------------------------------------------------------------------------- compile check
-
-def compile_shapes(name: str, d: dict):
-    """Realistic serving shapes (CPU tensors, never executed) that take every launch branch."""
-    import torch
-    bf = torch.bfloat16
-    ax = {n: a.get("value") for n, a in d["axes"].items()}
-    if name in ("rmsnorm_h4096", "fused_add_rmsnorm_h4096"):
-        for b in (1, 4096):
-            x = torch.empty(b, ax["hidden_size"], dtype=bf)
-            w = torch.empty(ax["hidden_size"], dtype=bf)
-            yield (x, w) if name == "rmsnorm_h4096" else (x, torch.empty_like(x), w)
-    elif name == "silu_and_mul_i14336":
-        yield (torch.empty(256, ax["gate_up_size"], dtype=bf),)
-    elif name == "rope_llama3_h32_kv8_d128":
-        t = 2048
-        yield (torch.zeros(t, dtype=torch.int64), torch.empty(t, 32, 128, dtype=bf), torch.empty(t, 8, 128, dtype=bf),
-               torch.empty(8192, 128, dtype=torch.float32))
-    elif name == "gemm_n6144_k4096":
-        B = torch.empty(ax["N"], ax["K"], dtype=bf)
-        for m in (1, 32, 64, 128, 512, 8192):
-            yield (torch.empty(m, ax["K"], dtype=bf), B)
-    elif name.startswith("gqa_paged_decode"):
-        ps = ax["page_size"]
-        for batch, ctx in ((1, 32768 if ps == 16 else 4096), (64, 2048)):
-            pages_per_seq = ctx // ps
-            num_pages = batch * pages_per_seq
-            cache = torch.empty(num_pages, ps, 8, 128, dtype=bf)
-            yield (torch.empty(batch, 32, 128, dtype=bf), cache, cache,
-                   torch.arange(0, num_pages + 1, pages_per_seq, dtype=torch.int32),
-                   torch.arange(num_pages, dtype=torch.int32), torch.full((batch,), ps, dtype=torch.int32),
-                   1.0 / math.sqrt(128))
-    elif name == "moe_routing_softmax_topk8_e128":
-        for t in (1, 4096, 16384):
-            yield (torch.empty(t, 128, dtype=bf),)
-    else:
-        raise AssertionError(name)
-
 
 def ptxas_usage(ptx: str, kernel_name: str):
     """(registers per thread, spill-store bytes) that Triton's bundled ptxas reports for sm_90a."""
@@ -497,10 +262,11 @@ def worker_compile(name: str) -> None:
                 options[k] = v
         launches.append((self, bound, options))
 
+    case = triton_case(name)
     JITFunction.run = record  # launches are recorded, never executed (there is no GPU here)
     d = json.loads(definition_path(name).read_text(encoding="utf-8"))
     _, run = load_solution_module(name)
-    for args in compile_shapes(name, d):
+    for args in case.compile_shapes(d):
         run(*args)
     assert launches, "the solution launched no kernel"
 
