@@ -39,7 +39,14 @@ INPUT_RECIPES = pa.list_(pa.struct([
     pa.field("shape", pa.list_(pa.int64())), pa.field("distribution", pa.string()),
     *(pa.field(p, pa.float64()) for p in ("mean", "std", "low", "high", "scale", "p")),
     pa.field("seed", pa.int64()), pa.field("value", pa.string()), pa.field("path", pa.string()),
-    pa.field("tensor_key", pa.string())]))
+    pa.field("tensor_key", pa.string()),
+    # Parameters of the structured distributions (bench/inputs.py DISTRIBUTIONS), null elsewhere.
+    pa.field("alpha", pa.float64()), pa.field("block", pa.list_(pa.int64())), pa.field("of", pa.string()),
+    pa.field("order", pa.list_(pa.int64())), pa.field("data_shape", pa.list_(pa.int64())),
+    pa.field("data_dtype", pa.string()), pa.field("theta", pa.float64()), pa.field("rope_type", pa.string()),
+    *(pa.field(p, pa.float64()) for p in ("factor", "low_freq_factor", "high_freq_factor", "original_max_position",
+                                          "beta_fast", "beta_slow", "mscale", "mscale_all_dim")),
+    pa.field("truncate", pa.bool_())]))
 PEAK_TFLOPS = pa.struct([pa.field(name, pa.float64()) for name in DTYPE])
 EDITOR_KEYS = ("$schema",)
 _MISSING = object()
