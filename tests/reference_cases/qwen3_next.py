@@ -1,0 +1,222 @@
+"""Independent formulations for the Qwen3-Next-80B-A3B definitions (TP4, bfloat16).
+
+The gated delta net is checked against the plainest form of its recurrence: a Python loop over tokens and
+heads in float64, one rank-one update per token (no chunks, no triangular solve, no vectorised gather);
+the chunked prefill reference must agree with it over several chunks and with a carried-in state. The
+causal conv1d is checked as an explicit sliding window over [old state, new tokens]; the norms with
+F.rms_norm / F.silu; the router by a sort on (logit, expert id).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from .common import Case, shrunk
+from .qwen import routing_expected, routing_inputs
+
+EPS = 1e-6  # rms_norm_eps of Qwen/Qwen3-Next-80B-A3B-Instruct; also the L2-norm eps of the GDN kernels
+SCALE = 1.0 / math.sqrt(128)  # linear_key_head_dim ** -0.5
+
+
+# --------------------------------------------------------------------------------------------------
+# Gated delta net. The recurrence per (sequence, value head), float64:
+#   S <- exp(g) S;  S <- S + beta (v - S k) k^T;  o = scale * S q      (S is [V, K], k-last)
+# --------------------------------------------------------------------------------------------------
+
+def delta_rule_step(S, q, k, v, g, beta, scale):
+    """One token of one head: S [V, K], q/k [K], v [V] (all float64); returns (output [V], new S)."""
+    S = math.exp(g) * S
+    error = v - S @ k  # what the state predicts for this key, against the value
+    S = S + beta * torch.outer(error, k)
+    return scale * (S @ q), S
+
+
+def l2_normalised(x):
+    return x / torch.sqrt((x * x).sum(dim=-1, keepdim=True) + EPS)
+
+
+def gdn_decode_derived(ax):
+    return {"num_slots": ax["batch_size"] + ax.get("free_slots", 3)}
+
+
+def gdn_decode_inputs(ax, g, i):
+    B, H, HV, K, V, S = (ax["batch_size"], ax["num_qk_heads"], ax["num_v_heads"], ax["head_k_dim"],
+                         ax["head_v_dim"], ax["num_slots"])
+    # Set 1 pushes the gates to their ends: a + dt_bias above the softplus threshold 20 (softplus(x) = x)
+    # and strongly negative (decay ~ 1), b saturating the sigmoid.
+    spread = [1.0, 12.0, 3.0][i % 3]
+    return {"q": (torch.randn(B, H, K, generator=g) * 2).bfloat16(),
+            "k": (torch.randn(B, H, K, generator=g) * 0.3).bfloat16(),
+            "v": torch.randn(B, HV, V, generator=g).bfloat16(),
+            "state_pool": torch.randn(S, HV, V, K, generator=g),
+            "state_indices": torch.randperm(S, generator=g)[:B].int(),
+            "A_log": torch.randn(HV, generator=g) * 0.5,
+            "a": (torch.randn(B, HV, generator=g) * spread).bfloat16(),
+            "dt_bias": (torch.randn(HV, generator=g) * spread).bfloat16(),
+            "b": (torch.randn(B, HV, generator=g) * spread).bfloat16(),
+            "scale": torch.tensor(SCALE)}
+
+
+def gdn_decode_expected(ax, x):
+    B, H, HV = ax["batch_size"], ax["num_qk_heads"], ax["num_v_heads"]
+    group = HV // H
+    out = torch.empty(B, HV, ax["head_v_dim"], dtype=torch.float64)
+    new_state = torch.empty(B, HV, ax["head_v_dim"], ax["head_k_dim"], dtype=torch.float64)
+    A_log, dt_bias = x["A_log"].double(), x["dt_bias"].double()
+    for b in range(B):
+        slot = int(x["state_indices"][b])
+        for h in range(HV):
+            decay_rate = math.exp(float(A_log[h]))
+            g = -decay_rate * float(F.softplus(x["a"][b, h].double() + dt_bias[h], beta=1.0, threshold=20.0))
+            beta = float(torch.sigmoid(x["b"][b, h].double()))
+            q = l2_normalised(x["q"][b, h // group].double())
+            k = l2_normalised(x["k"][b, h // group].double())
+            out[b, h], new_state[b, h] = delta_rule_step(x["state_pool"][slot, h].double(), q, k,
+                                                         x["v"][b, h].double(), g, beta, float(x["scale"]))
+    return {"output": out, "new_state": new_state}
+
+
+def gdn_prefill_derived(ax):
+    return {"num_seqs": len(ax["seq_lens"]), "len_cu_seqlens": len(ax["seq_lens"]) + 1,
+            "total_tokens": sum(ax["seq_lens"])}
+
+
+def gdn_prefill_inputs(ax, g, i):
+    T, N, H, HV, K, V = (ax["total_tokens"], ax["num_seqs"], ax["num_qk_heads"], ax["num_v_heads"],
+                         ax["head_k_dim"], ax["head_v_dim"])
+    initial = torch.randn(N, HV, V, K, generator=g)
+    initial[0] = 0.0  # a fresh prompt: vLLM zeroes the rows without an initial state
+    return {"q": l2_normalised(torch.randn(T, H, K, generator=g)).bfloat16(),
+            "k": l2_normalised(torch.randn(T, H, K, generator=g)).bfloat16(),
+            "v": torch.randn(T, HV, V, generator=g).bfloat16(),
+            # Decays from 0.05 (fast forgetting) to 0.9999 (long memory), update gates over (0, 1).
+            "g": -torch.exp(torch.empty(T, HV).uniform_(-9.0, 1.0, generator=g)),
+            "beta": torch.rand(T, HV, generator=g),
+            "initial_state": initial,
+            "cu_seqlens": torch.tensor([0] + list(ax["seq_lens"])).cumsum(0).int(),
+            "scale": torch.tensor(SCALE)}
+
+
+def gdn_prefill_expected(ax, x):
+    HV, group = ax["num_v_heads"], ax["num_v_heads"] // ax["num_qk_heads"]
+    out = torch.empty(ax["total_tokens"], HV, ax["head_v_dim"], dtype=torch.float64)
+    final = torch.empty(ax["num_seqs"], HV, ax["head_v_dim"], ax["head_k_dim"], dtype=torch.float64)
+    cu = x["cu_seqlens"].tolist()
+    for n in range(ax["num_seqs"]):
+        for h in range(HV):
+            S = x["initial_state"][n, h].double()
+            for t in range(cu[n], cu[n + 1]):
+                out[t, h], S = delta_rule_step(S, x["q"][t, h // group].double(), x["k"][t, h // group].double(),
+                                               x["v"][t, h].double(), float(x["g"][t, h]), float(x["beta"][t, h]),
+                                               float(x["scale"]))
+            final[n, h] = S
+    return {"output": out, "final_state": final}
+
+
+# --------------------------------------------------------------------------------------------------
+# Causal conv1d (no bias, SiLU), checked with F.conv1d over [history, tokens] per sequence in float64.
+# --------------------------------------------------------------------------------------------------
+
+def conv_update_derived(ax):
+    return {"num_slots": ax["batch_size"] + ax.get("free_slots", 2)}
+
+
+def conv_update_inputs(ax, g, i):
+    B, C, W, S = ax["batch_size"], ax["dim"], ax["width"], ax["num_slots"]
+    return {"x": torch.randn(B, C, generator=g).bfloat16(),
+            "conv_state": torch.randn(S, C, W - 1, generator=g).bfloat16(),
+            "weight": (torch.randn(C, W, generator=g) * 0.5).bfloat16(),
+            "conv_state_indices": torch.randperm(S, generator=g)[:B].int()}
+
+
+def conv_window(history, tokens, weight):
+    """silu(depthwise causal conv) of tokens [L, C] after history [C, W-1], float64; also the last W-1 inputs."""
+    u = torch.cat([history.double(), tokens.double().t()], dim=1)  # [C, W - 1 + L]
+    y = F.conv1d(u[None], weight.double()[:, None, :], groups=weight.shape[0])[0]  # [C, L] (valid positions)
+    return F.silu(y).t(), u[:, -(weight.shape[1] - 1):]
+
+
+def conv_update_expected(ax, x):
+    out = torch.empty(ax["batch_size"], ax["dim"], dtype=torch.float64)
+    state = x["conv_state"].double().clone()
+    for b, slot in enumerate(x["conv_state_indices"].tolist()):
+        y, state[slot] = conv_window(x["conv_state"][slot], x["x"][b:b + 1], x["weight"])
+        out[b] = y[0]
+    return {"output": out, "new_conv_state": state}
+
+
+def conv_fwd_derived(ax):
+    n = len(ax["seq_lens"])
+    return {"batch_size": n, "len_query_start_loc": n + 1, "num_tokens": sum(ax["seq_lens"]),
+            "num_slots": n + ax.get("free_slots", 2)}
+
+
+def conv_fwd_inputs(ax, g, i):
+    T, N, C, W, S = ax["num_tokens"], ax["batch_size"], ax["dim"], ax["width"], ax["num_slots"]
+    has_initial = torch.tensor([j % 2 == 1 for j in range(N)])  # alternate fresh prompts and continued chunks
+    return {"x": torch.randn(T, C, generator=g).bfloat16(),
+            "weight": (torch.randn(C, W, generator=g) * 0.5).bfloat16(),
+            "conv_states": torch.randn(S, C, W - 1, generator=g).bfloat16(),
+            "query_start_loc": torch.tensor([0] + list(ax["seq_lens"])).cumsum(0).int(),
+            "cache_indices": torch.randperm(S, generator=g)[:N].int(),
+            "has_initial_state": has_initial}
+
+
+def conv_fwd_expected(ax, x):
+    out = torch.empty(ax["num_tokens"], ax["dim"], dtype=torch.float64)
+    states = x["conv_states"].double().clone()
+    starts = x["query_start_loc"].tolist()
+    for b, slot in enumerate(x["cache_indices"].tolist()):
+        history = x["conv_states"][slot] if bool(x["has_initial_state"][b]) else torch.zeros(ax["dim"], ax["width"] - 1)
+        out[starts[b]:starts[b + 1]], states[slot] = conv_window(history, x["x"][starts[b]:starts[b + 1]], x["weight"])
+    return {"output": out, "new_conv_states": states}
+
+
+# --------------------------------------------------------------------------------------------------
+# Gated RMSNorm: F.rms_norm per head, times F.silu(z), float64. Heads of very different scales.
+# --------------------------------------------------------------------------------------------------
+
+def gated_norm_inputs(ax, g, i):
+    T, H, D = ax["num_tokens"], ax["num_heads"], ax["head_dim"]
+    head_scale = torch.logspace(-3, 1.5, H)[torch.randperm(H, generator=g)].view(1, H, 1)
+    return {"x": (torch.randn(T, H, D, generator=g) * head_scale).bfloat16(),
+            "z": (torch.randn(T, H, D, generator=g) * [1.0, 4.0, 0.3][i % 3]).bfloat16(),
+            "weight": (1.0 + 0.5 * torch.randn(D, generator=g)).bfloat16()}
+
+
+def gated_norm_expected(ax, x):
+    normed = F.rms_norm(x["x"].double(), (ax["head_dim"],), x["weight"].double(), eps=EPS)
+    return {"output": normed * F.silu(x["z"].double())}
+
+
+# Decode: a single sequence, a batch in a pool with free slots, a larger batch; the heads stay real.
+GDN_DECODE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 5}, {"batch_size": 6}]
+# Prefill: one token, a prompt crossing a chunk boundary (64), several ragged sequences (one of 130
+# tokens: three chunks, the last partial), with and without an initial state. The value and key head
+# dims are shrunk to 32 in the longer sets (every head is the same recurrence at any width; the chunk
+# boundaries, the GVA head mapping and the carried state are what is checked).
+GDN_PREFILL = [{"seq_lens": (1,)},
+               shrunk({"seq_lens": (70,)}, head_k_dim=32, head_v_dim=32),
+               shrunk({"seq_lens": (5, 130, 64)}, head_k_dim=32, head_v_dim=32)]
+
+# Conv: the real channel count (2048 is small); sequences shorter than the window (1, 2 tokens: the new
+# state keeps part of the history), exactly the window, and longer; fresh and continued sequences.
+CONV_UPDATE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 4}, {"batch_size": 5}]
+CONV_FWD = [{"seq_lens": (1,)}, {"seq_lens": (2, 5), "free_slots": 3}, {"seq_lens": (4, 1, 9, 3)}]
+
+CASES = {
+    "causal_conv1d_update_c2048_k4": Case(CONV_UPDATE, conv_update_inputs, conv_update_expected,
+                                          derived=conv_update_derived),
+    "causal_conv1d_fwd_c2048_k4": Case(CONV_FWD, conv_fwd_inputs, conv_fwd_expected, derived=conv_fwd_derived),
+    "rmsnorm_gated_silu_h8_d128": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 9}], gated_norm_inputs,
+                                       gated_norm_expected),
+    # 512 experts, top-10: ties (set 1's coarse logits) and peaked rows (set 2) at the real sizes.
+    "moe_routing_softmax_topk10_e512": Case([{"num_tokens": 1}, {"num_tokens": 16}, {"num_tokens": 33}],
+                                            routing_inputs, routing_expected),
+    "gdn_decode_qk4_v8_d128": Case(GDN_DECODE, gdn_decode_inputs, gdn_decode_expected, derived=gdn_decode_derived),
+    "gdn_prefill_qk4_v8_d128": Case(GDN_PREFILL, gdn_prefill_inputs, gdn_prefill_expected,
+                                    derived=gdn_prefill_derived),
+}
