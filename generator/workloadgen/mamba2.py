@@ -1,0 +1,100 @@
+"""Workloads for the Mamba-2 definitions of NVIDIA-Nemotron-Nano-9B-v2 (TP1 on one H100, vLLM, bfloat16).
+
+The mixer's kernels keep per-sequence state in a cache of slots (the SSM state, 128 x 80 x 128 values, and
+the conv state, 12288 x 3 inputs, per Mamba layer), not per-token pages: a decode step reads and writes one
+slot per sequence, a prefill step starts each sequence from its slot (zeros for a fresh prompt) and writes
+the final state back. Serving situations:
+- decode steps of 1 to 256 sequences (vLLM's default max_num_seqs is 256; the 27 layers' state takes
+  27 x (128 * 80 * 128 + 12288 * 3) * 2 bytes = 72.8 MB per sequence, 18.6 GB at 256, beside 17.8 GB of
+  weights on an 80 GB H100 at 0.9 utilisation);
+- prefill steps of 128 to 8192 new tokens (vLLM's max_num_batched_tokens 8192), one long prompt, a chunk of
+  a longer one continuing from its cached state, or several short prompts.
+Slot ids are distinct ids drawn from a pool 25% larger than the batch (slots(g, batch)), the way a cache
+that has served many requests hands them out; lengths come from the shared scenarios' seeded draws.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterator
+
+import numpy as np
+
+from . import core
+from .scenarios import Prefill
+from .spec import Spec
+
+MODEL = "NVIDIA-Nemotron-Nano-9B-v2 TP1"
+DECODE_BATCHES = [(1, "one request"), (8, "8 requests"), (32, "32 requests"), (64, "64 requests"),
+                  (128, "128 requests"), (256, "256 requests (vLLM's default max_num_seqs)")]
+PREFILL = [
+    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
+    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
+    Prefill(1, 8192, 16384, 0.0, "a later 8192-token chunk of a long prompt, continuing from the cached state"),
+    Prefill(4, 512, 1024, 0.5, "4 prompts of ~512 new tokens continuing cached prefixes"),
+    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
+]
+TOKENS = [(m, f"decode batch {m}") for m, _ in DECODE_BATCHES] + \
+         [(512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
+          (8192, "prefill chunk of 8192 tokens (max_num_batched_tokens)")]
+
+
+def i32(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.int32)
+
+
+def slots(g: np.random.Generator, batch: int) -> tuple[np.ndarray, int]:
+    """(distinct slot ids of the batch, pool size): the pool is 25% larger than the batch, ids in random order."""
+    pool = batch + int(math.ceil(batch * 0.25))
+    return g.permutation(pool)[:batch].astype(np.int64), pool
+
+
+def decode_workloads() -> Iterator[Spec]:
+    for seed, (b, what) in enumerate(DECODE_BATCHES):
+        g = core.rng(seed)
+        ids, pool = slots(g, b)
+        about = (f"{MODEL} decode, {what}: one token each; g = core.rng({seed}); slot ids, pool = slots(g, {b}) "
+                 f"(distinct ids from a pool of {pool})")
+        yield Spec("mamba_selective_state_update_h128_d80_s128_ng8", f"decode_b{b}", {"batch_size": b, "num_slots": pool},
+                   {"state": "random", "x": "random", "dt": "random", "A": "random", "B": "random", "C": "random",
+                    "D": "random", "dt_bias": "random", "state_batch_indices": i32(ids)}, seed, about)
+        yield Spec("causal_conv1d_update_c12288_k4", f"decode_b{b}", {"batch_size": b, "num_slots": pool},
+                   {"x": "random", "conv_state": "random", "weight": "random", "bias": "random",
+                    "conv_state_indices": i32(ids)}, seed, about)
+
+
+def prefill_workloads() -> Iterator[Spec]:
+    for seed, s in enumerate(PREFILL):
+        g = core.rng(seed)
+        q, pre = s.lens(g)
+        ids, pool = slots(g, s.batch)
+        total = int(q.sum())
+        continuing = pre > 0  # a sequence behind a cached prefix continues from its cached state
+        about = (f"{MODEL} prefill, {s.what}: {total} new tokens; {s.call(seed)}; slot ids, pool = slots(g, {s.batch}); "
+                 f"sequences with a prefix continue from their cached state")
+        indptr = i32(core.indptr(q))
+        yield Spec("mamba_ssd_chunk_scan_h128_d80_s128_ng8", s.key,
+                   {"num_tokens": total, "batch_size": s.batch, "len_cu_seqlens": s.batch + 1},
+                   {"x": "random", "dt": "random", "A": "random", "B": "random", "C": "random", "D": "random",
+                    "dt_bias": "random", "cu_seqlens": indptr, "initial_states": "random"}, seed,
+                   about + " (initial_states random: the bench draws them; a fresh prompt's would be zeros, "
+                           "the same work)")
+        yield Spec("causal_conv1d_fwd_c12288_k4", s.key,
+                   {"num_tokens": total, "batch_size": s.batch, "len_query_start_loc": s.batch + 1, "num_slots": pool},
+                   {"x": "random", "weight": "random", "bias": "random", "conv_states": "random",
+                    "query_start_loc": indptr, "cache_indices": i32(ids),
+                    "has_initial_state": continuing.astype(np.bool_)}, seed, about)
+
+
+def token_workloads() -> Iterator[Spec]:
+    for seed, (m, what) in enumerate(TOKENS):
+        yield Spec("mamba_gated_rmsnorm_h10240_ng8", f"t{m}", {"num_tokens": m},
+                   {"x": "random", "z": "random", "weight": "random"}, seed,
+                   f"{what}: {m} tokens ({MODEL}); the gated norm after the scan of each Mamba-2 layer")
+
+
+def workloads() -> Iterator[Spec]:
+    yield from decode_workloads()
+    yield from prefill_workloads()
+    yield from token_workloads()
