@@ -15,7 +15,11 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, shrunk
-from .qwen import routing_expected, routing_inputs
+from .qwen import (DECODE_PS16, PREFILL_PS16, decode_expected, decode_inputs, gemm_expected, gemm_inputs,
+                   grouped_expected, paged_derived, paged_prefill_expected, paged_prefill_inputs, route_counts,
+                   routing_expected, routing_inputs)
+
+TOP_K = 10  # num_experts_per_tok
 
 EPS = 1e-6  # rms_norm_eps of Qwen/Qwen3-Next-80B-A3B-Instruct; also the L2-norm eps of the GDN kernels
 SCALE = 1.0 / math.sqrt(128)  # linear_key_head_dim ** -0.5
@@ -192,6 +196,43 @@ def gated_norm_expected(ax, x):
     return {"output": normed * F.silu(x["z"].double())}
 
 
+# --------------------------------------------------------------------------------------------------
+# Output gate of the attention: x * sigmoid(gate) with torch.sigmoid in float64.
+# --------------------------------------------------------------------------------------------------
+
+def gate_inputs(ax, g, i):
+    shape = (ax["num_tokens"], ax["num_heads"], ax["head_dim"])
+    return {"attn_output": torch.randn(shape, generator=g).bfloat16(),
+            "gate": (torch.randn(shape, generator=g) * [1.0, 8.0, 0.2][i % 3]).bfloat16()}
+
+
+def gate_expected(ax, x):
+    return {"output": x["attn_output"].double() * torch.sigmoid(x["gate"].double())}
+
+
+# --------------------------------------------------------------------------------------------------
+# Expert GEMMs over 512 experts, 10 distinct experts per token (qwen.py's row-by-row check; its input
+# maker routes 8 per token). Unused experts' weights are a constant, so reading the wrong expert shows.
+# --------------------------------------------------------------------------------------------------
+
+def grouped10_derived(ax):
+    return {"total_tokens": ax["tokens"] * TOP_K, "len_m_indptr": ax["num_experts"] + 1}
+
+
+def grouped10_inputs(ax, g, i):
+    E, N, K, T = ax["num_experts"], ax["N"], ax["K"], ax["total_tokens"]
+    counts = route_counts(ax["tokens"], E, TOP_K, g)
+    m_indptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)]).int()
+    B = torch.full((E, N, K), 0.75, dtype=torch.bfloat16)
+    for e in counts.nonzero().flatten().tolist():
+        B[e].normal_(0.0, 1.0 / 16, generator=g)
+    return {"A": torch.randn(T, K, generator=g).bfloat16(), "B": B, "m_indptr": m_indptr}
+
+
+def gemm_case():
+    return Case([{"M": 1}, {"M": 3}, {"M": 8}], gemm_inputs, gemm_expected)
+
+
 # Decode: a single sequence, a batch in a pool with free slots, a larger batch; the heads stay real.
 GDN_DECODE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 5}, {"batch_size": 6}]
 # Prefill: one token, a prompt crossing a chunk boundary (64), several ragged sequences (one of 130
@@ -208,6 +249,27 @@ CONV_UPDATE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 4}, {"batch_si
 CONV_FWD = [{"seq_lens": (1,)}, {"seq_lens": (2, 5), "free_slots": 3}, {"seq_lens": (4, 1, 9, 3)}]
 
 CASES = {
+    "gemm_n3072_k2048": gemm_case(),
+    "gemm_n16_k2048": gemm_case(),
+    "gemm_n2048_k1024": gemm_case(),
+    "gemm_n2560_k2048": gemm_case(),
+    "gemm_n512_k2048": gemm_case(),
+    "gemm_n1_k2048": gemm_case(),
+    "gemm_n256_k2048": gemm_case(),
+    "gemm_n2048_k128": gemm_case(),
+    # lm_head shard: set 0 at its real size (37984 x 2048), sets 1-2 with N shrunk (same dot product per column).
+    "gemm_n37984_k2048": Case([{"M": 1}, shrunk({"M": 2}, N=1000), shrunk({"M": 5}, N=1000)], gemm_inputs,
+                              gemm_expected),
+    # N shrunk (each output column is the same per-expert dot product); all 512 segments and the real K stay.
+    "grouped_gemm_e512_n256_k2048": Case([shrunk({"tokens": t}, N=64) for t in (1, 3, 10)], grouped10_inputs,
+                                         grouped_expected, derived=grouped10_derived),
+    "grouped_gemm_e512_n2048_k128": Case([shrunk({"tokens": t}, N=128) for t in (1, 4, 12)], grouped10_inputs,
+                                         grouped_expected, derived=grouped10_derived),
+    "gqa_paged_decode_h4_kv1_d256_ps16": Case(DECODE_PS16, decode_inputs, decode_expected, derived=paged_derived),
+    "gqa_paged_prefill_causal_h4_kv1_d256_ps16": Case(PREFILL_PS16, paged_prefill_inputs, paged_prefill_expected,
+                                                      derived=paged_derived),
+    "sigmoid_gate_mul_h4_d256": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 9}], gate_inputs,
+                                     gate_expected),
     "causal_conv1d_update_c2048_k4": Case(CONV_UPDATE, conv_update_inputs, conv_update_expected,
                                           derived=conv_update_derived),
     "causal_conv1d_fwd_c2048_k4": Case(CONV_FWD, conv_fwd_inputs, conv_fwd_expected, derived=conv_fwd_derived),
