@@ -1,0 +1,86 @@
+"""Workloads for the Kimi-K2 definitions: the model served at TP16 on two nodes of 8 H200 by SGLang,
+experts TP-sharded (moe_intermediate_size 2048 / 16 = 128 per rank, all 384 experts on every rank).
+
+Token counts: decode batches of 1-256 and prefill chunks of 1024-8192 tokens, as for DeepSeek-V3.
+Routing: standard-normal router logits plus a skewed e_score_correction_bias (deepseek.skewed_bias over
+384 experts) give each token its 8 experts (deepseek.route_ids with n_group 1, topk_group 1, the
+definition's selection); align_block_size (moe_pipeline) sorts them with BLOCK_SIZE_M 16 up to 512
+tokens and 64 from 1024 (SGLang's tuned FP8 block-128 MoE configs on H200). Float inputs are "random";
+index inputs are blobs.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from . import core, deepseek
+from .moe_pipeline import TOP_K, align_block_size, block_m
+from .spec import Spec
+
+EXPERTS = 384
+# (tokens, bias spread, situation)
+STEPS = [(1, 0.02, "decode, batch 1"), (16, 0.03, "decode, batch 16"), (64, 0.05, "decode, batch 64"),
+         (256, 0.03, "decode, batch 256 (large-batch serving)"), (1024, 0.05, "prefill chunk of 1024 tokens"),
+         (4096, 0.08, "prefill chunk of 4096 tokens")]
+TOKENS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 64"), (256, "decode, batch 256"),
+          (2048, "prefill chunk of 2048 tokens"), (8192, "prefill chunk of 8192 tokens")]
+
+
+def route(logits: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    return deepseek.route_ids(logits, bias, n_group=1, topk_group=1, top_k=TOP_K)
+
+
+def moe_workloads() -> Iterator[Spec]:
+    for i, (tokens, spread, what) in enumerate(STEPS):
+        seed = 600 + i
+        g = core.rng(seed)
+        bias = deepseek.skewed_bias(g, EXPERTS, spread)
+        ids = route(g.standard_normal((tokens, EXPERTS)), bias.astype(np.float64))
+        bm = block_m(tokens)
+        aligned = align_block_size(ids, EXPERTS, bm)
+        counts = np.bincount(ids.ravel(), minlength=EXPERTS)
+        text = (f"Kimi-K2 TP16, {what}: g = core.rng({seed}); bias = deepseek.skewed_bias(g, 384, {spread}); "
+                f"ids = kimi.route(g.standard_normal(({tokens}, 384)), bias): {int((counts > 0).sum())} of 384 experts "
+                f"used, the hottest takes {counts.max()} of {tokens * TOP_K} picks; "
+                f"moe_pipeline.align_block_size(ids, 384, {bm}) gives {aligned['num_tokens_post_padded']} sorted rows")
+        axes = {"num_tokens": tokens, **aligned["axes"]}
+        index = {"sorted_token_ids": aligned["sorted_token_ids"], "expert_ids": aligned["expert_ids"],
+                 "num_tokens_post_padded": aligned["num_tokens_post_padded"], "block_size": bm}
+        key = f"t{tokens}"
+        yield Spec("moe_routing_grouped_topk8_e384_ng1_kg1", key, {"num_tokens": tokens},
+                   {"router_logits": "random", "e_score_correction_bias": bias}, seed,
+                   f"Kimi-K2, {what}; router_logits random; e_score_correction_bias = deepseek.skewed_bias("
+                   f"core.rng({seed}), 384, {spread})")
+        yield Spec("moe_align_block_size_e384_topk8", key, axes, {"topk_ids": ids, "block_size": bm}, seed, text)
+        gemm_axes = {**axes, "num_pairs": tokens * TOP_K}
+        yield Spec("grouped_gemm_fp8_block128_sorted_e384_n256_k7168", key, gemm_axes,
+                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", **index}, seed,
+                   f"{text}; A, scales and weights random")
+        yield Spec("grouped_gemm_fp8_block128_sorted_weighted_e384_n7168_k128", key, gemm_axes,
+                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", "topk_weights": "random",
+                    **index}, seed, f"{text}; A, scales, weights and topk_weights random")
+        yield Spec("silu_and_mul_i128", f"pairs{tokens * TOP_K}", {"num_tokens": tokens * TOP_K}, {"input": "random"},
+                   seed, f"Kimi-K2 routed experts, {what}: {tokens} tokens x 8 pairs; input random")
+        yield Spec("quantize_fp8_per_token_group128_h128", f"pairs{tokens * TOP_K}", {"num_tokens": tokens * TOP_K},
+                   {"input": "random"}, seed,
+                   f"Kimi-K2 routed experts' SiLU-and-mul output, {what}: {tokens} tokens x 8 pairs; input random")
+
+
+def token_workloads() -> Iterator[Spec]:
+    for i, (m, what) in enumerate(TOKENS):
+        seed = 620 + i
+        for k in (512, 1152):
+            yield Spec(f"quantize_fp8_per_token_group128_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"}, seed,
+                       f"Kimi-K2 TP16, {what}: {m} rows; input random")
+        if m <= 256:  # the shared expert's rows (one per token): decode batches
+            yield Spec("silu_and_mul_i128", f"t{m}", {"num_tokens": m}, {"input": "random"}, seed,
+                       f"Kimi-K2 shared expert, {what}: {m} rows; input random")
+            yield Spec("quantize_fp8_per_token_group128_h128", f"t{m}", {"num_tokens": m}, {"input": "random"}, seed,
+                       f"Kimi-K2 shared expert's SiLU-and-mul output, {what}: {m} rows; input random")
+
+
+def workloads() -> Iterator[Spec]:
+    yield from moe_workloads()
+    yield from token_workloads()

@@ -1,0 +1,151 @@
+"""Workloads for the kernels of the Triton fused-MoE path (moe_align_block_size, the two grouped FP8
+GEMMs over sorted pairs, silu_and_mul, the per-token-group FP8 quantisation, moe_sum) as DeepSeek-V3
+runs them at TP8 / EP8 on H200 in SGLang, and the align / sum pieces of Qwen3-30B-A3B at TP1 in vLLM.
+
+One routed step drives every kernel of a layer: seeded router logits (standard normal) and a skewed
+e_score_correction_bias (deepseek.skewed_bias) give each token its 8 global experts (deepseek.route_ids,
+the definitions' selection); an EP rank keeps the picks on its 32 experts as local ids and marks the
+others -1; align_block_size (numpy, SGLang's convention) sorts them into blocks of BLOCK_SIZE_M rows.
+BLOCK_SIZE_M follows SGLang's tuned config for these FP8 block-128 MoE shapes on H200
+(configs/triton_3_3_1/E=257,N=256,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128, 128].json):
+16 up to 512 tokens, 64 from 1024. Qwen's picks are Gumbel top-k draws from a Zipf-like popularity
+(qwen.routed_counts, which this module's routed_ids extends to return the ids).
+Float inputs are "random" (the bench draws them from the seed); index inputs are blobs.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from . import core, deepseek
+from .spec import Spec
+
+TOP_K = 8
+DS_EXPERTS, DS_LOCAL = 256, 32
+
+# (tokens, bias spread, EP rank, situation): decode batches and prefill chunks of DeepSeek-V3 at TP8.
+DS_STEPS = [(1, 0.02, 0, "decode, batch 1"), (16, 0.03, 3, "decode, batch 16"), (64, 0.05, 5, "decode, batch 64"),
+            (256, 0.03, 1, "decode, batch 256 (large-batch serving)"), (1024, 0.05, 7, "prefill chunk of 1024 tokens"),
+            (4096, 0.08, 2, "prefill chunk of 4096 tokens")]
+# Token counts of the dense kernels (quantisation of a token's activations, moe_sum).
+TOKENS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 64"),
+          (256, "decode, batch 256"), (2048, "prefill chunk of 2048 tokens"), (8192, "prefill chunk of 8192 tokens")]
+# Qwen3-30B-A3B TP1 MoE steps: tokens and popularity skew (as qwen.MOE).
+QWEN_STEPS = [(1, 0.6, "decode, batch 1"), (32, 0.6, "decode, batch 32"), (64, 1.0, "decode, batch 64, a strongly imbalanced layer"),
+              (256, 0.6, "decode, batch 256 (a full batch)"), (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
+              (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
+
+
+def block_m(tokens: int) -> int:
+    """BLOCK_SIZE_M of SGLang's tuned FP8 block-128 MoE config on H200 for this many tokens."""
+    return 16 if tokens <= 512 else 64
+
+
+def align_block_size(topk_ids: np.ndarray, num_experts: int, block_size: int) -> dict:
+    """numpy moe_align_block_size, SGLang's convention (the definitions' semantics): bucket id + 1
+    (-1 = another rank's expert is bucket 0), stable within a bucket, buckets padded to block_size."""
+    flat = topk_ids.reshape(-1).astype(np.int64) + 1
+    pairs, buckets = flat.size, num_experts + 1
+    counts = np.bincount(flat, minlength=buckets)
+    starts = np.concatenate([[0], np.cumsum((counts + block_size - 1) // block_size * block_size)])
+    padded_len = pairs + buckets * (block_size - 1)
+    sorted_ids = np.full(padded_len, pairs, dtype=np.int64)
+    expert_ids = np.full((padded_len + block_size - 1) // block_size, -1, dtype=np.int64)
+    for b in range(buckets):
+        members = np.flatnonzero(flat == b)
+        sorted_ids[starts[b]:starts[b] + members.size] = members
+        expert_ids[starts[b] // block_size:starts[b + 1] // block_size] = b - 1
+    return {"sorted_token_ids": sorted_ids, "expert_ids": expert_ids, "num_tokens_post_padded": int(starts[-1]),
+            "block_size": block_size, "axes": {"block_m": block_size, "max_num_tokens_padded": padded_len,
+                                               "max_num_m_blocks": len(expert_ids)}}
+
+
+def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
+    """[num_tokens, top_k] distinct expert ids per token, Gumbel top-k over a Zipf-like popularity (rank r
+    weight r**-alpha, ranks shuffled): the draw qwen.routed_counts counts, with the ids kept."""
+    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
+    weights = weights[g.permutation(num_experts)]
+    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
+    return np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
+
+
+def ds_step(i: int) -> tuple[dict, str]:
+    """Local ids of DeepSeek-V3 step i of DS_STEPS on its EP rank, aligned, and how they were made."""
+    tokens, spread, rank, what = DS_STEPS[i]
+    seed = 400 + i
+    g = core.rng(seed)
+    bias = deepseek.skewed_bias(g, DS_EXPERTS, spread)
+    ids = deepseek.route_ids(g.standard_normal((tokens, DS_EXPERTS)), bias.astype(np.float64))
+    local = ids - DS_LOCAL * rank
+    local = np.where((local >= 0) & (local < DS_LOCAL), local, -1)
+    aligned = align_block_size(local, DS_LOCAL, block_m(tokens))
+    share = float((local >= 0).mean())
+    text = (f"DeepSeek-V3 TP8/EP8, {what}, EP rank {rank} (experts {DS_LOCAL * rank}..{DS_LOCAL * rank + DS_LOCAL - 1}): "
+            f"g = core.rng({seed}); bias = deepseek.skewed_bias(g, 256, {spread}); ids = deepseek.route_ids("
+            f"g.standard_normal(({tokens}, 256)), bias); local ids (others -1); {share:.1%} of the {tokens * TOP_K} picks "
+            f"are local (uniform: 12.5%); moe_pipeline.align_block_size(local, 32, {block_m(tokens)}) gives "
+            f"{aligned['num_tokens_post_padded']} sorted rows")
+    return {"local": local, "seed": seed, **aligned}, text
+
+
+def ds_workloads() -> Iterator[Spec]:
+    for i, (tokens, _, rank, _) in enumerate(DS_STEPS):
+        step, text = ds_step(i)
+        key, seed = f"t{tokens}_rank{rank}", step["seed"]
+        axes = {"num_tokens": tokens, **step["axes"]}
+        index = {"sorted_token_ids": step["sorted_token_ids"], "expert_ids": step["expert_ids"],
+                 "num_tokens_post_padded": step["num_tokens_post_padded"], "block_size": step["block_size"]}
+        yield Spec("moe_align_block_size_e32_topk8", key, axes,
+                   {"topk_ids": step["local"], "block_size": step["block_size"]}, seed, text)
+        gemm_axes = {**axes, "num_pairs": tokens * TOP_K}
+        yield Spec("grouped_gemm_fp8_block128_sorted_e32_n4096_k7168", key, gemm_axes,
+                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", **index}, seed,
+                   f"{text}; A, scales and weights random")
+        yield Spec("grouped_gemm_fp8_block128_sorted_weighted_e32_n7168_k2048", key, gemm_axes,
+                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", "topk_weights": "random",
+                    **index}, seed, f"{text}; A, scales, weights and topk_weights random")
+        yield Spec("silu_and_mul_i2048", f"t{tokens}", {"num_tokens": tokens * TOP_K}, {"input": "random"}, seed,
+                   f"DeepSeek-V3 routed experts, {DS_STEPS[i][3]}: {tokens} tokens x 8 pairs; input random")
+
+
+def quantize_workloads() -> Iterator[Spec]:
+    for seed, (m, what) in enumerate(TOKENS):
+        for k in (7168, 1536, 2048, 2304, 256):
+            yield Spec(f"quantize_fp8_per_token_group128_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"},
+                       500 + seed, f"DeepSeek-V3 TP8, {what}: {m} rows; input random")
+    # The routed experts' intermediate: one row per token-expert pair.
+    for i, (tokens, _, _, what) in enumerate(DS_STEPS[:4]):
+        yield Spec("quantize_fp8_per_token_group128_h2048", f"pairs{tokens * TOP_K}", {"num_tokens": tokens * TOP_K},
+                   {"input": "random"}, 510 + i,
+                   f"DeepSeek-V3 routed experts' SiLU-and-mul output, {what}: {tokens} tokens x 8 pairs; input random")
+
+
+def sum_workloads() -> Iterator[Spec]:
+    for seed, (m, what) in enumerate(TOKENS):
+        yield Spec("moe_sum_topk8_h7168", f"t{m}", {"num_tokens": m}, {"input": "random"}, 520 + seed,
+                   f"DeepSeek-V3 / Kimi-K2 MoE, {what}; input random")
+        yield Spec("moe_sum_topk8_h2048", f"t{m}", {"num_tokens": m}, {"input": "random"}, 530 + seed,
+                   f"Qwen3-30B-A3B MoE, {what}; input random")
+
+
+def qwen_workloads() -> Iterator[Spec]:
+    for i, (tokens, alpha, what) in enumerate(QWEN_STEPS):
+        seed = 540 + i
+        ids = routed_ids(core.rng(seed), tokens, 128, TOP_K, alpha)
+        bm = block_m(tokens)
+        aligned = align_block_size(ids, 128, bm)
+        yield Spec("moe_align_block_size_e128_topk8", f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
+                   {"topk_ids": ids, "block_size": bm}, seed,
+                   f"Qwen3-30B-A3B TP1, {what}: ids = moe_pipeline.routed_ids(core.rng({seed}), {tokens}, 128, 8, "
+                   f"alpha={alpha}); {len(np.unique(ids))} of 128 experts used; block_size {bm} (the FP8 configs' rule; "
+                   f"vLLM's tuned bfloat16 config for E=128, N=768 may pick another) "
+                   f"({aligned['num_tokens_post_padded']} sorted rows)")
+
+
+def workloads() -> Iterator[Spec]:
+    yield from ds_workloads()
+    yield from quantize_workloads()
+    yield from sum_workloads()
+    yield from qwen_workloads()

@@ -1,0 +1,47 @@
+"""Independent formulations for the Kimi-K2 definitions (TP16 on 2 x 8 H200, experts TP-sharded).
+
+The router is checked one token at a time with sorted() (deepseek.route_token with one group and
+routed_scaling_factor 2.827); the MoE pieces reuse the fused-MoE formulations of moe_pipeline.py at Kimi's
+shapes: 384 local experts, moe_intermediate_size 2048 / 16 = 128.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .common import Case
+from .deepseek import route_token
+from .moe_pipeline import align_case, gemm_case, quant_case, silu_case
+
+
+def routing_inputs(ax, g, i):
+    T, E = ax["num_tokens"], ax["num_experts"]
+    logits = torch.randn(T, E, generator=g) * [1.0, 2.0, 1.0][i % 3]
+    if i % 3 == 2:  # coarse logits and no bias: exact ties, the lower id must win
+        return {"router_logits": torch.round(logits * 4) / 4, "e_score_correction_bias": torch.zeros(E)}
+    return {"router_logits": logits, "e_score_correction_bias": torch.randn(E, generator=g) * [0.02, 0.1][i % 3]}
+
+
+def routing_expected(ax, x):
+    ids, weights = [], []
+    for t in range(ax["num_tokens"]):
+        i, w = route_token(x["router_logits"][t], x["e_score_correction_bias"], n_group=1, topk_group=1, scaling=2.827)
+        ids.append(i)
+        weights.append(w)
+    return {"topk_ids": torch.tensor(ids, dtype=torch.int64), "topk_weights": torch.tensor(weights, dtype=torch.float64)}
+
+
+# K 7168 -> 256 for the w13 GEMM and N 7168 -> 384 for w2: 384 experts at real size hold 704 MB of FP8
+# weights; several 128-blocks of every scale remain.
+E384_W13_SMALLER = {"K": 256, "num_k_blocks": 2}
+E384_W2_SMALLER = {"N": 384, "num_n_blocks": 3}
+
+CASES = {
+    "moe_routing_grouped_topk8_e384_ng1_kg1": Case([{"num_tokens": 1}, {"num_tokens": 5}, {"num_tokens": 16}],
+                                                   routing_inputs, routing_expected),
+    "moe_align_block_size_e384_topk8": align_case(1.0),
+    "grouped_gemm_fp8_block128_sorted_e384_n256_k7168": gemm_case(False, 1.0, E384_W13_SMALLER),
+    "grouped_gemm_fp8_block128_sorted_weighted_e384_n7168_k128": gemm_case(True, 1.0, E384_W2_SMALLER),
+    "silu_and_mul_i128": silu_case(),
+    **{f"quantize_fp8_per_token_group128_h{k}": quant_case() for k in (128, 512, 1152)},
+}
