@@ -101,7 +101,7 @@ def gemm_expected(ax, x):
 def gemm_case(**smaller):
     """smaller: const axes to shrink (the wide weights: every output column is the same dot product over
     the real K, so a thousand columns check what 28672 or 128256 do; K, the accumulation depth the
-    tolerances are about, stays real). The one real-size lm_head is Qwen's, the widest (qwen.py)."""
+    tolerances are about, stays real)."""
     return Case([shrunk({"M": m}, **smaller) for m in (1, 3, 8)], gemm_inputs, gemm_expected)
 
 
