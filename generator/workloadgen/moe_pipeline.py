@@ -1,4 +1,4 @@
-"""Workloads for the kernels of the Triton fused-MoE path (moe_align_block_size, the two grouped FP8
+"""Workloads for the kernels of the Triton fused-MoE path (also at TP16/EP16 on H100) (moe_align_block_size, the two grouped FP8
 GEMMs over sorted pairs, silu_and_mul, the per-token-group FP8 quantisation, moe_sum) as DeepSeek-V3
 runs them at TP8 / EP8 on H200 in SGLang, and the align / sum pieces of Qwen3-30B-A3B at TP1 in vLLM.
 
@@ -71,41 +71,51 @@ def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k:
     return np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
 
 
-def ds_step(i: int) -> tuple[dict, str]:
-    """Local ids of DeepSeek-V3 step i of DS_STEPS on its EP rank, aligned, and how they were made."""
+def ds_step(i: int, ep: int = 8) -> tuple[dict, str]:
+    """Local ids of DeepSeek-V3 step i of DS_STEPS on its EP rank (EP8: 32 local experts; EP16: 16, rank
+    2 * rank + 1), aligned, and how they were made."""
     tokens, spread, rank, what = DS_STEPS[i]
-    seed = 400 + i
+    local_n = DS_EXPERTS // ep
+    rank = rank if ep == 8 else 2 * rank + 1
+    seed = 400 + i if ep == 8 else 450 + i
     g = core.rng(seed)
     bias = deepseek.skewed_bias(g, DS_EXPERTS, spread)
     ids = deepseek.route_ids(g.standard_normal((tokens, DS_EXPERTS)), bias.astype(np.float64))
-    local = ids - DS_LOCAL * rank
-    local = np.where((local >= 0) & (local < DS_LOCAL), local, -1)
-    aligned = align_block_size(local, DS_LOCAL, block_m(tokens))
+    local = ids - local_n * rank
+    local = np.where((local >= 0) & (local < local_n), local, -1)
+    aligned = align_block_size(local, local_n, block_m(tokens))
     share = float((local >= 0).mean())
-    text = (f"DeepSeek-V3 TP8/EP8, {what}, EP rank {rank} (experts {DS_LOCAL * rank}..{DS_LOCAL * rank + DS_LOCAL - 1}): "
+    text = (f"DeepSeek-V3 TP{ep}/EP{ep}, {what}, EP rank {rank} (experts {local_n * rank}..{local_n * rank + local_n - 1}): "
             f"g = core.rng({seed}); bias = deepseek.skewed_bias(g, 256, {spread}); ids = deepseek.route_ids("
             f"g.standard_normal(({tokens}, 256)), bias); local ids (others -1); {share:.1%} of the {tokens * TOP_K} picks "
-            f"are local (uniform: 12.5%); moe_pipeline.align_block_size(local, 32, {block_m(tokens)}) gives "
+            f"are local (uniform: {1 / ep:.2%}); moe_pipeline.align_block_size(local, {local_n}, {block_m(tokens)}) gives "
             f"{aligned['num_tokens_post_padded']} sorted rows")
-    return {"local": local, "seed": seed, **aligned}, text
+    return {"local": local, "seed": seed, "rank": rank, **aligned}, text
 
 
 def ds_workloads() -> Iterator[Spec]:
-    for i, (tokens, _, rank, _) in enumerate(DS_STEPS):
-        step, text = ds_step(i)
-        key, seed = f"t{tokens}_rank{rank}", step["seed"]
-        axes = {"num_tokens": tokens, **step["axes"]}
-        index = {"sorted_token_ids": step["sorted_token_ids"], "expert_ids": step["expert_ids"],
-                 "num_tokens_post_padded": step["num_tokens_post_padded"], "block_size": step["block_size"]}
-        yield Spec("moe_align_block_size_e32_topk8", key, axes,
-                   {"topk_ids": step["local"], "block_size": step["block_size"]}, seed, text)
-        gemm_axes = {**axes, "num_pairs": tokens * TOP_K}
-        yield Spec("grouped_gemm_fp8_block128_sorted_e32_n4096_k7168", key, gemm_axes,
-                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", **index}, seed,
-                   f"{text}; A, scales and weights random")
-        yield Spec("grouped_gemm_fp8_block128_sorted_weighted_e32_n7168_k2048", key, gemm_axes,
-                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", "topk_weights": "random",
-                    **index}, seed, f"{text}; A, scales, weights and topk_weights random")
+    for ep, suffix in ((8, "e32"), (16, "e16")):
+        for i in range(len(DS_STEPS)):
+            yield from ds_layer(i, ep, suffix)
+
+
+def ds_layer(i: int, ep: int, suffix: str) -> Iterator[Spec]:
+    tokens = DS_STEPS[i][0]
+    step, text = ds_step(i, ep)
+    key, seed = f"t{tokens}_rank{step['rank']}", step["seed"]
+    axes = {"num_tokens": tokens, **step["axes"]}
+    index = {"sorted_token_ids": step["sorted_token_ids"], "expert_ids": step["expert_ids"],
+             "num_tokens_post_padded": step["num_tokens_post_padded"], "block_size": step["block_size"]}
+    yield Spec(f"moe_align_block_size_{suffix}_topk8", key, axes,
+               {"topk_ids": step["local"], "block_size": step["block_size"]}, seed, text)
+    gemm_axes = {**axes, "num_pairs": tokens * TOP_K}
+    yield Spec(f"grouped_gemm_fp8_block128_sorted_{suffix}_n4096_k7168", key, gemm_axes,
+               {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", **index}, seed,
+               f"{text}; A, scales and weights random")
+    yield Spec(f"grouped_gemm_fp8_block128_sorted_weighted_{suffix}_n7168_k2048", key, gemm_axes,
+               {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random", "topk_weights": "random",
+                **index}, seed, f"{text}; A, scales, weights and topk_weights random")
+    if ep == 8:  # the same rows at EP16
         yield Spec("silu_and_mul_i2048", f"t{tokens}", {"num_tokens": tokens * TOP_K}, {"input": "random"}, seed,
                    f"DeepSeek-V3 routed experts, {DS_STEPS[i][3]}: {tokens} tokens x 8 pairs; input random")
 
@@ -115,6 +125,10 @@ def quantize_workloads() -> Iterator[Spec]:
         for k in (7168, 1536, 2048, 2304, 256):
             yield Spec(f"quantize_fp8_per_token_group128_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"},
                        500 + seed, f"DeepSeek-V3 TP8, {what}: {m} rows; input random")
+        yield Spec("quantize_fp8_per_token_group128_h1024", f"t{m}", {"num_tokens": m}, {"input": "random"},
+                   500 + seed, f"DeepSeek-V3 TP16 o_proj input, {what}: {m} rows; input random")
+        yield Spec("silu_and_mul_i1152", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
+                   f"Dense MLP at TP16 (DeepSeek-V3 layers 0-2, Kimi-K2 layer 0), {what}: {m} rows; input random")
     # The routed experts' intermediate: one row per token-expert pair.
     for i, (tokens, _, _, what) in enumerate(DS_STEPS[:4]):
         yield Spec("quantize_fp8_per_token_group128_h2048", f"pairs{tokens * TOP_K}", {"num_tokens": tokens * TOP_K},

@@ -1,5 +1,5 @@
-"""Independent formulations for the kernels of the Triton fused-MoE path (DeepSeek-V3 TP8/EP8, Qwen3-30B-A3B
-TP1; the Kimi-K2 shapes in kimi.py reuse these functions).
+"""Independent formulations for the kernels of the Triton fused-MoE path (DeepSeek-V3 TP8/EP8 and TP16/EP16,
+Qwen3-30B-A3B TP1; the Kimi-K2 shapes in kimi.py reuse these functions).
 
 All in float64 or plain Python, without the references' code paths: the per-token-group quantisation group by
 group in a Python loop; moe_align_block_size as Python lists per expert; the sorted grouped GEMMs pair by pair
@@ -204,13 +204,17 @@ E32_W2_SMALLER = {"N": 384, "K": 256, "num_n_blocks": 3, "num_k_blocks": 2}
 EP8_LOCAL_SHARE = 0.4  # picks on this rank's experts (uniform routing: 1/8); higher so the blocks fill
 
 CASES = {
-    **{f"quantize_fp8_per_token_group128_h{k}": quant_case() for k in (7168, 1536, 2048, 2304, 256)},
+    **{f"quantize_fp8_per_token_group128_h{k}": quant_case() for k in (7168, 1536, 2048, 2304, 256, 1024)},
     "moe_align_block_size_e32_topk8": align_case(EP8_LOCAL_SHARE),
+    "moe_align_block_size_e16_topk8": align_case(EP8_LOCAL_SHARE),
     "moe_align_block_size_e128_topk8": align_case(1.0),
     # N and K shrunk (see the module docstring); the 32 experts, the -1 picks and the block alignment real.
     "grouped_gemm_fp8_block128_sorted_e32_n4096_k7168": gemm_case(False, EP8_LOCAL_SHARE, E32_W13_SMALLER),
     "grouped_gemm_fp8_block128_sorted_weighted_e32_n7168_k2048": gemm_case(True, EP8_LOCAL_SHARE, E32_W2_SMALLER),
+    "grouped_gemm_fp8_block128_sorted_e16_n4096_k7168": gemm_case(False, EP8_LOCAL_SHARE, E32_W13_SMALLER),
+    "grouped_gemm_fp8_block128_sorted_weighted_e16_n7168_k2048": gemm_case(True, EP8_LOCAL_SHARE, E32_W2_SMALLER),
     "silu_and_mul_i2048": silu_case(),
+    "silu_and_mul_i1152": silu_case(),
     "moe_sum_topk8_h7168": sum_case(),
     "moe_sum_topk8_h2048": sum_case(),
 }
