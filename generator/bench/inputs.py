@@ -22,7 +22,9 @@ How each input is made (`input_recipes` lists them, resolved, for one workload):
                                    draws an exponent s = low + (high - low) * rand, a permutation of the
                                    last axis (randperm) and puts probability (rank + 1)^-s / sum on the
                                    token at each rank (Zipf; float64, then float32). With low=1.4,
-                                   high=2.5 over 128256 tokens top-p 0.9 keeps 2 to ~180 tokens per row.
+                                   high=2.5 over 128256 tokens, top-p 0.9 keeps 3 to 156 tokens of a
+                                   row, median 7 (1024 rows, measured by tests/benchmarks/
+                                   measure_input_distributions.py; softmax_normal(3): 1633 to 7198).
     skewed_logits(alpha=1)         router logits of a trained router: a permutation of the last axis
                                    (the experts) shared by every row gives expert e at rank r(e) the
                                    bias -alpha * ln(r(e) + 1) (a few hot experts, a long cold tail),
@@ -54,6 +56,9 @@ How each input is made (`input_recipes` lists them, resolved, for one workload):
                                    rope_inv_freq. Computed in float64, then cast.
     randint(low=0, high)           integers in [low, high)
     bernoulli(p=0.5)               rand < p
+  Defaults: float dtypes normal(0, 1); integer dtypes randint(0, 128); bool bernoulli(0.5); and, for
+  names with a conventional meaning, `probs` power_law_probs(1.4, 2.5), names ending in `scale`
+  uniform(1/128, 1/32), `top_p` uniform(0.5, 1), `top_k` randint(1, 65).
   Every random input has its own generator: torch.Generator().manual_seed(input_seed(seed, index,
   position)), `position` its place in the definition's inputs, `index` the input set (0 for the
   first; the bench draws further sets for timing). So one input can be regenerated without
@@ -131,8 +136,8 @@ def input_seed(seed: int, index: int, position: int) -> int:
 
 def default_distribution(name: str, dtype: str) -> dict[str, Any]:
     """The distribution of a random input whose definition names none."""
-    if name == "probs":
-        return {"distribution": "softmax_normal", "scale": 3.0}
+    if name == "probs":  # next-token probabilities, peaked as a served model's are
+        return {"distribution": "power_law_probs", "low": 1.4, "high": 2.5}
     if name.endswith("scale"):
         return {"distribution": "uniform", "low": 0.0078125, "high": 0.03125}
     if name == "top_p":
