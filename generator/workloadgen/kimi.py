@@ -81,6 +81,48 @@ def token_workloads() -> Iterator[Spec]:
                        f"Kimi-K2 shared expert's SiLU-and-mul output, {what}: {m} rows; input random")
 
 
+GEMMS = [(768, 1536), (7168, 512), (256, 7168), (7168, 128)]
+PREFILL_TOKENS = [(128, "prefill of 128 fresh tokens"), (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
+                  (4096, "prefill chunk of 4096 tokens"), (8192, "prefill chunk of 8192 tokens")]
+SM_SCALE = 0.13086079996295005  # 192**-0.5 * (0.1 * ln(32) + 1)**2: yarn mscale^2 / sqrt(qk_head_dim), factor 32
+# (batch, median context, sigma, situation): TP16 leaves ~61 GB of each H200 for the replicated latent cache
+# (0.9 x 141 GB - 65.5 GB of weights), ~870k tokens at 70,272 bytes per token; page size 1 tables stay small.
+DECODE = [(1, 32768, 0.0, "one long request at 32k context"), (16, 8192, 0.5, "16 requests around 8k context"),
+          (64, 4096, 0.5, "64 requests around 4k context"), (128, 2048, 0.6, "128 requests around 2k context"),
+          (256, 1024, 0.6, "256 requests around 1k context (large-batch serving)")]
+
+
+def gemm_workloads() -> Iterator[Spec]:
+    for i, (m, what) in enumerate(TOKENS):
+        for n, k in GEMMS:
+            yield Spec(f"gemm_fp8_block128_n{n}_k{k}", f"m{m}", {"M": m},
+                       {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random"}, 640 + i,
+                       f"Kimi-K2 TP16 (and DeepSeek-V3 TP16 for the shared expert), {what}: M = {m}; all inputs random")
+    for i, (m, what) in enumerate(PREFILL_TOKENS):
+        yield Spec("gemm_fp8_block128_n1024_k512", f"m{m}", {"M": m},
+                   {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random"}, 650 + i,
+                   f"Kimi-K2 TP16 kv_b_proj on the MHA prefill path, {what}: M = {m}; all inputs random")
+
+
+def mla_workloads() -> Iterator[Spec]:
+    for i, (batch, median, sigma, what) in enumerate(DECODE):
+        seed = 660 + i
+        g = core.rng(seed)
+        lens = core.seq_lens(g, batch, median, low=64, high=32768, sigma=sigma)
+        layout = core.paged_kv(g, lens, 1)
+        axes = {"batch_size": batch, "num_pages": layout["num_pages"], "len_indptr": batch + 1,
+                "num_kv_indices": len(layout["kv_indices"])}
+        inputs = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random",
+                  "kv_indptr": layout["kv_indptr"], "kv_indices": layout["kv_indices"],
+                  "kv_last_page_len": layout["kv_last_page_len"], "sm_scale": SM_SCALE}
+        yield Spec("mla_paged_decode_h4_ckv512_kpe64_ps1", f"b{batch}_ctx{median}", axes, inputs, seed,
+                   f"Kimi-K2 TP16 decode, {what}: lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=64, "
+                   f"high=32768, sigma={sigma}) (total {int(lens.sum())} tokens), layout = core.paged_kv(same rng, lens, 1) "
+                   f"(25% free pages, shuffled); sm_scale = 192^-0.5 * (0.1 ln 32 + 1)^2")
+
+
 def workloads() -> Iterator[Spec]:
     yield from moe_workloads()
     yield from token_workloads()
+    yield from gemm_workloads()
+    yield from mla_workloads()

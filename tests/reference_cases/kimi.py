@@ -1,4 +1,6 @@
 """Independent formulations for the Kimi-K2 definitions (TP16 on 2 x 8 H200, experts TP-sharded).
+The FP8 GEMMs and the absorbed MLA decode reuse deepseek.py's checks (dequantise-then-matmul; dense
+re-packing of the paged latent cache) at Kimi's shapes.
 
 The router is checked one token at a time with sorted() (deepseek.route_token with one group and
 routed_scaling_factor 2.827); the MoE pieces reuse the fused-MoE formulations of moe_pipeline.py at Kimi's
@@ -10,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from .common import Case
-from .deepseek import route_token
+from .deepseek import mla_decode_expected, mla_decode_inputs, mla_derived, qgemm_expected, qgemm_inputs, route_token
 from .moe_pipeline import align_case, gemm_case, quant_case, silu_case
 
 
@@ -44,4 +46,10 @@ CASES = {
     "grouped_gemm_fp8_block128_sorted_weighted_e384_n7168_k128": gemm_case(True, 1.0, E384_W2_SMALLER),
     "silu_and_mul_i128": silu_case(),
     **{f"quantize_fp8_per_token_group128_h{k}": quant_case() for k in (128, 512, 1152)},
+    **{f"gemm_fp8_block128_n{n}_k{k}": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected)
+       for n, k in ((768, 1536), (7168, 512), (1024, 512), (256, 7168), (7168, 128))},
+    # DeepSeek-V3's absorbed-MLA check (dense re-packing of the paged cache, F.scaled_dot_product_attention)
+    # at 4 heads per rank.
+    "mla_paged_decode_h4_ckv512_kpe64_ps1": Case([{"_kv_lens": (7,)}, {"_kv_lens": (1, 13, 5)}, {"_kv_lens": (20, 2)}],
+                                                 mla_decode_inputs, mla_decode_expected, derived=mla_derived),
 }
