@@ -1,0 +1,275 @@
+"""Workloads for the kernels every model runs around its layers: the token embedding lookup (whole table
+at TP1, a vocabulary shard at TP>1), the paged KV-cache append, the temperature softmax of the logits, the
+samplers at Qwen's and DeepSeek's vocabularies, the tensor-parallel all-reduce and logits all-gather, and
+the Qwen3-30B-A3B TP4 shards (qkv/o_proj/lm_head GEMMs, RoPE) its TP4 record calls.
+
+Serving situations (shared with the model recipes where they exist):
+- token counts of a step (embedding, all-reduce, GEMM M, RoPE): decode batches 1-256 and prefill chunks up
+  to 8192 tokens (vLLM's default max_num_batched_tokens); the all-reduce inputs hold every rank's buffer on
+  one device, so their largest chunk is 4096 tokens (2048 at TP16, two nodes: 16 x 2048 x 7168 x 2 bytes);
+- token ids: natural text uses a few tokens very often and most rarely, so ids are Zipf-distributed over a
+  seeded permutation of the vocabulary (token_ids below); a vocabulary shard sees the tokens of the whole
+  step and keeps those in its rows;
+- KV append: the slots of the step's tokens in a page table made by core.paged_kv (decode: each sequence's
+  newest token; prefill: the chunk's tokens behind their cached prefix; a decode batch padded to vLLM's
+  CUDA-graph size has slot -1 for the padding);
+- sampling: per-request settings drawn from a menu of client choices (value, share of requests), as in
+  llama.py; the temperature menu likewise.
+Index inputs (token ids, slots, per-request parameters) are seeded arrays stored as blobs; float tensors are
+"random" (the bench draws them from the seed with the definition's distribution).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+from . import core
+from .llama import menu_text, per_request
+from .scenarios import Decode, Prefill
+from .spec import Spec
+
+TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (64, "decode, batch 64"), (256, "decode, batch 256 (a full batch)"),
+          (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
+          (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
+BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a step (one logits row each)
+
+# Per-request temperatures (value, share of requests): an assumed mix of client settings around the
+# models' recommended 0.6-0.7 and the OpenAI-style default 1.0.
+TEMPERATURE_MENU = ((1.0, 0.3), (0.7, 0.25), (0.6, 0.25), (0.8, 0.1), (0.3, 0.1))
+
+
+def i32(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.int32)
+
+
+def token_ids(g: np.random.Generator, n: int, vocab: int, alpha: float = 1.1) -> np.ndarray:
+    """`n` token ids of natural-looking text: token at popularity rank r has weight (r + 1)**-alpha, the
+    ranks spread over the vocabulary by a seeded permutation (ids carry no frequency order)."""
+    weights = np.arange(1, vocab + 1, dtype=np.float64) ** -alpha
+    ranks = g.choice(vocab, size=n, p=weights / weights.sum())
+    return g.permutation(vocab)[ranks]
+
+
+def ids_call(seed: int, n: int, vocab: int) -> str:
+    return f"g = core.rng({seed}); input_ids = common_kernels.token_ids(g, {n}, {vocab}, alpha=1.1)"
+
+
+# --------------------------------------------------------------------------------------------------
+# Token embedding
+# --------------------------------------------------------------------------------------------------
+
+EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole table), model label
+    ("embedding_v128256_h4096", 128256, 1, "Llama-3.1-8B TP1"),
+    ("embedding_v151936_h2048", 151936, 1, "Qwen3-30B-A3B TP1"),
+    ("embedding_v37984_h2048", 151936, 4, "Qwen3-30B-A3B TP4"),
+    ("embedding_v32064_h8192", 128256, 4, "Llama-3.3-70B TP4"),
+    ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
+    ("embedding_v16160_h7168", 129280, 8, "DeepSeek-V3 TP8 (SGLang)"),
+    ("embedding_v8080_h7168", 129280, 16, "DeepSeek-V3 TP16 (SGLang, two nodes)"),
+]
+
+
+def embedding_workloads() -> Iterator[Spec]:
+    for name, vocab, tp, model in EMBEDDINGS:
+        id_dtype = np.int64 if "DeepSeek" in model else np.int32
+        for seed, (n, what) in enumerate(TOKENS):
+            g = core.rng(seed)
+            ids = token_ids(g, n, vocab).astype(id_dtype)
+            about = f"{model}, {what}: {n} tokens; {ids_call(seed, n, vocab)}"
+            if tp == 1:
+                yield Spec(name, f"t{n}", {"num_tokens": n}, {"input_ids": ids, "weight": "random"}, seed, about)
+                continue
+            rank = seed % tp  # the workloads visit different ranks' shards
+            shard = vocab // tp
+            yield Spec(name, f"t{n}_rank{rank}", {"num_tokens": n},
+                       {"input_ids": ids, "weight": "random", "vocab_start": rank * shard}, seed,
+                       f"{about}; rank {rank} of {tp} (vocab_start = {rank} * {shard})")
+
+
+# --------------------------------------------------------------------------------------------------
+# Paged KV-cache append
+# --------------------------------------------------------------------------------------------------
+
+APPEND_DECODE = [
+    Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
+    Decode(16, 4096, 0.5, "16 requests around 4k context"),
+    Decode(64, 1024, 0.5, "64 requests around 1k context"),
+    # 256 x 160: the pool (25% over the used pages) still fits next to Qwen3-30B-A3B's 61 GB of TP1 weights.
+    Decode(256, 160, 0.5, "256 short chats around 160 tokens of context (a full batch)"),
+]
+APPEND_PADDED = Decode(100, 512, 0.5, "100 requests around 512 tokens of context, run at the CUDA-graph batch size 104 "
+                                      "(4 padding tokens with slot -1)")
+APPEND_PREFILL = [
+    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+    Prefill(1, 8192, 16384, 0.0, "the third 8192-token chunk of a 24k prompt (16k already cached)"),
+    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
+]
+APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv4_d128_ps16", "Qwen3-30B-A3B TP1"),
+           ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4"),
+           ("paged_kv_append_kv1_d128_ps16", "Qwen3-30B-A3B TP4 / Llama-3.3-70B TP8")]
+
+
+def slots_of(kv: dict, lens: np.ndarray, new: np.ndarray, page_size: int) -> np.ndarray:
+    """Slots (page * page_size + offset) of the last `new[b]` tokens of each sequence of length lens[b]."""
+    out = []
+    for b, (n, q) in enumerate(zip(lens, new)):
+        pages = kv["kv_indices"][kv["kv_indptr"][b]:kv["kv_indptr"][b + 1]]
+        pos = np.arange(n - q, n)
+        out.append(pages[pos // page_size] * page_size + pos % page_size)
+    return np.concatenate(out).astype(np.int64)
+
+
+def append_spec(name: str, key: str, slots: np.ndarray, num_pages: int, seed: int, what: str) -> Spec:
+    return Spec(name, key, {"num_tokens": len(slots), "num_pages": num_pages},
+                {"k": "random", "v": "random", "k_cache": "random", "v_cache": "random", "slot_mapping": slots}, seed, what)
+
+
+def append_workloads() -> Iterator[Spec]:
+    for name, model in APPENDS:
+        seed = 0
+        for s in APPEND_DECODE + [APPEND_PADDED]:
+            g = core.rng(seed)
+            lens = s.lens(g)
+            kv = core.paged_kv(g, lens, 16)
+            slots = slots_of(kv, lens, np.ones_like(lens), 16)
+            padded = ""
+            if s is APPEND_PADDED:
+                slots = np.concatenate([slots, np.full(104 - s.batch, -1, dtype=np.int64)])
+                padded = "; 4 slots of -1 appended (CUDA-graph padding to 104)"
+            yield append_spec(name, s.key, slots, kv["num_pages"], seed,
+                              f"{model} decode, {s.what}: {s.call(seed)}; kv = core.paged_kv(g, lens, 16); "
+                              f"slot_mapping = the slot of each sequence's newest token{padded}")
+            seed += 1
+        for s in APPEND_PREFILL:
+            g = core.rng(seed)
+            q, pre = s.lens(g)
+            kv = core.paged_kv(g, q + pre, 16)
+            slots = slots_of(kv, q + pre, q, 16)
+            yield append_spec(name, s.key, slots, kv["num_pages"], seed,
+                              f"{model} prefill, {s.what}: {s.call(seed)}; kv = core.paged_kv(g, prefix_lens + q_lens, "
+                              f"16); slot_mapping = the slots of each prompt's q_len new tokens behind its prefix")
+            seed += 1
+
+
+# --------------------------------------------------------------------------------------------------
+# Temperature softmax and sampling
+# --------------------------------------------------------------------------------------------------
+
+SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
+           ("softmax_temperature_v151936", "Qwen3-30B-A3B"), ("softmax_temperature_v129280", "DeepSeek-V3")]
+
+
+def softmax_workloads() -> Iterator[Spec]:
+    for name, model in SOFTMAX:
+        for seed, b in enumerate(BATCHES):
+            g = core.rng(seed)
+            temp = per_request(g, b, TEMPERATURE_MENU).astype(np.float32)
+            yield Spec(name, f"b{b}", {"batch_size": b}, {"logits": "random", "temperature": temp}, seed,
+                       f"{model}, logits of {b} sequences (decode batch {b}, or prompts finishing their prefill); logits "
+                       f"random (skewed_logits, the definition's draw); g = core.rng({seed}); temperature = per_request(g, "
+                       f"{b}, {menu_text(TEMPERATURE_MENU)}) (value, share of requests)")
+
+
+def top_k_menu(vocab: int):
+    return ((vocab, 0.4), (50, 0.2), (40, 0.15), (20, 0.15), (100, 0.1))  # vocab: top-k not set
+
+
+TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 1.0: top-p not set
+
+
+def sampling_workloads() -> Iterator[Spec]:
+    for vocab, model, kinds in ((151936, "Qwen3-30B-A3B (vLLM)", ("top_k", "top_p", "top_k_top_p")),
+                                (129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",))):
+        menu = top_k_menu(vocab)
+        for seed, b in enumerate(BATCHES):
+            g = core.rng(seed)
+            top_k = per_request(g, b, menu).astype(np.int32)
+            top_p = per_request(g, b, TOP_P_MENU).astype(np.float32)
+            what = (f"{model}, one token for each of {b} sequences (decode batch {b}); probs random (power_law_probs, the "
+                    f"definition's draw); g = core.rng({seed}); top_k = per_request(g, {b}, {menu_text(menu)}) (value, "
+                    f"share; {vocab} = not set); top_p = per_request(g, {b}, {menu_text(TOP_P_MENU)}) (1.0 = not set)")
+            inputs = {"top_k": {"probs": "random", "top_k": top_k}, "top_p": {"probs": "random", "top_p": top_p}}
+            for kind in kinds:
+                given = inputs.get(kind, {"probs": "random", "top_k": top_k, "top_p": top_p})
+                yield Spec(f"{kind}_sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b}, given, seed, what)
+
+
+# --------------------------------------------------------------------------------------------------
+# Collectives
+# --------------------------------------------------------------------------------------------------
+
+ALLREDUCES = [("allreduce_tp4_h2048", 4, 4096, "Qwen3-30B-A3B TP4"), ("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
+              ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"), ("allreduce_tp8_h7168", 8, 4096, "DeepSeek-V3 TP8"),
+              ("allreduce_tp16_h7168", 16, 2048, "DeepSeek-V3 TP16 (two nodes)")]
+ALLGATHERS = [("allgather_tp4_v37984", "Qwen3-30B-A3B TP4"), ("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
+              ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp8_v16160", "DeepSeek-V3 TP8"),
+              ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)")]
+
+
+def collective_workloads() -> Iterator[Spec]:
+    for name, tp, largest, model in ALLREDUCES:
+        sizes = [(n, w) for n, w in TOKENS if n <= largest] + ([(largest, f"prefill chunk of {largest} tokens")]
+                                                               if largest not in dict(TOKENS) else [])
+        for seed, (n, what) in enumerate(sizes):
+            yield Spec(name, f"t{n}", {"num_tokens": n}, {"partials": "random"}, seed,
+                       f"{model}, {what}: the {tp} ranks' partial sums of {n} tokens (random)")
+    for name, model in ALLGATHERS:
+        for seed, b in enumerate(BATCHES):
+            yield Spec(name, f"b{b}", {"batch_size": b}, {"shards": "random"}, seed,
+                       f"{model}, logits of {b} sampled sequences (decode batch {b}): every rank's shard (random)")
+
+
+# --------------------------------------------------------------------------------------------------
+# Qwen3-30B-A3B at TP4: the shards its record calls that the TP1 recipe (qwen.py) does not cover
+# --------------------------------------------------------------------------------------------------
+
+QWEN_MAX_POSITION = 40960  # max_position_embeddings: the cos/sin cache rows serving allocates
+QWEN_ROPE_DECODE = [Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
+                    Decode(64, 8192, 0.5, "64 requests around 8k context"),
+                    Decode(256, 2048, 0.5, "256 requests around 2k context (a full batch)")]
+QWEN_ROPE_PREFILL = [Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+                     Prefill(1, 4096, 12288, 0.0, "a 4096-token chunk behind 12288 cached tokens"),
+                     Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens")]
+
+
+def qwen_tp4_workloads() -> Iterator[Spec]:
+    gemm_tokens = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32"), (64, "decode, batch 64"),
+                   (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
+                   (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
+                   (8192, "prefill chunk of 8192 tokens")]
+    for seed, (m, what) in enumerate(gemm_tokens):
+        for name, role in (("gemm_n1280_k2048", "qkv_proj shard"), ("gemm_n2048_k1024", "o_proj shard")):
+            yield Spec(name, f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
+                       f"Qwen3-30B-A3B TP4, {what}: {m} tokens; {role}")
+    for seed, b in enumerate(BATCHES):
+        yield Spec("gemm_n37984_k2048", f"m{b}", {"M": b}, {"A": "random", "B": "random"}, seed,
+                   f"Qwen3-30B-A3B TP4, logits of {b} sequences (decode batch {b}); lm_head shard")
+    seed = 0
+    for s in QWEN_ROPE_DECODE:
+        g = core.rng(seed)
+        positions = s.lens(g) - 1
+        yield Spec("rope_neox_h8_kv1_d128", s.key, {"num_tokens": len(positions), "max_position": QWEN_MAX_POSITION},
+                   {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"}, seed,
+                   f"Qwen3-30B-A3B TP4 decode, {s.what}: positions = lens - 1 with {s.call(seed)}; cos_sin_cache "
+                   f"{QWEN_MAX_POSITION} rows (the definition's rope_cos_sin draw)")
+        seed += 1
+    for s in QWEN_ROPE_PREFILL:
+        g = core.rng(seed)
+        q, pre = s.lens(g)
+        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
+        yield Spec("rope_neox_h8_kv1_d128", s.key, {"num_tokens": len(positions), "max_position": QWEN_MAX_POSITION},
+                   {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"}, seed,
+                   f"Qwen3-30B-A3B TP4 prefill, {s.what}: positions = concat(arange(prefix, prefix + q_len)) with "
+                   f"{s.call(seed)}; cos_sin_cache {QWEN_MAX_POSITION} rows (the definition's rope_cos_sin draw)")
+        seed += 1
+
+
+def workloads() -> Iterator[Spec]:
+    yield from embedding_workloads()
+    yield from append_workloads()
+    yield from softmax_workloads()
+    yield from sampling_workloads()
+    yield from collective_workloads()
+    yield from qwen_tp4_workloads()

@@ -1,0 +1,47 @@
+"""Independent formulations for the Llama-3.3-70B definitions at TP4 and TP8 (bfloat16).
+
+The kernels are Llama-3.1-8B's at other shapes (per-rank shards of the same layers, rms_norm_eps 1e-5, the
+same llama3 rope scaling), so the float64 checks are llama.py's: F.rms_norm, F.silu, complex-multiplication
+RoPE with the real llama3 cache, F.linear, and F.scaled_dot_product_attention on a dense re-packing of
+the paged cache, here with 16 or 8 query heads over 2 or 1 KV heads.
+"""
+
+from __future__ import annotations
+
+from .common import Case, rope_expected
+from .llama import (decode_derived, decode_expected, decode_inputs, fused_expected, fused_inputs, gemm_case,
+                    paged_prefill_expected, paged_prefill_inputs, prefill_derived, rmsnorm_expected, rmsnorm_inputs,
+                    rope_inputs, silu_expected, silu_inputs)
+
+ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
+TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
+ROPE = [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
+        {"num_tokens": 9, "max_position": 9000}]
+
+CASES = {
+    "rmsnorm_h8192": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
+    "fused_add_rmsnorm_h8192": Case(ROWS, fused_inputs, fused_expected),
+    "silu_and_mul_i7168": Case(TOKENS, silu_inputs, silu_expected),
+    "silu_and_mul_i3584": Case(TOKENS, silu_inputs, silu_expected),
+    "rope_llama3_h16_kv2_d128": Case(ROPE, rope_inputs, rope_expected),
+    "rope_llama3_h8_kv1_d128": Case(ROPE, rope_inputs, rope_expected),
+    # K (the accumulation depth the tolerances are about) stays real; wide N shrinks to 1000 columns.
+    "gemm_n2560_k8192": gemm_case(N=1000),
+    "gemm_n8192_k2048": gemm_case(N=1000),
+    "gemm_n14336_k8192": gemm_case(N=1000),
+    "gemm_n8192_k7168": gemm_case(N=1000),
+    "gemm_n32064_k8192": gemm_case(N=1000),
+    "gemm_n1280_k8192": gemm_case(N=1000),
+    "gemm_n8192_k1024": gemm_case(N=1000),
+    "gemm_n7168_k8192": gemm_case(N=1000),
+    "gemm_n8192_k3584": gemm_case(N=1000),
+    "gemm_n16032_k8192": gemm_case(N=1000),
+    "gqa_paged_decode_h16_kv2_d128_ps16": Case(
+        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
+         {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),
+    "gqa_paged_prefill_causal_h16_kv2_d128_ps16": Case(
+        [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
+         {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
+         {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}],
+        paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
+}
