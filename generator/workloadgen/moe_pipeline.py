@@ -158,7 +158,29 @@ def qwen_workloads() -> Iterator[Spec]:
                    f"({aligned['num_tokens_post_padded']} sorted rows)")
 
 
+# Qwen3-Next-80B-A3B TP4 MoE steps (512 experts, 10 per token; vLLM, all experts local).
+QWEN3_NEXT_STEPS = [(1, 0.6, "decode, batch 1"), (16, 0.6, "decode, batch 16"), (64, 1.0, "decode, batch 64, a strongly imbalanced layer"),
+                    (256, 0.6, "decode, batch 256"), (2048, 0.6, "prefill chunk of 2048 tokens"),
+                    (8192, 1.0, "prefill chunk of 8192 tokens, a strongly imbalanced layer")]
+
+
+def qwen3_next_workloads() -> Iterator[Spec]:
+    for i, (tokens, alpha, what) in enumerate(QWEN3_NEXT_STEPS):
+        seed = 560 + i
+        ids = routed_ids(core.rng(seed), tokens, 512, 10, alpha)
+        bm = block_m(tokens)
+        aligned = align_block_size(ids, 512, bm)
+        yield Spec("moe_align_block_size_e512_topk10", f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
+                   {"topk_ids": ids, "block_size": bm}, seed,
+                   f"Qwen3-Next-80B-A3B TP4, {what}: ids = moe_pipeline.routed_ids(core.rng({seed}), {tokens}, 512, 10, "
+                   f"alpha={alpha}); {len(np.unique(ids))} of 512 experts used; block_size {bm} "
+                   f"({aligned['num_tokens_post_padded']} sorted rows)")
+        yield Spec("moe_sum_topk10_h2048", f"t{tokens}", {"num_tokens": tokens}, {"input": "random"}, seed,
+                   f"Qwen3-Next-80B-A3B TP4 MoE, {what}; input random")
+
+
 def workloads() -> Iterator[Spec]:
+    yield from qwen3_next_workloads()
     yield from ds_workloads()
     yield from quantize_workloads()
     yield from sum_workloads()

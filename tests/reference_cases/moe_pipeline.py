@@ -76,27 +76,27 @@ def align_lists(ids, num_experts, block):
 
 
 def align_derived(ax):
-    length = ax["num_tokens"] * TOP_K + (ax["num_experts"] + 1) * (ax["block_m"] - 1)
+    length = ax["num_tokens"] * ax["top_k"] + (ax["num_experts"] + 1) * (ax["block_m"] - 1)
     return {"max_num_tokens_padded": length, "max_num_m_blocks": -(-length // ax["block_m"]),
-            "num_pairs": ax["num_tokens"] * TOP_K}
+            "num_pairs": ax["num_tokens"] * ax["top_k"]}
 
 
-def random_ids(T, E, g, local_share):
-    """[T, 8] distinct ids per token in [0, E), each replaced by -1 with probability 1 - local_share
+def random_ids(T, E, g, local_share, top_k=TOP_K):
+    """[T, top_k] distinct ids per token in [0, E), each replaced by -1 with probability 1 - local_share
     (picks on another EP rank's experts); a hot expert gets extra picks so some bucket spans blocks."""
     rows = []
     for _ in range(T):
-        row = torch.randperm(E, generator=g)[:TOP_K]
+        row = torch.randperm(E, generator=g)[:top_k]
         if not (row == 1).any() and torch.rand(1, generator=g).item() < 0.7:
             row[0] = 1  # expert 1 is hot
-        away = torch.rand(TOP_K, generator=g) > local_share
+        away = torch.rand(top_k, generator=g) > local_share
         rows.append(torch.where(away, torch.full_like(row, -1), row))
     return torch.stack(rows).to(torch.int32)
 
 
 def align_inputs_with(local_share):
     def make(ax, g, i):
-        ids = random_ids(ax["num_tokens"], ax["num_experts"], g, local_share)
+        ids = random_ids(ax["num_tokens"], ax["num_experts"], g, local_share, ax["top_k"])
         return {"topk_ids": ids, "block_size": ax["block_m"] if i != 1 else torch.tensor(ax["block_m"], dtype=torch.int32)}
     return make
 
@@ -217,4 +217,6 @@ CASES = {
     "silu_and_mul_i1152": silu_case(),
     "moe_sum_topk8_h7168": sum_case(),
     "moe_sum_topk8_h2048": sum_case(),
+    "moe_align_block_size_e512_topk10": align_case(1.0),
+    "moe_sum_topk10_h2048": sum_case(),
 }
