@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dataset_factory import write_dataset
-from generator.analyse.coverage import coverage_table, model_coverage
+from generator.analyse.coverage import coverage_table, model_coverage, serving_summary
 from generator.load import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,7 +22,14 @@ def test_coverage_counts_kernels_and_calls_per_step(tmp_path):
     assert (d.kernels, d.covered, d.calls, d.covered_calls) == (2, 1, 7, 5)
     assert (p.kernels, p.covered, p.calls, p.covered_calls) == (1, 1, 6, 6)
     assert m.missing == ("attention_decode",) and m.kernels[2].note == "final norm"
-    assert "| org/m | SGLang | 1 of 2 | 5 of 7 (71%) | 1 of 1 | 6 of 6 (100%) |" in coverage_table([m])
+    assert "| org/m | SGLang |  | 1 of 2 | 5 of 7 (71%) | 1 of 1 | 6 of 6 (100%) |" in coverage_table([m])
+
+
+def test_serving_summary_names_parallelism_and_machines():
+    assert serving_summary({"hardware": "H200", "gpus": 8, "tensor_parallel": 8, "expert_parallel": 8}) == "TP8 EP8, 8x H200"
+    assert (serving_summary({"hardware": "H100_SXM", "gpus": 16, "nodes": 2, "tensor_parallel": 16})
+            == "TP16, 2 nodes x 8 H100_SXM")
+    assert serving_summary({}) == ""
 
 
 def test_readme_lists_the_models_and_their_coverage():
