@@ -1,4 +1,7 @@
-"""Workloads for DeepSeek-V3 served at TP8 with EP8 (SGLang / vLLM on 8 H100 / H200).
+"""Workloads for DeepSeek-V3 as its two calling records serve it: TP8 with EP8 on 8 H200
+(dataset/models/deepseek-v3.json) and TP16 on 2 x 8 H100 (deepseek-v3-tp16-h100.json, 8 of the 128
+heads per rank). Kernels whose shapes do not depend on the sharding (norms, the replicated q_a/kv_a
+projection and router gate, the latent cache) serve both.
 
 Token counts follow serving: decode batches of 1-256 sequences, prefill chunks of 128-8192 tokens
 (8192 is a common chunked-prefill size). MLA decode contexts run from a few hundred tokens to
@@ -81,6 +84,19 @@ NORMS = ["rmsnorm_h7168", "rmsnorm_h1536", "rmsnorm_h512"]
 GEMMS = [(2112, 7168), (3072, 1536), (7168, 2048), (4608, 7168), (7168, 2304), (512, 7168), (7168, 256)]
 
 
+# TP16 (2 x 8 H100): q_b_proj, o_proj and the dense MLP's two projections at 8 heads / 1152 per rank.
+GEMMS_TP16 = [(1536, 1536), (7168, 1024), (2304, 7168), (7168, 1152)]
+# kv_b_proj on the MHA path runs only in prefill without a cached prefix (N = heads x (128 + 128)).
+KV_B_PROJ = [(4096, 512), (2048, 512)]
+PREFILL_TOKENS = [(128, "a short fresh prompt of 128 tokens"), (512, "fresh prompts totalling 512 tokens"),
+                  (1024, "fresh prompts totalling 1024 tokens"), (2048, "a prefill chunk of 2048 tokens"),
+                  (4096, "a prefill chunk of 4096 tokens"), (8192, "a prefill chunk of 8192 tokens (chunked-prefill size)")]
+# Sequences that sample in a step: the decode batch, or the prompts whose prefill completes.
+LM_HEAD_ROWS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 64"),
+                (256, "decode, batch 256"), (4, "prefill step completing 4 prompts")]
+FP8_GEMM_INPUTS = {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random"}
+
+
 def dense() -> Iterator[Spec]:
     for seed, (m, what) in enumerate(TOKENS):
         for name in NORMS:
@@ -88,10 +104,19 @@ def dense() -> Iterator[Spec]:
                        f"{what}; all inputs random")
         yield Spec("fused_add_rmsnorm_h7168", f"t{m}", {"batch_size": m},
                    {"hidden_states": "random", "residual": "random", "weight": "random"}, seed, f"{what}; all inputs random")
-        for n, k in GEMMS:
-            yield Spec(f"gemm_fp8_block128_n{n}_k{k}", f"m{m}", {"M": m},
-                       {"A": "random", "A_scale": "random", "B": "random", "B_scale": "random"}, seed,
+        for n, k in GEMMS + GEMMS_TP16:
+            yield Spec(f"gemm_fp8_block128_n{n}_k{k}", f"m{m}", {"M": m}, FP8_GEMM_INPUTS, seed,
                        f"{what}: M = {m}; all inputs random")
+        yield Spec("gemm_n256_k7168", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
+                   f"{what}: M = {m} tokens through the router gate; A and B random")
+    for seed, (m, what) in enumerate(PREFILL_TOKENS):
+        for n, k in KV_B_PROJ:
+            yield Spec(f"gemm_fp8_block128_n{n}_k{k}", f"m{m}", {"M": m}, FP8_GEMM_INPUTS, 20 + seed,
+                       f"{what} on the MHA path (no cached prefix): M = {m}; all inputs random")
+    for seed, (m, what) in enumerate(LM_HEAD_ROWS):
+        for n in (16160, 8080):
+            yield Spec(f"gemm_n{n}_k7168", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, 40 + seed,
+                       f"lm_head, {what}: M = {m} sequences; A and B random")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -127,8 +152,12 @@ def _k(n: int) -> str:
     return f"{n // 1024}k" if n >= 1024 and n % 1024 == 0 else str(n)
 
 
-def mla() -> Iterator[Spec]:
+def mla(suffix: str = MLA_SUFFIX) -> Iterator[Spec]:
+    """Absorbed MLA decode and prefill; suffix h16_... for TP8 (16 heads per rank), h8_... for TP16, which
+    has page size 1 only (SGLang's FlashInfer MLA layout)."""
     for seed, (batch, median, sigma, ps, what) in enumerate(DECODE):
+        if ps != 1 and suffix != MLA_SUFFIX:
+            continue
         g = core.rng(seed)
         lens = core.seq_lens(g, batch, median, low=64, high=32768, sigma=sigma)
         layout = core.paged_kv(g, lens, ps)
@@ -137,7 +166,7 @@ def mla() -> Iterator[Spec]:
         inputs = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random",
                   "kv_indptr": layout["kv_indptr"], "kv_indices": layout["kv_indices"],
                   "kv_last_page_len": layout["kv_last_page_len"], "sm_scale": SM_SCALE}
-        yield Spec(f"mla_paged_decode_{MLA_SUFFIX}_ps{ps}", f"b{batch}_ctx{_k(median)}", axes, inputs, seed,
+        yield Spec(f"mla_paged_decode_{suffix}_ps{ps}", f"b{batch}_ctx{_k(median)}", axes, inputs, seed,
                    f"decode, {what}: lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=64, high=32768, "
                    f"sigma={sigma}) (total {int(lens.sum())} tokens), layout = core.paged_kv(same rng, lens, {ps}) "
                    f"(25% free pages, shuffled); sm_scale = DeepSeek-V3's 192^-0.5 * mscale^2")
@@ -155,7 +184,7 @@ def mla() -> Iterator[Spec]:
                   "sm_scale": SM_SCALE}
         prefix_call = (f"prefix = core.seq_lens(same rng, {batch}, {prefix_median}, low=1, high=32768, sigma={sigma})"
                        if prefix_median else "no cached prefix")
-        yield Spec(f"mla_paged_prefill_causal_{MLA_SUFFIX}_ps1", f"b{batch}_q{_k(q_median)}_prefix{_k(prefix_median)}",
+        yield Spec(f"mla_paged_prefill_causal_{suffix}_ps1", f"b{batch}_q{_k(q_median)}_prefix{_k(prefix_median)}",
                    axes, inputs, 100 + seed,
                    f"prefill, {what}: q_lens = core.seq_lens(core.rng({100 + seed}), {batch}, {q_median}, low=16, "
                    f"high=8192, sigma={sigma}) (total_q {int(q_lens.sum())}), {prefix_call}; "
@@ -199,7 +228,94 @@ def routing() -> Iterator[Spec]:
                    f"{load_text(bias, seed, offset)}; routed_scaling_factor 2.5")
 
 
+# --------------------------------------------------------------------------------------------------
+# The rest of the attention side: RoPE, the absorption bmm's, the cache store, the MHA prefill path.
+# --------------------------------------------------------------------------------------------------
+
+HEADS = {8: 16, 16: 8}  # TP degree -> query heads per rank (num_attention_heads 128 / TP)
+# Decode steps (batch, median context, sigma) and prefill steps (batch, median new tokens, median cached
+# prefix, sigma): the token positions, slots and lengths the attention-side kernels see.
+STEP_DECODE = [(1, 32768, 0.0, "one long request at 32k context"), (16, 4096, 0.5, "16 requests around 4k context"),
+               (64, 2048, 0.5, "64 requests around 2k context"), (256, 384, 0.5, "256 short requests (large-batch serving)")]
+STEP_PREFILL = [(1, 8192, 0, 0.0, "one fresh 8192-token prompt"),
+                (8, 512, 4096, 0.5, "8 requests extending ~4k-token cached prefixes by ~512 tokens")]
+# Fresh prompts only (the MHA path runs when no request of the batch extends a cached prefix).
+FRESH = [(1, 8192, 0.0, "one fresh 8192-token prompt (a whole chunk)"), (2, 2048, 0.3, "2 fresh prompts around 2k tokens"),
+         (4, 1024, 0.5, "4 fresh prompts around 1k tokens"), (8, 512, 0.5, "8 fresh prompts around 512 tokens"),
+         (16, 128, 0.5, "16 short fresh prompts around 128 tokens")]
+
+
+def _step_positions(i: int, decode: bool) -> tuple[np.ndarray, str]:
+    """Positions of the step's tokens: a decode token sits at its context length - 1; a prefill token
+    at prefix + 0 .. q_len - 1 of its request."""
+    if decode:
+        batch, median, sigma, what = STEP_DECODE[i]
+        lens = core.seq_lens(core.rng(500 + i), batch, median, low=64, high=32768, sigma=sigma)
+        return lens - 1, (f"decode, {what}: lens = core.seq_lens(core.rng({500 + i}), {batch}, {median}, low=64, "
+                          f"high=32768, sigma={sigma}), positions = lens - 1")
+    batch, q_median, prefix_median, sigma, what = STEP_PREFILL[i]
+    g = core.rng(600 + i)
+    q_lens = core.seq_lens(g, batch, q_median, low=16, high=8192, sigma=sigma)
+    prefix = (core.seq_lens(g, batch, prefix_median, low=1, high=32768, sigma=sigma) if prefix_median
+              else np.zeros(batch, dtype=np.int64))
+    pos = np.concatenate([np.arange(p, p + q) for p, q in zip(prefix, q_lens)])
+    return pos, (f"prefill, {what}: q_lens = core.seq_lens(core.rng({600 + i}), {batch}, {q_median}, low=16, "
+                 f"high=8192, sigma={sigma}), prefix = " + (f"core.seq_lens(same rng, {batch}, {prefix_median}, low=1, "
+                 f"high=32768, sigma={sigma})" if prefix_median else "0") + ", positions = prefix + arange(q_len) per request")
+
+
+def _steps() -> Iterator[tuple[str, np.ndarray, str, int]]:
+    """(key, positions, how they were made, seed) of the decode and prefill steps."""
+    for i in range(len(STEP_DECODE)):
+        pos, how = _step_positions(i, True)
+        yield f"decode_b{STEP_DECODE[i][0]}_ctx{_k(STEP_DECODE[i][1])}", pos, how, 500 + i
+    for i in range(len(STEP_PREFILL)):
+        pos, how = _step_positions(i, False)
+        yield f"prefill_b{STEP_PREFILL[i][0]}_q{_k(STEP_PREFILL[i][1])}_prefix{_k(STEP_PREFILL[i][2])}", pos, how, 600 + i
+
+
+def attention_side() -> Iterator[Spec]:
+    for key, pos, how, seed in _steps():
+        tokens = len(pos)
+        for tp, heads in HEADS.items():
+            yield Spec(f"rope_deepseek_yarn_h{heads}_d64", key,
+                       {"num_tokens": tokens, "max_position": int(pos.max()) + 1},
+                       {"positions": pos, "q_pe": "random", "k_pe": "random", "cos_sin_cache": "random"}, seed,
+                       f"{how}; {tokens} tokens; q_pe, k_pe random; cos_sin_cache made from the YaRN rope configuration "
+                       f"(rope_cos_sin), {int(pos.max()) + 1} rows")
+            if key.endswith("_prefix0"):
+                continue  # a prefill without a cached prefix takes the MHA path: no absorption
+            yield Spec(f"batch_gemm_mla_absorb_q_h{heads}_d128_c512", key, {"num_tokens": tokens},
+                       {"q_nope": "random", "w_kc": "random"}, seed, f"{how}; {tokens} tokens; inputs random")
+            yield Spec(f"batch_gemm_mla_absorb_v_h{heads}_c512_d128", key, {"num_tokens": tokens},
+                       {"attn_latent": "random", "w_vc": "random"}, seed, f"{how}; {tokens} tokens; inputs random")
+        # The step's tokens get free slots of a pool holding the batch's contexts (page size 1): a
+        # fragmented allocator's random slots, distinct.
+        g = core.rng(seed + 50)
+        pool = max(int(np.ceil((pos.max() + 1) * 1.25)), 2 * tokens)
+        loc = g.permutation(pool)[:tokens].astype(np.int64)
+        yield Spec("mla_kv_cache_store_ckv512_kpe64_ps1", key, {"num_tokens": tokens, "num_pages": pool},
+                   {"ckv": "random", "kpe": "random", "cache_loc": loc, "ckv_cache": "random", "kpe_cache": "random"},
+                   seed, f"{how}; {tokens} tokens into a pool of {pool} slots: cache_loc = core.rng({seed + 50})."
+                   f"permutation({pool})[:{tokens}] (distinct, shuffled); caches and latents random")
+    for i, (batch, median, sigma, what) in enumerate(FRESH):
+        seed = 700 + i
+        lens = core.seq_lens(core.rng(seed), batch, median, low=16, high=8192, sigma=sigma)
+        ptr = core.indptr(lens)
+        total = int(lens.sum())
+        for tp, heads in HEADS.items():
+            yield Spec(f"mla_ragged_prefill_causal_h{heads}_qk192_vo128", f"b{batch}_q{_k(median)}",
+                       {"total_q": total, "total_kv": total, "batch_size": batch, "len_indptr": batch + 1},
+                       {"q": "random", "k": "random", "v": "random", "qo_indptr": ptr, "kv_indptr": ptr,
+                        "sm_scale": SM_SCALE}, seed,
+                       f"prefill, {what}: lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=16, high=8192, "
+                       f"sigma={sigma}) (total {total}); qo_indptr = kv_indptr = core.indptr(lens) (no cached prefix); "
+                       "sm_scale = DeepSeek-V3's 192^-0.5 * mscale^2; q, k, v random")
+
+
 def workloads() -> Iterator[Spec]:
     yield from dense()
     yield from mla()
+    yield from mla("h8_ckv512_kpe64")
     yield from routing()
+    yield from attention_side()

@@ -1,4 +1,5 @@
-"""Independent formulations for the DeepSeek-V3 definitions (TP8, EP8, FP8 block-128 weights).
+"""Independent formulations for the DeepSeek-V3 definitions (TP8 + EP8 on 8 H200, TP16 on 2 x 8 H100;
+FP8 block-128 weights).
 
 Everything is computed in float64 with library calls the references may not use:
 F.rms_norm for the norms; F.scaled_dot_product_attention on a dense re-packing of the paged latent
@@ -319,13 +320,170 @@ def moe_expected(ax, x):
 
 
 # --------------------------------------------------------------------------------------------------
+# The attention side at TP8 (16 heads per rank) and TP16 (8 heads): YaRN RoPE, the absorption bmm's,
+# the latent cache store, the MHA prefill path; the router gate and lm_head GEMMs.
+# --------------------------------------------------------------------------------------------------
+
+def yarn_inv_freq():
+    """DeepSeek-V3's YaRN inverse frequencies in float64, written from the YaRN paper's wavelength
+    form (transformers' _compute_yarn_parameters): a frequency whose wavelength fits more than
+    beta_fast rotations into the original 4096 positions keeps theta^(-2i/d), one with fewer than
+    beta_slow rotations is divided by factor, and the band between blends linearly over the dims."""
+    d, theta, factor, original, beta_fast, beta_slow = 64, 10000.0, 40.0, 4096, 32.0, 1.0
+
+    def dim_of(rotations):  # the dim whose wavelength is original / rotations
+        return d * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = max(math.floor(dim_of(beta_fast)), 0), min(math.ceil(dim_of(beta_slow)), d - 1)
+    assert (low, high) == (10, 23)  # the correction range of rope_scaling: beta_fast 32, beta_slow 1
+    out = []
+    for i in range(d // 2):
+        base = theta ** (-2.0 * i / d)
+        keep = 1.0 - min(max((i - low) / (high - low), 0.0), 1.0)  # 1: extrapolate, 0: interpolate
+        out.append(base * keep + base / factor * (1.0 - keep))
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def yarn_cache(rows):
+    """[rows, 64] float32 cos/sin cache (mscale / mscale_all_dim = 1 for DeepSeek-V3)."""
+    angles = torch.arange(rows, dtype=torch.float64)[:, None] * yarn_inv_freq()[None, :]
+    return torch.cat([angles.cos(), angles.sin()], dim=-1).float()
+
+
+def rope_ds_inputs(ax, g, i):
+    T, P = ax["num_tokens"], ax["max_position"]
+    positions = torch.randint(0, P, (T,), generator=g)
+    positions[0] = P - 1  # the last row of the cache is read
+    return {"positions": positions,
+            "q_pe": torch.randn(T, ax["num_qo_heads"], ax["rope_dim"], generator=g).bfloat16(),
+            "k_pe": torch.randn(T, ax["rope_dim"], generator=g).bfloat16(),
+            "cos_sin_cache": yarn_cache(P)}
+
+
+def rope_ds_expected(ax, x):
+    # Interleaved pairs (x[2i], x[2i + 1]) as complex numbers, multiplied by cos + i sin of their frequency.
+    rows = x["cos_sin_cache"].double()[x["positions"]]
+    rot = torch.complex(rows[:, :32], rows[:, 32:])  # [T, 32]
+
+    def rotate(t, r):
+        z = torch.view_as_complex(t.double().reshape(*t.shape[:-1], 32, 2).contiguous()) * r
+        return torch.view_as_real(z).reshape(t.shape)
+
+    return {"q_pe_out": rotate(x["q_pe"], rot[:, None, :]), "k_pe_out": rotate(x["k_pe"], rot)}
+
+
+def absorb_inputs(x_name, w_name, i_axis, o_axis):
+    def make(ax, g, i):
+        T, H = ax["num_tokens"], ax["num_heads"]
+        return {x_name: torch.randn(T, H, ax[i_axis], generator=g).bfloat16(),
+                w_name: (torch.randn(H, ax[i_axis], ax[o_axis], generator=g) / math.sqrt(ax[i_axis])).bfloat16()}
+    return make
+
+
+def absorb_expected(x_name, w_name, out_name):
+    def expected(ax, x):
+        # One matrix product per head, in float64.
+        heads = [x[x_name][:, h].double() @ x[w_name][h].double() for h in range(ax["num_heads"])]
+        return {out_name: torch.stack(heads, dim=1)}
+    return expected
+
+
+def store_inputs(ax, g, i):
+    T, P = ax["num_tokens"], ax["num_pages"]
+    return {"ckv": torch.randn(T, ax["head_dim_ckv"], generator=g).bfloat16(),
+            "kpe": torch.randn(T, ax["head_dim_kpe"], generator=g).bfloat16(),
+            "cache_loc": torch.randperm(P, generator=g)[:T],
+            "ckv_cache": torch.randn(P, 1, ax["head_dim_ckv"], generator=g).bfloat16(),
+            "kpe_cache": torch.randn(P, 1, ax["head_dim_kpe"], generator=g).bfloat16()}
+
+
+def store_expected(ax, x):
+    # Slot by slot: the step's row where a token was written, the old row elsewhere.
+    written = {int(s): t for t, s in enumerate(x["cache_loc"].tolist())}
+    ckv = [x["ckv"][written[p]] if p in written else x["ckv_cache"][p, 0] for p in range(ax["num_pages"])]
+    kpe = [x["kpe"][written[p]] if p in written else x["kpe_cache"][p, 0] for p in range(ax["num_pages"])]
+    return {"ckv_cache_out": torch.stack(ckv).double()[:, None], "kpe_cache_out": torch.stack(kpe).double()[:, None]}
+
+
+def ragged_derived(ax):
+    return {"batch_size": len(ax["_q_lens"]), "len_indptr": len(ax["_q_lens"]) + 1,
+            "total_q": sum(ax["_q_lens"]), "total_kv": sum(ax["_kv_lens"])}
+
+
+def ragged_inputs(ax, g, i):
+    H = ax["num_qo_heads"]
+    return {"q": torch.randn(ax["total_q"], H, ax["qk_dim"], generator=g).bfloat16(),
+            "k": torch.randn(ax["total_kv"], H, ax["qk_dim"], generator=g).bfloat16(),
+            "v": torch.randn(ax["total_kv"], H, ax["vo_dim"], generator=g).bfloat16(),
+            "qo_indptr": torch.tensor([0] + list(ax["_q_lens"])).cumsum(0).to(torch.int32),
+            "kv_indptr": torch.tensor([0] + list(ax["_kv_lens"])).cumsum(0).to(torch.int32),
+            "sm_scale": _sm_scale(i)}
+
+
+def ragged_expected(ax, x):
+    scale = float(x["sm_scale"])
+    outs, lses = [], []
+    for b in range(ax["batch_size"]):
+        q0, q1 = int(x["qo_indptr"][b]), int(x["qo_indptr"][b + 1])
+        k0, k1 = int(x["kv_indptr"][b]), int(x["kv_indptr"][b + 1])
+        n, m = q1 - q0, k1 - k0
+        q = x["q"][q0:q1].double().transpose(0, 1)  # [H, n, 192]
+        k = x["k"][k0:k1].double().transpose(0, 1)
+        v = x["v"][k0:k1].double().transpose(0, 1)
+        mask = torch.tensor([[j <= m - n + i for j in range(m)] for i in range(n)])
+        outs.append(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale).transpose(0, 1))
+        logits = (q @ k.transpose(1, 2) * scale).masked_fill(~mask, float("-inf"))
+        lses.append((torch.logsumexp(logits, dim=-1) / LN2).transpose(0, 1))
+    return {"output": torch.cat(outs), "lse": torch.cat(lses)}
+
+
+def linear_inputs(ax, g, i):
+    return {"A": torch.randn(ax["M"], ax["K"], generator=g).bfloat16(),
+            "B": (torch.randn(ax["N"], ax["K"], generator=g) / math.sqrt(ax["K"])).bfloat16()}
+
+
+def linear_expected(ax, x):
+    return {"C": x["A"].double() @ x["B"].double().T}
+
+
+_ROPES = {f"rope_deepseek_yarn_h{h}_d64": Case(
+    [{"num_tokens": 1, "max_position": 5},
+     {"num_tokens": 6, "max_position": 4096},  # around the original context, where YaRN blends
+     {"num_tokens": 9, "max_position": 163840}],  # the whole serving cache: original 4096 x factor 40
+    rope_ds_inputs, rope_ds_expected) for h in (16, 8)}
+_ABSORBS = {}
+for _h in (16, 8):
+    _ABSORBS[f"batch_gemm_mla_absorb_q_h{_h}_d128_c512"] = Case(
+        [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 5}],
+        absorb_inputs("q_nope", "w_kc", "qk_nope_head_dim", "kv_lora_rank"),
+        absorb_expected("q_nope", "w_kc", "q_nope_absorbed"))
+    _ABSORBS[f"batch_gemm_mla_absorb_v_h{_h}_c512_d128"] = Case(
+        [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 5}],
+        absorb_inputs("attn_latent", "w_vc", "kv_lora_rank", "v_head_dim"),
+        absorb_expected("attn_latent", "w_vc", "attn_output"))
+_RAGGED = {f"mla_ragged_prefill_causal_h{h}_qk192_vo128": Case(
+    [{"_q_lens": (5,), "_kv_lens": (5,)},  # one fresh prompt
+     {"_q_lens": (3, 1, 4), "_kv_lens": (3, 1, 4)},  # fresh prompts of different lengths
+     {"_q_lens": (2, 6), "_kv_lens": (9, 6)}],  # kv longer than q: bottom-right aligned mask
+    ragged_inputs, ragged_expected, derived=ragged_derived) for h in (16, 8)}
+# lm_head shards: N = 16160 / 8080 rows would hold 232 / 116 MB of bfloat16 weights (and 8x that in
+# the float64 check) for a check that is the same at any N; 520 rows keep a partial 128-multiple.
+_LINEARS = {
+    "gemm_n256_k7168": Case([{"M": 1}, {"M": 3}, {"M": 17}], linear_inputs, linear_expected),
+    "gemm_n16160_k7168": Case([shrunk({"M": m}, N=520) for m in (1, 2, 4)], linear_inputs, linear_expected),
+    "gemm_n8080_k7168": Case([shrunk({"M": m}, N=520) for m in (1, 2, 4)], linear_inputs, linear_expected),
+}
+
+
+# --------------------------------------------------------------------------------------------------
 
 MOE_SMALLER = {"hidden_size": 512, "num_hidden_blocks": 4, "intermediate_size": 256, "num_intermediate_blocks": 2,
                "gemm1_out_size": 512, "num_gemm1_out_blocks": 4}
 _NORMS = {f"rmsnorm_h{h}": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 4}], rmsnorm_inputs, rmsnorm_expected)
           for h in (7168, 1536, 512)}
 _GEMMS = {f"gemm_fp8_block128_n{n}_k{k}": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected)
-          for n, k in ((2112, 7168), (3072, 1536), (7168, 2048), (4608, 7168), (7168, 2304), (512, 7168), (7168, 256))}
+          for n, k in ((2112, 7168), (3072, 1536), (7168, 2048), (4608, 7168), (7168, 2304), (512, 7168), (7168, 256),
+                       (4096, 512), (2048, 512), (1536, 1536), (7168, 1024), (2304, 7168), (7168, 1152))}
 
 CASES = {
     **_NORMS,
@@ -341,6 +499,20 @@ CASES = {
          {"_q_lens": (3, 1, 4), "_kv_lens": (9, 6, 4)},  # chunks after cached prefixes
          {"_q_lens": (2, 6), "_kv_lens": (11, 6)}],
         mla_prefill_inputs, mla_prefill_expected, derived=mla_derived),
+    "mla_paged_decode_h8_ckv512_kpe64_ps1": Case(
+        [{"_kv_lens": (7,)}, {"_kv_lens": (1, 13, 5)}, {"_kv_lens": (20, 2)}],
+        mla_decode_inputs, mla_decode_expected, derived=mla_derived),
+    "mla_paged_prefill_causal_h8_ckv512_kpe64_ps1": Case(
+        [{"_q_lens": (5,), "_kv_lens": (5,)}, {"_q_lens": (3, 1, 4), "_kv_lens": (9, 6, 4)},
+         {"_q_lens": (2, 6), "_kv_lens": (11, 6)}],
+        mla_prefill_inputs, mla_prefill_expected, derived=mla_derived),
+    "mla_kv_cache_store_ckv512_kpe64_ps1": Case(
+        [{"num_tokens": 1, "num_pages": 3}, {"num_tokens": 4, "num_pages": 9}, {"num_tokens": 7, "num_pages": 7}],
+        store_inputs, store_expected),
+    **_ROPES,
+    **_ABSORBS,
+    **_RAGGED,
+    **_LINEARS,
     **_GEMMS,
     "moe_routing_grouped_topk8_e256_ng8_kg4": Case([{"num_tokens": 1}, {"num_tokens": 5}, {"num_tokens": 16}],
                                                    routing_inputs, routing_expected),
