@@ -131,3 +131,77 @@ def test_dataset_stays_small_enough_to_clone():
     # from seeds by the bench).
     total = sum(p.stat().st_size for p in DATASET.rglob("*") if p.is_file())
     assert total < 50 * 2**20, f"dataset/ is {total / 2**20:.1f} MiB"
+
+
+# Memory: every workload fits the hardware the calling records that call its definition serve it on
+# (generator/validate/memory.py, part of `kerneltrace validate`).
+
+def _served(tmp_path: Path, monkeypatch, situations, weights_gb=None) -> Path:
+    """A dataset with Llama-3.1-8B's calling record (one H100, 0.9 of 80 GB), its ps16 paged decode
+    definition and the decode workloads the Llama recipe writes for `situations`."""
+    import shutil
+
+    from generator.workloadgen import llama
+    from generator.workloadgen.write import write
+
+    root = tmp_path / "ds"
+    for rel in ("models/llama-3.1-8b.json", "hardware/H100_SXM.json",
+                "definitions/gqa/gqa_paged_decode_h32_kv8_d128_ps16.json"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(DATASET / rel, root / rel)
+    if weights_gb is not None:
+        record = json.loads((root / "models/llama-3.1-8b.json").read_text())
+        record["serving"]["weights_gb_per_gpu"] = weights_gb
+        (root / "models/llama-3.1-8b.json").write_text(json.dumps(record, indent=2))
+    monkeypatch.setattr(llama, "DECODE_PS16", situations)
+    specs = [s for s in llama.decode_workloads() if s.definition.endswith("_ps16")]
+    list(write(root, render(root, specs)))
+    return root
+
+
+def _memory_errors(root: Path) -> list:
+    from generator.load import load
+    from generator.validate import validate
+
+    return [d for d in validate(load(root)) if d.is_error and "does not fit" in d.message]
+
+
+def test_a_decode_batch_too_big_for_its_gpu_fails_validate(tmp_path, monkeypatch):
+    from generator.workloadgen.scenarios import Decode
+
+    # 32 requests around 16k context: the Llama workload the memory check caught (89 GB on an 80 GB H100).
+    # Third, so that it has seed 2, as it had in the recipe.
+    root = _served(tmp_path, monkeypatch, [Decode(1, 32768, 0.0, "fits"), Decode(20, 16384, 0.5, "fits"),
+                                           Decode(32, 16384, 0.5, "too big")])
+    [problem] = _memory_errors(root)
+    assert problem.file == "workloads/gqa/gqa_paged_decode_h32_kv8_d128_ps16.jsonl" and problem.line == 3
+    assert "H100_SXM" in problem.message and "models/llama-3.1-8b.json" in problem.message
+    assert "557,088 KV tokens x 131,072 bytes = 73.0 GB" in problem.message  # pages in use x page size
+    assert "16.06 GB of weights = 89.1 GB per GPU" in problem.message and "0.9 x 80 GB = 72.0 GB" in problem.message
+    assert "under 426,788 tokens" in problem.hint and "generator/workloadgen/" in problem.hint
+    # The same workloads on a record whose weights leave no room: the record itself is the error.
+    root = _served(tmp_path / "heavy", monkeypatch, [Decode(1, 1024, 0.0, "tiny")], weights_gb=75.0)
+    from generator.load import load
+    from generator.validate import validate
+
+    [weights] = [d for d in validate(load(root)) if d.is_error and "do not fit" in d.message]
+    assert weights.file == "models/llama-3.1-8b.json" and weights.pointer == "/serving/weights_gb_per_gpu"
+
+
+def test_kv_tokens_reads_pages_in_use_ragged_keys_or_the_pool():
+    from generator.validate.memory import kv_tokens
+
+    assert kv_tokens({"page_size": 16}, {"num_kv_indices": 10, "num_pages": 99}) == 160
+    assert kv_tokens({}, {"total_q": 7, "total_kv": 300}) == 300
+    assert kv_tokens({"page_size": 64}, {"num_pages": 5, "num_tokens": 3}) == 320
+    assert kv_tokens({"hidden_size": 4096}, {"batch_size": 8}) is None
+
+
+def test_the_llama_qwen_and_seed_recipes_fit_their_hardware():
+    from generator.load import load
+    from generator.validate.memory import check_memory
+    from generator.workloadgen import examples, llama, qwen
+
+    mine = {s.definition for module in (examples, llama, qwen) for s in module.workloads()}
+    problems = [d.format_human() for d in check_memory(load(DATASET)) if Path(d.file).stem in mine]
+    assert not problems, "\n".join(problems)

@@ -15,6 +15,7 @@ from ..load import load
 from .definitions import check_definitions
 from .completeness import check_completeness
 from .einsums import check_einsums
+from .memory import check_memory
 from .model_tags import check_model_tags
 from .others import check_agent_traces, check_hardware, check_models
 from .solutions import check_solutions
@@ -24,7 +25,7 @@ from .workloads import check_workloads
 # Record kind -> its semantic checks (every kind of model.kinds.KINDS has one).
 CHECKS = {
     "definition": lambda ds: [*check_definitions(ds), *check_completeness(ds)], "workload": check_workloads, "solution": check_solutions,
-    "trace": check_traces, "model": lambda ds: [*check_models(ds), *check_model_tags(ds)], "agent_trace": check_agent_traces, "hardware": check_hardware,
+    "trace": check_traces, "model": lambda ds: [*check_models(ds), *check_model_tags(ds), *check_memory(ds)], "agent_trace": check_agent_traces, "hardware": check_hardware,
     "einsum": check_einsums,
 }
 

@@ -10,8 +10,9 @@ Serving situations, each written once and shared by every kernel it drives:
 - GEMM M and the token count of the elementwise kernels: decode batches 1-256, prefill chunks
   512-8192 tokens.
 Index inputs (page tables, indptr, positions, per-row sampling parameters) are arrays from seeded
-generators, stored as blobs; float tensors are "random" (the bench draws them from the seed) except
-top_p, whose values decide the work. One generator is added here: per_request (sampling settings per
+generators, stored as blobs; float tensors are "random" (the bench draws them from the seed, as the
+definition's distribution says: peaked next-token probs, the RoPE cache from the llama3 configuration)
+except top_p, whose values decide the work. One generator is added here: per_request (sampling settings per
 request, drawn from a menu of common client choices).
 """
 
@@ -47,7 +48,8 @@ DECODE = [
 DECODE_PS16 = [
     Decode(1, 32768, 0.0, "one request decoding at a 32k context (long-document chat)"),
     Decode(16, 8192, 0.5, "16 requests around 8k context"),
-    Decode(32, 16384, 0.5, "32 long-context requests around 16k"),
+    # 20 x ~16k: 343,440 KV tokens x 128 KiB = 45 GB + 16 GB of weights fit 0.9 x 80 GB (32 x 16k: 89 GB did not).
+    Decode(20, 16384, 0.5, "20 long-context requests around 16k"),
     Decode(64, 4096, 0.5, "64 requests around 4k context"),
     Decode(128, 2048, 0.5, "128 requests around 2k context"),
     Decode(256, 1024, 0.5, "256 requests around 1k context (a full batch)"),
@@ -149,8 +151,8 @@ def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
     max_position = int(-(-(int(positions.max()) + 1) // 4096) * 4096)  # rounded up to a multiple of 4096
     return Spec("rope_llama3_h32_kv8_d128", key, {"num_tokens": len(positions), "max_position": max_position},
                 {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"},
-                seed, f"{MODEL}, {what}; cos_sin_cache random ({max_position} rows: the largest position rounded "
-                      f"up to a multiple of 4096; its values do not change the work)")
+                seed, f"{MODEL}, {what}; cos_sin_cache: {max_position} rows (the largest position rounded up to a "
+                      f"multiple of 4096) computed from the llama3 rope configuration (the definition's rope_cos_sin)")
 
 
 def decode_workloads() -> Iterator[Spec]:
@@ -207,8 +209,8 @@ def sampling_workloads() -> Iterator[Spec]:
         g = core.rng(seed)
         top_k = per_request(g, b, TOP_K_MENU).astype(np.int32)
         top_p = per_request(g, b, TOP_P_MENU).astype(np.float32)
-        what = (f"{MODEL}, one token for each of {b} sequences (decode batch {b}); probs random (softmax of random "
-                f"logits in the bench); g = core.rng({seed})")
+        what = (f"{MODEL}, one token for each of {b} sequences (decode batch {b}); probs drawn by the bench as peaked "
+                f"next-token distributions (the definition's power_law_probs); g = core.rng({seed})")
         k_call = f"top_k = per_request(g, {b}, {menu_text(TOP_K_MENU)}) (value, frequency; {VOCAB} = not set)"
         p_call = f"top_p = per_request(g, {b}, {menu_text(TOP_P_MENU)}) (value, frequency; 1.0 = not set)"
         axes = {"batch_size": b}

@@ -3,9 +3,9 @@
 Serving situations, each written once and shared by every kernel it drives:
 - decode steps: `batch` sequences decode one token each, contexts log-normal around a median
   (core.seq_lens), from short chats to 32k-token documents, KV cache paged by a fragmented allocator
-  (core.paged_kv). At TP1 the bfloat16 weights take ~61 GB of an 80 GB GPU, leaving room for roughly
-  150k KV tokens (48 layers x 4 KV heads x 128 x 2 x 2 bytes = 96 KiB per token), so the TP1 batches
-  keep batch x context near or below that; at TP4 each rank holds one KV head and a quarter of the
+  (core.paged_kv). At TP1 the bfloat16 weights take 61.06 GB of the 0.9 x 80 GB vLLM may use, leaving
+  room for about 111k KV tokens (48 layers x 4 KV heads x 128 x 2 x 2 bytes = 96 KiB per token), so
+  the TP1 batches keep batch x context below that (validate checks it); at TP4 each rank holds one KV head and a quarter of the
   weights, so longer contexts at large batches fit;
 - prefill steps: chunks of 128 to 8192 new tokens (vLLM's default max_num_batched_tokens), for one long
   prompt (chunked prefill behind a cached prefix) or several short prompts, some with prefix-cache hits;
@@ -13,8 +13,8 @@ Serving situations, each written once and shared by every kernel it drives:
   tokens sorted by expert, segment offsets m_indptr; the rows of the expert GEMMs are tokens x 8;
 - GEMM M and the token count of the elementwise kernels: decode batches 1-256, prefill chunks 512-8192.
 Index inputs (page tables, indptr, positions, expert segment offsets) are arrays from seeded generators,
-stored as blobs; float tensors are "random" (the bench draws them from the seed); the RoPE cos/sin cache
-is random too (its values do not change the work).
+stored as blobs; float tensors are "random" (the bench draws them from the seed as the definition says:
+router logits skewed like a trained router's, the RoPE cos/sin cache from rope_theta).
 """
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ DECODE_PS16 = [
     Decode(1, 32768, 0.0, "one request decoding at a 32k context (long-document chat)"),
     Decode(4, 16384, 0.5, "4 long-context requests around 16k"),
     Decode(16, 4096, 0.5, "16 requests around 4k context"),
-    Decode(64, 2048, 0.5, "64 requests around 2k context"),
-    Decode(128, 1024, 0.5, "128 requests around 1k context"),
-    Decode(256, 512, 0.5, "256 short chats around 512 tokens of context (a full batch)"),
+    Decode(64, 1024, 0.5, "64 requests around 1k context"),
+    Decode(128, 512, 0.5, "128 short chats around 512 tokens of context"),
+    Decode(256, 300, 0.5, "256 short chats around 300 tokens of context (a full batch)"),
 ]
 DECODE_PS1 = [
     Decode(1, 8192, 0.0, "one request decoding at an 8k context"),
@@ -151,8 +151,8 @@ def token_workloads() -> Iterator[Spec]:
         yield Spec("gemm_n128_k2048", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
                    f"{about}; MoE router gate")
         yield Spec("moe_routing_softmax_topk8_e128", f"t{m}", {"num_tokens": m}, {"router_logits": "random"}, seed,
-                   f"{about}; router softmax + top-8 + renormalise. The logits are random draws: a trained "
-                   f"router's logits are more peaked (a few experts dominate each token); the work is the same")
+                   f"{about}; router softmax + top-8 + renormalise. The logits are skewed like a trained router's "
+                   f"(the definition's skewed_logits, alpha 0.6: the popularity model of the grouped-GEMM workloads)")
         yield Spec("silu_and_mul_i768", f"t{m * TOP_K}", {"num_tokens": m * TOP_K}, {"input": "random"}, seed,
                    f"{about} x 8 routed experts = {m * TOP_K} rows; SwiGLU between the expert gate_up and down GEMMs")
     for seed, (m, what) in enumerate(LM_HEAD):
@@ -209,8 +209,8 @@ def rope_workloads() -> Iterator[Spec]:
 def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
     return Spec("rope_neox_h32_kv4_d128", key, {"num_tokens": len(positions), "max_position": MAX_POSITION},
                 {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"},
-                seed, f"{MODEL} TP1 {what}; cos_sin_cache random with {MAX_POSITION} rows "
-                      f"(max_position_embeddings; its values do not change the work)")
+                seed, f"{MODEL} TP1 {what}; cos_sin_cache: {MAX_POSITION} rows (max_position_embeddings) computed "
+                      f"from rope_theta 1e6 (the definition's rope_cos_sin)")
 
 
 def decode_workloads() -> Iterator[Spec]:
