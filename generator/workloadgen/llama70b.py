@@ -13,20 +13,15 @@ and the sampler at vocabulary 128256 is Llama-3.1-8B's (llama.py).
 
 from __future__ import annotations
 
-import math
 from typing import Iterator
 
 import numpy as np
 
 from . import core
-from .scenarios import Decode, Prefill
+from .llama import PREFILL, SM_SCALE, TOKENS, i32  # Llama-3.1-8B's prefill situations and token counts
+from .scenarios import Decode
 from .spec import Spec
 
-SM_SCALE = 1.0 / math.sqrt(128)  # 1 / sqrt(head_dim)
-TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32"), (64, "decode, batch 64"),
-          (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
-          (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
-          (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
 LM_HEAD_M = [1, 8, 32, 64, 128, 256]
 GEMMS = {4: ((2560, 8192, "qkv_proj"), (8192, 2048, "o_proj"), (14336, 8192, "gate_up_proj"), (8192, 7168, "down_proj")),
          8: ((1280, 8192, "qkv_proj"), (8192, 1024, "o_proj"), (7168, 8192, "gate_up_proj"), (8192, 3584, "down_proj"))}
@@ -41,19 +36,7 @@ DECODE = [
     Decode(128, 2048, 0.5, "128 requests around 2k context"),
     Decode(256, 1024, 0.5, "256 requests around 1k context (a full batch)"),
 ]
-PREFILL = [
-    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
-    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
-    Prefill(1, 8192, 16384, 0.0, "the third 8192-token chunk of a 24k prompt (chunked prefill, 16k already cached)"),
-    Prefill(4, 512, 1024, 0.5, "4 prompts of ~512 new tokens behind ~1k-token cached prefixes (prefix-cache hits)"),
-    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
-]
 ROPE_DECODE = [DECODE[0], DECODE[2], DECODE[4]]
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
 
 
 def token_workloads() -> Iterator[Spec]:
