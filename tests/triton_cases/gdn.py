@@ -1,0 +1,63 @@
+"""Gated delta net (Qwen3-Next-80B-A3B decode step)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+from . import TritonCase
+from .common import bf16, check_against
+
+
+def decode_inputs(d, g):
+    """A single sequence in a pool of 2 slots, and 2 sequences in a pool of 5 (slots out of order); gates
+    pushed past the softplus threshold in the second set. Both take 16-row slices (64 programs per
+    sequence); decode_extra runs the first set again with the 32-row slices of batches of 128 and more."""
+    import torch
+    ax = d["axes"]
+    H, HV, K, V = (ax[n]["value"] for n in ("num_qk_heads", "num_v_heads", "head_k_dim", "head_v_dim"))
+    sets = []
+    for batch, pool, spread in ((1, 2, 1.0), (2, 5, 12.0)):
+        inputs = {"q": bf16(torch.randn(batch, H, K, generator=g) * 2.0),
+                  "k": bf16(torch.randn(batch, H, K, generator=g) * 0.3),
+                  "v": bf16(torch.randn(batch, HV, V, generator=g)),
+                  "state_pool": torch.randn(pool, HV, V, K, generator=g),
+                  "state_indices": torch.randperm(pool, generator=g)[:batch].to(torch.int32),
+                  "A_log": torch.randn(HV, generator=g) * 0.5,
+                  "a": bf16(torch.randn(batch, HV, generator=g) * spread),
+                  "dt_bias": bf16(torch.randn(HV, generator=g) * spread),
+                  "b": bf16(torch.randn(batch, HV, generator=g) * spread),
+                  "scale": 1.0 / math.sqrt(K)}
+        sets.append((f"batch_size={batch} num_slots={pool}", {"batch_size": batch, "num_slots": pool}, inputs))
+    return sets
+
+
+def decode_extra(module, index, label, axes, inputs, outputs, expected, d):
+    spent = 0.0
+    for rows in ((32,) if index == 0 else ()):
+        t0 = time.perf_counter()
+        out, state = module.gdn_decode(*inputs.values(), rows_per_program=rows)
+        spent += time.perf_counter() - t0
+        check_against({"output": out, "new_state": state}, expected, d, axes, f"{d['name']} [{label}] {rows} rows")
+    if index == 0:
+        print(f"  {label}: 32-row slices forced: interpreter {spent:.2f} s, matches the reference")
+    return spent
+
+
+def decode_shapes(d):
+    """Batches 1 and 16 take 16-row slices, 256 takes 32-row slices."""
+    import torch
+    ax = d["axes"]
+    H, HV, K, V = (ax[n]["value"] for n in ("num_qk_heads", "num_v_heads", "head_k_dim", "head_v_dim"))
+    for batch in (1, 16, 256):
+        pool = batch + 1
+        yield (torch.empty(batch, H, K, dtype=torch.bfloat16), torch.empty(batch, H, K, dtype=torch.bfloat16),
+               torch.empty(batch, HV, V, dtype=torch.bfloat16), torch.empty(pool, HV, V, K, dtype=torch.float32),
+               torch.zeros(batch, dtype=torch.int32), torch.empty(HV, dtype=torch.float32),
+               torch.empty(batch, HV, dtype=torch.bfloat16), torch.empty(HV, dtype=torch.bfloat16),
+               torch.empty(batch, HV, dtype=torch.bfloat16), 1.0 / math.sqrt(K))
+
+
+CASES = {
+    "gdn_decode_qk4_v8_d128": TritonCase(decode_inputs, decode_shapes, decode_extra),
+}
