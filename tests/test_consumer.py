@@ -142,16 +142,33 @@ def test_inputs_honour_their_distributions(hub, rows):
         d = definitions[w["definition"]]
         for recipe in w["input_recipes"]:
             name = recipe["name"]
-            if recipe["type"] != "random" or recipe["distribution"] == "normal" or math.prod(recipe["shape"]) > 1 << 20:
+            if recipe["type"] != "random" or recipe["distribution"] == "normal":
+                continue
+            if math.prod(recipe["data_shape"] or recipe["shape"]) > 1 << 20:  # a block scale redraws its data
                 continue
             x = mod.draw({k: v for k, v in recipe.items() if v is not None}).float()
-            if recipe["distribution"] == "softmax_normal":
+            kind = recipe["distribution"]
+            if kind in ("softmax_normal", "power_law_probs"):
                 assert (x >= 0).all() and torch.allclose(x.sum(-1), torch.ones(x.shape[:-1]), atol=1e-4)
-            elif recipe["distribution"] == "uniform":
+            if kind == "power_law_probs":  # peaked like a served model's next token: top-p 0.9 keeps a few
+                ordered = x.double().sort(-1, descending=True).values
+                assert ((ordered.cumsum(-1) - ordered < 0.9).sum(-1) <= 1000).all(), w["uuid"]
+            elif kind == "uniform":
                 assert (x >= recipe["low"]).all() and (x < recipe["high"]).all()
-            seen.add(recipe["distribution"])
+            elif kind == "fp8_blockwise":  # the format's range is used: the largest value is +-fp8_max
+                assert x.abs().max() == mod.FP8_MAX[recipe["dtype"]], w["uuid"]
+            elif kind == "fp8_block_scale":
+                assert (x > 0).all() and (x < 1).all(), w["uuid"]
+            elif kind == "rope_cos_sin":  # rows of (cos | sin) times YaRN's attention factor
+                half = x.shape[-1] // 2
+                norm = x[..., :half].double() ** 2 + x[..., half:].double() ** 2
+                factor = mod.rope_attention_factor(recipe)
+                assert torch.allclose(norm, torch.full_like(norm, factor**2), atol=1e-5), w["uuid"]
+            elif kind == "skewed_logits":
+                assert torch.isfinite(x).all()
+            seen.add(kind)
             assert d["inputs"][name]["dtype"] == recipe["dtype"]
-    assert seen == {"softmax_normal", "uniform"}
+    assert seen >= {"power_law_probs", "skewed_logits", "fp8_blockwise", "fp8_block_scale", "rope_cos_sin", "uniform"}
     plain = {"type": "random", "distribution": "normal", "mean": 0.0, "std": 1.0, "dtype": "float32",
              "shape": [4, 1000], "seed": 1}
     assert (mod.draw(plain) < 0).any()  # what top_p_sampling got before the probs said softmax

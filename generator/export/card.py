@@ -226,10 +226,15 @@ inputs = make_inputs(definitions[w["definition"]], w, blob_root=local)  # name -
 ```
 
 Dtype names are the dataset's: {dtypes} (`kerneltrace_inputs.TORCH_DTYPES`). Distributions: {dists};
-each is drawn in float32 on the CPU with its own `torch.Generator` and cast once (float8 clamped to
-its finite range first), so one input can be made without the others (`make_inputs(...,
-max_elements=N)` leaves out random tensors larger than N). A definition input's `random` field
-names its distribution; without one, floats are `normal(0, 1)`, integers `randint(0, 128)`."""
+the module's docstring says how each is made. Each input is drawn on the CPU with its own
+`torch.Generator` and cast once (`normal` float8 clamped to its finite range first), so one input
+can be made without the others (`make_inputs(..., max_elements=N)` leaves out random tensors larger
+than N); an `fp8_block_scale` input redraws the `fp8_blockwise` input it scales (`of`), so the
+scales are those of the same quantised draw, and `rope_cos_sin` computes the cos/sin cache from
+the rope configuration it names. The values look like serving: next-token `probs` are peaked
+(`power_law_probs`), router logits skewed over experts (`skewed_logits`), FP8 blocks span the
+format's range. A definition input's `random` field names its distribution; without one, floats
+are `normal(0, 1)`, integers `randint(0, 128)`, `probs` `power_law_probs(1.4, 2.5)`."""
 
 
 def _best_and_estimates(card: CardInput) -> str:
