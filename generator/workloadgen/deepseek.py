@@ -311,6 +311,10 @@ def attention_side() -> Iterator[Spec]:
                        f"prefill, {what}: lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=16, high=8192, "
                        f"sigma={sigma}) (total {total}); qo_indptr = kv_indptr = core.indptr(lens) (no cached prefix); "
                        "sm_scale = DeepSeek-V3's 192^-0.5 * mscale^2; q, k, v random")
+            yield Spec(f"concat_mla_k_h{heads}_nope128_rope64", f"b{batch}_q{_k(median)}", {"num_tokens": total},
+                       {"k_nope": "random", "k_pe": "random"}, seed,
+                       f"prefill, {what}: the {total} tokens of lens = core.seq_lens(core.rng({seed}), {batch}, {median}, "
+                       f"low=16, high=8192, sigma={sigma}); k_nope, k_pe random")
 
 
 def workloads() -> Iterator[Spec]:

@@ -437,6 +437,18 @@ def ragged_expected(ax, x):
     return {"output": torch.cat(outs), "lse": torch.cat(lses)}
 
 
+def concat_inputs(ax, g, i):
+    T, H = ax["num_tokens"], ax["num_heads"]
+    return {"k_nope": torch.randn(T, H, ax["nope_dim"], generator=g).bfloat16(),
+            "k_pe": torch.randn(T, ax["rope_dim"], generator=g).bfloat16()}
+
+
+def concat_expected(ax, x):
+    # Head by head: its own 128 non-rotary values, then the token's shared 64 rotary values.
+    heads = [torch.cat([x["k_nope"][:, h].double(), x["k_pe"].double()], dim=-1) for h in range(ax["num_heads"])]
+    return {"k": torch.stack(heads, dim=1)}
+
+
 def linear_inputs(ax, g, i):
     return {"A": torch.randn(ax["M"], ax["K"], generator=g).bfloat16(),
             "B": (torch.randn(ax["N"], ax["K"], generator=g) / math.sqrt(ax["K"])).bfloat16()}
@@ -468,6 +480,8 @@ _RAGGED = {f"mla_ragged_prefill_causal_h{h}_qk192_vo128": Case(
     ragged_inputs, ragged_expected, derived=ragged_derived) for h in (16, 8)}
 # lm_head shards: N = 16160 / 8080 rows would hold 232 / 116 MB of bfloat16 weights (and 8x that in
 # the float64 check) for a check that is the same at any N; 520 rows keep a partial 128-multiple.
+_CONCATS = {f"concat_mla_k_h{h}_nope128_rope64": Case([{"num_tokens": 1}, {"num_tokens": 4}, {"num_tokens": 9}],
+                                                      concat_inputs, concat_expected) for h in (16, 8)}
 _LINEARS = {
     "gemm_n256_k7168": Case([{"M": 1}, {"M": 3}, {"M": 17}], linear_inputs, linear_expected),
     "gemm_n16160_k7168": Case([shrunk({"M": m}, N=520) for m in (1, 2, 4)], linear_inputs, linear_expected),
@@ -513,6 +527,7 @@ CASES = {
     **_ABSORBS,
     **_RAGGED,
     **_LINEARS,
+    **_CONCATS,
     **_GEMMS,
     "moe_routing_grouped_topk8_e256_ng8_kg4": Case([{"num_tokens": 1}, {"num_tokens": 5}, {"num_tokens": 16}],
                                                    routing_inputs, routing_expected),
