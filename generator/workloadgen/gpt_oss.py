@@ -31,6 +31,8 @@ from typing import Iterator
 import numpy as np
 
 from . import core
+from .common_kernels import BATCHES, TEMPERATURE_MENU, append_spec, ids_call, slots_of, token_ids
+from .llama import menu_text, per_request
 from .scenarios import Decode, Prefill
 from .spec import Spec
 
@@ -226,8 +228,43 @@ def prefill_workloads() -> Iterator[Spec]:
                       f"prefix_lens, {PAGE_SIZE}) (pool 25% larger than used, pages in random order)")
 
 
+def common_workloads() -> Iterator[Spec]:
+    """The kernels every model runs, at gpt-oss-120b's shapes, made as common_kernels.py makes them for the others:
+    the embedding lookup, the paged KV append (the step's new tokens of the decode and prefill situations above),
+    the temperature softmax over the vocabulary."""
+    vocab = 201088
+    for seed, (n, what) in enumerate(TOKENS):
+        g = core.rng(seed)
+        yield Spec("embedding_v201088_h2880", f"t{n}", {"num_tokens": n},
+                   {"input_ids": token_ids(g, n, vocab).astype(np.int32), "weight": "random"}, seed,
+                   f"{MODEL} TP1, {what}: {n} tokens; {ids_call(seed, n, vocab)}")
+    for seed, s in enumerate(DECODE):
+        g = core.rng(seed)
+        lens = s.lens(g)
+        kv = core.paged_kv(g, lens, PAGE_SIZE)
+        yield append_spec("paged_kv_append_kv8_d64_ps16", s.key, slots_of(kv, lens, np.ones_like(lens), PAGE_SIZE),
+                          kv["num_pages"], seed,
+                          f"{MODEL} TP1 decode, {s.what}: {s.call(seed)}; kv = core.paged_kv(g, lens, {PAGE_SIZE}); "
+                          f"slot_mapping = the slot of each sequence's newest token")
+    for seed, s in enumerate(PREFILL, start=len(DECODE)):
+        g = core.rng(seed)
+        q, pre = s.lens(g)
+        kv = core.paged_kv(g, q + pre, PAGE_SIZE)
+        yield append_spec("paged_kv_append_kv8_d64_ps16", s.key, slots_of(kv, q + pre, q, PAGE_SIZE), kv["num_pages"],
+                          seed, f"{MODEL} TP1 prefill, {s.what}: {s.call(seed)}; kv = core.paged_kv(g, prefix_lens + "
+                                f"q_lens, {PAGE_SIZE}); slot_mapping = the slots of each prompt's q_len new tokens")
+    for seed, b in enumerate(BATCHES):
+        g = core.rng(seed)
+        temp = per_request(g, b, TEMPERATURE_MENU).astype(np.float32)
+        yield Spec("softmax_temperature_v201088", f"b{b}", {"batch_size": b}, {"logits": "random", "temperature": temp},
+                   seed, f"{MODEL}, logits of {b} sequences (decode batch {b}, or prompts finishing their prefill); "
+                         f"logits random (skewed_logits, the definition's draw); g = core.rng({seed}); temperature = "
+                         f"per_request(g, {b}, {menu_text(TEMPERATURE_MENU)}) (value, share of requests)")
+
+
 def workloads() -> Iterator[Spec]:
     yield from token_workloads()
+    yield from common_workloads()
     yield from moe_workloads()
     yield from rope_workloads()
     yield from decode_workloads()

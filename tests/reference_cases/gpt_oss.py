@@ -10,7 +10,8 @@ Everything here is computed in float64 with formulations the references do not u
 - the clamped SwiGLU through F.silu (g * sigmoid(a g) = silu(a g) / a);
 - the YaRN cos/sin cache rebuilt here from the rope configuration in float64, the rotation as a complex
   multiplication (common.rope_expected);
-- norms with F.rms_norm, GEMMs with F.linear.
+- norms with F.rms_norm, GEMMs with F.linear; the embedding, KV append and temperature softmax as
+  common_kernels.py checks them for the other models.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, rope_expected, rope_inputs_with, shrunk
+from .common_kernels import APPEND, append_expected, append_inputs, embedding_expected, embedding_inputs, softmax_case
 from .qwen import page_table, paged_derived, qo_indptr_of, sequence_kv
 
 EPS = 1e-5  # rms_norm_eps of openai/gpt-oss-120b
@@ -335,6 +337,13 @@ CASES = {
     "rmsnorm_h2880": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], rmsnorm_inputs, rmsnorm_expected),
     "fused_add_rmsnorm_h2880": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], fused_inputs,
                                     fused_expected),
+    # The kernels every model runs, checked as tests/reference_cases/common_kernels.py checks the other models'
+    # (one-hot lookup with the vocabulary shrunk, indexed assignment, torch.softmax; set 0 of the softmax at the
+    # real 201088).
+    "embedding_v201088_h2880": Case([shrunk({"num_tokens": n}, vocab_size=v) for n, v in ((1, 50), (7, 300), (33, 1000))],
+                                    embedding_inputs, embedding_expected),
+    "paged_kv_append_kv8_d64_ps16": Case(APPEND, append_inputs, append_expected),
+    "softmax_temperature_v201088": softmax_case(),
     "rope_yarn_h64_kv8_d64": Case([{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
                                    {"num_tokens": 9, "max_position": 131072}], rope_inputs, rope_expected),
 }
