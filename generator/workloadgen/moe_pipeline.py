@@ -144,18 +144,24 @@ def sum_workloads() -> Iterator[Spec]:
                    f"Qwen3-30B-A3B MoE, {what}; input random")
 
 
+def routed_align_spec(definition: str, model: str, seed: int, tokens: int, experts: int, top_k: int, alpha: float,
+                      what: str, note: str = "") -> Spec:
+    """moe_align_block_size workload of a softmax-routed model: Gumbel top-k ids (routed_ids), all experts local."""
+    ids = routed_ids(core.rng(seed), tokens, experts, top_k, alpha)
+    bm = block_m(tokens)
+    aligned = align_block_size(ids, experts, bm)
+    return Spec(definition, f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
+                {"topk_ids": ids, "block_size": bm}, seed,
+                f"{model}, {what}: ids = moe_pipeline.routed_ids(core.rng({seed}), {tokens}, {experts}, {top_k}, "
+                f"alpha={alpha}); {len(np.unique(ids))} of {experts} experts used; block_size {bm}{note} "
+                f"({aligned['num_tokens_post_padded']} sorted rows)")
+
+
 def qwen_workloads() -> Iterator[Spec]:
     for i, (tokens, alpha, what) in enumerate(QWEN_STEPS):
-        seed = 540 + i
-        ids = routed_ids(core.rng(seed), tokens, 128, TOP_K, alpha)
-        bm = block_m(tokens)
-        aligned = align_block_size(ids, 128, bm)
-        yield Spec("moe_align_block_size_e128_topk8", f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
-                   {"topk_ids": ids, "block_size": bm}, seed,
-                   f"Qwen3-30B-A3B TP1, {what}: ids = moe_pipeline.routed_ids(core.rng({seed}), {tokens}, 128, 8, "
-                   f"alpha={alpha}); {len(np.unique(ids))} of 128 experts used; block_size {bm} (the FP8 configs' rule; "
-                   f"vLLM's tuned bfloat16 config for E=128, N=768 may pick another) "
-                   f"({aligned['num_tokens_post_padded']} sorted rows)")
+        yield routed_align_spec("moe_align_block_size_e128_topk8", "Qwen3-30B-A3B TP1", 540 + i, tokens, 128, TOP_K,
+                                alpha, what, " (the FP8 configs' rule; vLLM's tuned bfloat16 config for E=128, N=768 may "
+                                             "pick another)")
 
 
 # Qwen3-Next-80B-A3B TP4 MoE steps (512 experts, 10 per token; vLLM, all experts local).
@@ -167,14 +173,8 @@ QWEN3_NEXT_STEPS = [(1, 0.6, "decode, batch 1"), (16, 0.6, "decode, batch 16"), 
 def qwen3_next_workloads() -> Iterator[Spec]:
     for i, (tokens, alpha, what) in enumerate(QWEN3_NEXT_STEPS):
         seed = 560 + i
-        ids = routed_ids(core.rng(seed), tokens, 512, 10, alpha)
-        bm = block_m(tokens)
-        aligned = align_block_size(ids, 512, bm)
-        yield Spec("moe_align_block_size_e512_topk10", f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
-                   {"topk_ids": ids, "block_size": bm}, seed,
-                   f"Qwen3-Next-80B-A3B TP4, {what}: ids = moe_pipeline.routed_ids(core.rng({seed}), {tokens}, 512, 10, "
-                   f"alpha={alpha}); {len(np.unique(ids))} of 512 experts used; block_size {bm} "
-                   f"({aligned['num_tokens_post_padded']} sorted rows)")
+        yield routed_align_spec("moe_align_block_size_e512_topk10", "Qwen3-Next-80B-A3B TP4", seed, tokens, 512, 10,
+                                alpha, what)
         yield Spec("moe_sum_topk10_h2048", f"t{tokens}", {"num_tokens": tokens}, {"input": "random"}, seed,
                    f"Qwen3-Next-80B-A3B TP4 MoE, {what}; input random")
 
