@@ -33,7 +33,8 @@ import numpy as np
 from . import core
 from .common_kernels import BATCHES, TEMPERATURE_MENU, append_spec, ids_call, slots_of, token_ids
 from .llama import menu_text, per_request
-from .scenarios import Decode, Prefill
+from .qwen import LM_HEAD, PREFILL, TOKENS, i32
+from .scenarios import Decode
 from .spec import Spec
 
 MODEL = "gpt-oss-120b"
@@ -88,35 +89,8 @@ DECODE = [
     Decode(128, 512, 0.5, "128 requests around 512 tokens of context"),
     Decode(256, 300, 0.5, "256 short chats around 300 tokens of context (a full batch)"),
 ]
-PREFILL = [
-    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
-    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
-    Prefill(1, 4096, 12288, 0.0, "a 4096-token chunk of a long prompt behind 12288 tokens already cached "
-                                 "(chunked prefill)"),
-    Prefill(4, 512, 2048, 0.5, "4 multi-turn chats: ~512 new tokens behind ~2k-token cached prefixes "
-                               "(prefix-cache hits)"),
-    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
-]
-# Token counts (GEMM M, rows of the elementwise kernels): decode batches and prefill chunks.
-TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32"), (64, "decode, batch 64"),
-          (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
-          (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
-          (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-# MoE steps: tokens in the step and the popularity skew of the layer.
-MOE = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "decode, batch 32"),
-       (64, 1.0, "decode, batch 64, a strongly imbalanced layer"), (256, 0.6, "decode, batch 256 (a full batch)"),
-       (512, 0.6, "prefill chunk of 512 tokens"),
-       (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
-       (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-# lm_head rows: one per sequence whose next token is sampled.
-LM_HEAD = [(1, "decode batch 1, or one prompt finishing its prefill"), (4, "4 prompts finishing their prefill"),
-           (16, "decode batch 16, or a burst of 16 prompts finishing their prefill"), (64, "decode batch 64"),
-           (128, "decode batch 128"), (256, "decode batch 256 (a full batch)")]
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
+# Prefill chunks, token counts and lm_head rows: Qwen3-30B-A3B's on the same H100 with the same vLLM defaults
+# (max_num_batched_tokens 8192), imported from qwen.py.
 
 
 # --------------------------------------------------------------------------------------------------
