@@ -91,6 +91,12 @@ DECODE = [
 ]
 # Prefill chunks, token counts and lm_head rows: Qwen3-30B-A3B's on the same H100 with the same vLLM defaults
 # (max_num_batched_tokens 8192), imported from qwen.py.
+# MoE steps: tokens in the step and the popularity skew of the layer.
+MOE = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "decode, batch 32"),
+       (64, 1.0, "decode, batch 64, a strongly imbalanced layer"), (256, 0.6, "decode, batch 256 (a full batch)"),
+       (512, 0.6, "prefill chunk of 512 tokens"),
+       (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
+       (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
 
 
 # --------------------------------------------------------------------------------------------------
