@@ -68,12 +68,14 @@ EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole t
     ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
     ("embedding_v16160_h7168", 129280, 8, "DeepSeek-V3 TP8 (SGLang)"),
     ("embedding_v8080_h7168", 129280, 16, "DeepSeek-V3 TP16 (SGLang, two nodes)"),
+    ("embedding_v131072_h4480", 131072, 1, "NVIDIA-Nemotron-Nano-9B-v2 TP1"),
+    ("embedding_v10240_h7168", 163840, 16, "Kimi-K2 TP16 (SGLang, two nodes)"),
 ]
 
 
 def embedding_workloads() -> Iterator[Spec]:
     for name, vocab, tp, model in EMBEDDINGS:
-        id_dtype = np.int64 if "DeepSeek" in model else np.int32
+        id_dtype = np.int64 if "SGLang" in model else np.int32  # SGLang's input_ids are int64
         for seed, (n, what) in enumerate(TOKENS):
             g = core.rng(seed)
             ids = token_ids(g, n, vocab).astype(id_dtype)
@@ -108,7 +110,8 @@ APPEND_PREFILL = [
 ]
 APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv4_d128_ps16", "Qwen3-30B-A3B TP1"),
            ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4"),
-           ("paged_kv_append_kv1_d128_ps16", "Qwen3-30B-A3B TP4 / Llama-3.3-70B TP8")]
+           ("paged_kv_append_kv1_d128_ps16", "Qwen3-30B-A3B TP4 / Llama-3.3-70B TP8"),
+           ("paged_kv_append_kv1_d256_ps16", "Qwen3-Next-80B-A3B TP4")]
 
 
 def slots_of(kv: dict, lens: np.ndarray, new: np.ndarray, page_size: int) -> np.ndarray:
@@ -158,7 +161,9 @@ def append_workloads() -> Iterator[Spec]:
 # --------------------------------------------------------------------------------------------------
 
 SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
-           ("softmax_temperature_v151936", "Qwen3-30B-A3B"), ("softmax_temperature_v129280", "DeepSeek-V3")]
+           ("softmax_temperature_v151936", "Qwen3-30B-A3B"), ("softmax_temperature_v129280", "DeepSeek-V3"),
+           ("softmax_temperature_v262208", "Gemma-3-27B"),
+           ("softmax_temperature_v131072", "NVIDIA-Nemotron-Nano-9B-v2")]
 
 
 def softmax_workloads() -> Iterator[Spec]:
@@ -181,7 +186,9 @@ TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 
 
 def sampling_workloads() -> Iterator[Spec]:
     for vocab, model, kinds in ((151936, "Qwen3-30B-A3B (vLLM)", ("top_k", "top_p", "top_k_top_p")),
-                                (129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",))):
+                                (129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",)),
+                                (262208, "Gemma-3-27B (vLLM)", ("top_k_top_p",)),
+                                (131072, "NVIDIA-Nemotron-Nano-9B-v2 (vLLM)", ("top_k_top_p",))):
         menu = top_k_menu(vocab)
         for seed, b in enumerate(BATCHES):
             g = core.rng(seed)
@@ -202,10 +209,12 @@ def sampling_workloads() -> Iterator[Spec]:
 
 ALLREDUCES = [("allreduce_tp4_h2048", 4, 4096, "Qwen3-30B-A3B TP4"), ("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
               ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"), ("allreduce_tp8_h7168", 8, 4096, "DeepSeek-V3 TP8"),
-              ("allreduce_tp16_h7168", 16, 2048, "DeepSeek-V3 TP16 (two nodes)")]
+              ("allreduce_tp16_h7168", 16, 2048, "DeepSeek-V3 TP16 (two nodes)"),
+              ("allreduce_tp2_h5376", 2, 4096, "Gemma-3-27B TP2")]
 ALLGATHERS = [("allgather_tp4_v37984", "Qwen3-30B-A3B TP4"), ("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
               ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp8_v16160", "DeepSeek-V3 TP8"),
-              ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)")]
+              ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)"), ("allgather_tp2_v131104", "Gemma-3-27B TP2"),
+              ("allgather_tp16_v10240", "Kimi-K2 TP16 (two nodes)")]
 
 
 def collective_workloads() -> Iterator[Spec]:
