@@ -20,7 +20,8 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .scenarios import Decode, Prefill
+from .llama import PREFILL, TOKENS  # the same prefill steps and token counts as the Llama recipe
+from .scenarios import Decode
 from .spec import Spec
 
 MODEL = "Gemma-3-27B TP2"
@@ -36,18 +37,6 @@ DECODE = [
     Decode(128, 1024, 0.5, "128 requests around 1k context"),
     Decode(256, 512, 0.5, "256 short chats around 512 tokens of context (a full batch)"),
 ]
-PREFILL = [
-    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
-    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
-    Prefill(1, 8192, 16384, 0.0, "the third 8192-token chunk of a 24k prompt (chunked prefill, 16k already cached)"),
-    Prefill(4, 512, 1024, 0.5, "4 prompts of ~512 new tokens behind ~1k-token cached prefixes (prefix-cache hits)"),
-    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
-]
-TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32"), (64, "decode, batch 64"),
-          (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
-          (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
-          (8192, "prefill chunk of 8192 tokens (max_num_batched_tokens)")]
 LM_HEAD_M = TOKENS[:6]
 GEMMS = ((4096, 5376, "qkv_proj"), (5376, 2048, "o_proj"), (21504, 5376, "gate_up_proj"), (5376, 10752, "down_proj"))
 

@@ -21,20 +21,12 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .scenarios import Prefill
+from .llama import PREFILL  # the same prefill steps as the Llama recipe (state continues behind a prefix)
 from .spec import Spec
 
 MODEL = "NVIDIA-Nemotron-Nano-9B-v2 TP1"
 DECODE_BATCHES = [(1, "one request"), (8, "8 requests"), (32, "32 requests"), (64, "64 requests"),
                   (128, "128 requests"), (256, "256 requests (vLLM's default max_num_seqs)")]
-PREFILL = [
-    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
-    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
-    Prefill(1, 8192, 16384, 0.0, "a later 8192-token chunk of a long prompt, continuing from the cached state"),
-    Prefill(4, 512, 1024, 0.5, "4 prompts of ~512 new tokens continuing cached prefixes"),
-    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
-]
 TOKENS = [(m, f"decode batch {m}") for m, _ in DECODE_BATCHES] + \
          [(512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
           (8192, "prefill chunk of 8192 tokens (max_num_batched_tokens)")]
@@ -87,11 +79,28 @@ def prefill_workloads() -> Iterator[Spec]:
                     "has_initial_state": continuing.astype(np.bool_)}, seed, about)
 
 
+GEMMS = ((22656, 4480, "Mamba-2 in_proj"), (4480, 10240, "Mamba-2 out_proj"), (15680, 4480, "MLP up_proj"),
+         (4480, 15680, "MLP down_proj"), (7168, 4480, "attention qkv_proj"), (4480, 5120, "attention o_proj"))
+
+
 def token_workloads() -> Iterator[Spec]:
     for seed, (m, what) in enumerate(TOKENS):
+        about = f"{what}: {m} tokens ({MODEL})"
         yield Spec("mamba_gated_rmsnorm_h10240_ng8", f"t{m}", {"num_tokens": m},
                    {"x": "random", "z": "random", "weight": "random"}, seed,
-                   f"{what}: {m} tokens ({MODEL}); the gated norm after the scan of each Mamba-2 layer")
+                   f"{about}; the gated norm after the scan of each Mamba-2 layer")
+        yield Spec("rmsnorm_h4480", f"t{m}", {"batch_size": m}, {"hidden_states": "random", "weight": "random"}, seed,
+                   f"{about}; the norm of block 0")
+        yield Spec("fused_add_rmsnorm_h4480", f"t{m}", {"batch_size": m},
+                   {"hidden_states": "random", "residual": "random", "weight": "random"}, seed,
+                   f"{about}; residual add + norm before every other block and the final norm")
+        yield Spec("relu2_i15680", f"t{m}", {"num_tokens": m}, {"input": "random"}, seed,
+                   f"{about}; squared ReLU between up_proj and down_proj")
+        for n, k, what_gemm in GEMMS:
+            yield Spec(f"gemm_n{n}_k{k}", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed, f"{about}; {what_gemm}")
+    for seed, (b, what) in enumerate(DECODE_BATCHES):
+        yield Spec("gemm_n131072_k4480", f"m{b}", {"M": b}, {"A": "random", "B": "random"}, seed,
+                   f"{what}: logits of {b} sequences ({MODEL}); lm_head")
 
 
 def workloads() -> Iterator[Spec]:

@@ -1,4 +1,5 @@
-"""Independent formulations for the Mamba-2 definitions of NVIDIA-Nemotron-Nano-9B-v2 (TP1, bfloat16).
+"""Independent formulations for the definitions of NVIDIA-Nemotron-Nano-9B-v2 (TP1, bfloat16): its Mamba-2 kernels,
+and its norms, GEMMs and squared ReLU (the norms and GEMMs checked as Llama's are, same eps 1e-5).
 
 In float64, written the other way round from the references: the state-space scan as the plain per-token
 recurrence (the reference of the prefill scan uses the chunked SSD form; the decode update is the same
@@ -12,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, shrunk
+from .llama import fused_expected, fused_inputs, gemm_case, rmsnorm_expected, rmsnorm_inputs
 
 EPS = 1e-5  # rms_norm_eps of nvidia/NVIDIA-Nemotron-Nano-9B-v2
 
@@ -197,7 +199,28 @@ def gated_norm_expected(ax, x):
     return {"output": F.rms_norm(y, (H // G,), eps=EPS).reshape(T, H) * x["weight"].double()}
 
 
+def relu2_inputs(ax, g, i):
+    scale = [1.0, 8.0, 0.1][i % 3]
+    return {"input": (torch.randn(ax["num_tokens"], ax["intermediate_size"], generator=g) * scale).bfloat16()}
+
+
+def relu2_expected(ax, x):
+    return {"output": F.relu(x["input"].double()).pow(2)}
+
+
+ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
+
 CASES = {
+    "rmsnorm_h4480": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
+    "fused_add_rmsnorm_h4480": Case(ROWS, fused_inputs, fused_expected),
+    "relu2_i15680": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}], relu2_inputs, relu2_expected),
+    "gemm_n22656_k4480": gemm_case(N=1000),
+    "gemm_n4480_k10240": gemm_case(),
+    "gemm_n15680_k4480": gemm_case(N=1000),
+    "gemm_n4480_k15680": gemm_case(),
+    "gemm_n7168_k4480": gemm_case(N=1000),
+    "gemm_n4480_k5120": gemm_case(),
+    "gemm_n131072_k4480": gemm_case(N=1000),
     # nheads shrunk in two sets (each head is the same recurrence); the third keeps the real 128 heads, 8 groups.
     "mamba_selective_state_update_h128_d80_s128_ng8": Case(
         [shrunk({"batch_size": 1, "num_slots": 2}, nheads=16, ngroups=2),
