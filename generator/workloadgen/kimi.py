@@ -121,8 +121,51 @@ def mla_workloads() -> Iterator[Spec]:
                    f"(25% free pages, shuffled); sm_scale = 192^-0.5 * (0.1 ln 32 + 1)^2")
 
 
+# Fresh prompts (SGLang's MHA prefill path runs when no request of the batch extends a cached prefix).
+FRESH = [(1, 8192, 0.0, "one fresh 8192-token prompt (a whole chunk)"), (2, 2048, 0.3, "2 fresh prompts around 2k tokens"),
+         (4, 1024, 0.5, "4 fresh prompts around 1k tokens"), (8, 512, 0.5, "8 fresh prompts around 512 tokens"),
+         (16, 128, 0.5, "16 short fresh prompts around 128 tokens")]
+# lm_head rows: one per sequence that samples.
+LM_HEAD = [(1, "decode batch 1, or one prompt finishing its prefill"), (4, "4 prompts finishing their prefill"),
+           (16, "decode batch 16"), (64, "decode batch 64"), (256, "decode batch 256")]
+
+
+def mha_prefill_workloads() -> Iterator[Spec]:
+    for i, (batch, median, sigma, what) in enumerate(FRESH):
+        seed = 680 + i
+        lens = core.seq_lens(core.rng(seed), batch, median, low=16, high=8192, sigma=sigma)
+        ptr = core.indptr(lens)
+        total = int(lens.sum())
+        call = f"lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=16, high=8192, sigma={sigma})"
+        yield Spec("mla_ragged_prefill_causal_h4_qk192_vo128", f"b{batch}_q{median}",
+                   {"total_q": total, "total_kv": total, "batch_size": batch, "len_indptr": batch + 1},
+                   {"q": "random", "k": "random", "v": "random", "qo_indptr": ptr, "kv_indptr": ptr, "sm_scale": SM_SCALE},
+                   seed, f"Kimi-K2 TP16 prefill, {what}: {call} (total {total}); qo_indptr = kv_indptr = "
+                         f"core.indptr(lens) (no cached prefix); sm_scale = 192^-0.5 * (0.1 ln 32 + 1)^2; q, k, v random")
+        yield Spec("concat_mla_k_h4_nope128_rope64", f"b{batch}_q{median}", {"num_tokens": total},
+                   {"k_nope": "random", "k_pe": "random"}, seed,
+                   f"Kimi-K2 TP16 prefill, {what}: the {total} tokens of {call}; k_nope, k_pe random")
+
+
+def absorb_and_head_workloads() -> Iterator[Spec]:
+    for i, (m, what) in enumerate(TOKENS):
+        seed = 690 + i
+        if m <= 256:  # the absorbed path: decode steps (a fresh prefill takes the MHA path)
+            yield Spec("batch_gemm_mla_absorb_q_h4_d128_c512", f"t{m}", {"num_tokens": m},
+                       {"q_nope": "random", "w_kc": "random"}, seed, f"Kimi-K2 TP16, {what}: {m} tokens; inputs random")
+            yield Spec("batch_gemm_mla_absorb_v_h4_c512_d128", f"t{m}", {"num_tokens": m},
+                       {"attn_latent": "random", "w_vc": "random"}, seed, f"Kimi-K2 TP16, {what}: {m} tokens; inputs random")
+        yield Spec("gemm_n384_k7168", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
+                   f"Kimi-K2 router gate, {what}: M = {m}; inputs random")
+    for i, (m, what) in enumerate(LM_HEAD):
+        yield Spec("gemm_n10240_k7168", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, 700 + i,
+                   f"Kimi-K2 TP16 lm_head shard, {what}: M = {m}; inputs random")
+
+
 def workloads() -> Iterator[Spec]:
     yield from moe_workloads()
     yield from token_workloads()
     yield from gemm_workloads()
     yield from mla_workloads()
+    yield from mha_prefill_workloads()
+    yield from absorb_and_head_workloads()

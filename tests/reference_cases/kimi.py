@@ -12,7 +12,8 @@ from __future__ import annotations
 import torch
 
 from .common import Case
-from .deepseek import mla_decode_expected, mla_decode_inputs, mla_derived, qgemm_expected, qgemm_inputs, route_token
+from .deepseek import (_ABSORBS, _CONCATS, _LINEARS, _RAGGED, mla_decode_expected, mla_decode_inputs, mla_derived,
+                       qgemm_expected, qgemm_inputs, route_token)
 from .moe_pipeline import align_case, gemm_case, quant_case, silu_case
 
 
@@ -52,4 +53,12 @@ CASES = {
     # at 4 heads per rank.
     "mla_paged_decode_h4_ckv512_kpe64_ps1": Case([{"_kv_lens": (7,)}, {"_kv_lens": (1, 13, 5)}, {"_kv_lens": (20, 2)}],
                                                  mla_decode_inputs, mla_decode_expected, derived=mla_derived),
+    # DeepSeek-V3 TP16's checks of the same kernels at 8 heads, here at Kimi-K2's 4 (the checks read the head
+    # count from the axes): absorption bmm's, concat_mla_k, the ragged MHA prefill, the bf16 router / lm_head.
+    "batch_gemm_mla_absorb_q_h4_d128_c512": _ABSORBS["batch_gemm_mla_absorb_q_h8_d128_c512"],
+    "batch_gemm_mla_absorb_v_h4_c512_d128": _ABSORBS["batch_gemm_mla_absorb_v_h8_c512_d128"],
+    "concat_mla_k_h4_nope128_rope64": _CONCATS["concat_mla_k_h8_nope128_rope64"],
+    "mla_ragged_prefill_causal_h4_qk192_vo128": _RAGGED["mla_ragged_prefill_causal_h8_qk192_vo128"],
+    "gemm_n384_k7168": _LINEARS["gemm_n256_k7168"],
+    "gemm_n10240_k7168": _LINEARS["gemm_n8080_k7168"],  # N shrunk to 520 (a 10240-row shard holds 147 MB)
 }
