@@ -25,7 +25,7 @@ from typing import Iterator
 
 import numpy as np
 
-from . import core
+from . import core, qwen
 from .llama import menu_text, per_request
 from .scenarios import Decode, Prefill
 from .spec import Spec
@@ -275,6 +275,24 @@ def qwen_tp4_workloads() -> Iterator[Spec]:
         seed += 1
 
 
+def qwen_tp4_moe_workloads() -> Iterator[Spec]:
+    """The expert shards at TP4: the same routed steps as qwen.py's TP1 MoE workloads (every rank routes every token)."""
+    for seed, (tokens, alpha, what) in enumerate(qwen.MOE):
+        g = core.rng(seed)
+        counts = qwen.routed_counts(g, tokens, qwen.NUM_EXPERTS, qwen.TOP_K, alpha=alpha)
+        rows = tokens * qwen.TOP_K
+        about = (f"Qwen3-30B-A3B TP4 MoE, {what}: {tokens} tokens x 8 experts = {rows} rows over "
+                 f"{int((counts > 0).sum())} of 128 experts (largest segment {int(counts.max())} rows): "
+                 f"{qwen.routed_call(seed, tokens, alpha)}")
+        for name, role in (("grouped_gemm_e128_n384_k2048", "expert gate_up shard (192 + 192 columns)"),
+                           ("grouped_gemm_e128_n2048_k192", "expert down shard (192 input columns, partial sums)")):
+            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": qwen.NUM_EXPERTS + 1},
+                       {"A": "random", "B": "random", "m_indptr": i32(core.indptr(counts))}, seed, f"{about}; {role}")
+        yield Spec("silu_and_mul_i192", f"t{rows}", {"num_tokens": rows}, {"input": "random"}, seed,
+                   f"Qwen3-30B-A3B TP4, {what}: {tokens} tokens x 8 routed experts = {rows} rows; SwiGLU on the rank's "
+                   f"192 intermediate columns")
+
+
 def workloads() -> Iterator[Spec]:
     yield from embedding_workloads()
     yield from append_workloads()
@@ -282,3 +300,4 @@ def workloads() -> Iterator[Spec]:
     yield from sampling_workloads()
     yield from collective_workloads()
     yield from qwen_tp4_workloads()
+    yield from qwen_tp4_moe_workloads()

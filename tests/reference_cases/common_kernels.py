@@ -245,6 +245,13 @@ CASES = {
     "allgather_tp16_v10240": allgather_case(16),
     # Qwen3-30B-A3B TP4 shards (o_proj and lm_head shards: qwen3_next.py has them): qwen.py's checks (F.linear; complex-multiplication RoPE with the rope_theta 1e6 cache).
     "gemm_n1280_k2048": llama.gemm_case(),
+    # The TP4 expert shards: qwen.py's grouped-GEMM check (N shrunk for the gate_up shard; the 128 segments and K real).
+    "grouped_gemm_e128_n384_k2048": Case([shrunk({"tokens": t}, N=96) for t in (1, 3, 10)], qwen.grouped_inputs,
+                                         qwen.grouped_expected, derived=qwen.grouped_derived),
+    "grouped_gemm_e128_n2048_k192": Case([shrunk({"tokens": t}, N=128) for t in (1, 4, 12)], qwen.grouped_inputs,
+                                         qwen.grouped_expected, derived=qwen.grouped_derived),
+    "silu_and_mul_i192": Case([{"num_tokens": 1}, {"num_tokens": 8}, {"num_tokens": 24}], qwen.silu_inputs,
+                              qwen.silu_expected),
     "rope_neox_h8_kv1_d128": Case([{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
                                    {"num_tokens": 9, "max_position": 40960}], qwen.rope_inputs, rope_expected),
 }
