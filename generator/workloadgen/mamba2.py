@@ -22,9 +22,11 @@ import numpy as np
 
 from . import core
 from .llama import PREFILL  # the same prefill steps as the Llama recipe (state continues behind a prefix)
+from .scenarios import Decode
 from .spec import Spec
 
 MODEL = "NVIDIA-Nemotron-Nano-9B-v2 TP1"
+SM_SCALE = 1.0 / math.sqrt(128)  # 1 / sqrt(head_dim)
 DECODE_BATCHES = [(1, "one request"), (8, "8 requests"), (32, "32 requests"), (64, "64 requests"),
                   (128, "128 requests"), (256, "256 requests (vLLM's default max_num_seqs)")]
 TOKENS = [(m, f"decode batch {m}") for m, _ in DECODE_BATCHES] + \
@@ -103,7 +105,47 @@ def token_workloads() -> Iterator[Spec]:
                    f"{what}: logits of {b} sequences ({MODEL}); lm_head")
 
 
+# Attention (4 layers): vLLM's hybrid page of 672 tokens; decode contexts like Llama's, the KV of 4 layers is small
+# (16 KiB per token) beside the Mamba state, so these fit the H100 with room.
+ATTN_DECODE = [
+    Decode(1, 32768, 0.0, "one request decoding at a 32k context (long-document chat)"),
+    Decode(16, 8192, 0.5, "16 requests around 8k context"),
+    Decode(64, 4096, 0.5, "64 requests around 4k context"),
+    Decode(128, 2048, 0.5, "128 requests around 2k context"),
+    Decode(256, 1024, 0.5, "256 requests around 1k context (a full batch)"),
+]
+PAGE = 672
+
+
+def attention_workloads() -> Iterator[Spec]:
+    for seed, s in enumerate(ATTN_DECODE):
+        g = core.rng(seed)
+        lens = s.lens(g)
+        kv = core.paged_kv(g, lens, PAGE)
+        yield Spec(
+            "gqa_paged_decode_h40_kv8_d128_ps672", s.key,
+            {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
+             "num_kv_indices": len(kv["kv_indices"])},
+            {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
+             "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
+            seed, f"{MODEL} decode, {s.what} ({int(lens.sum())} KV tokens): {s.call(seed)}; core.paged_kv(g, lens, {PAGE})")
+    for seed, s in enumerate(PREFILL):
+        g = core.rng(seed)
+        q, pre = s.lens(g)
+        kv = core.paged_kv(g, q + pre, PAGE)
+        yield Spec(
+            "gqa_paged_prefill_causal_h40_kv8_d128_ps672", s.key,
+            {"batch_size": s.batch, "total_q": int(q.sum()), "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
+             "num_kv_indices": len(kv["kv_indices"])},
+            {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
+             "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
+             "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
+            seed, f"{MODEL} chunked prefill, {s.what}: {int(q.sum())} query tokens over {int((q + pre).sum())} KV tokens; "
+                  f"{s.call(seed)}; qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {PAGE})")
+
+
 def workloads() -> Iterator[Spec]:
     yield from decode_workloads()
+    yield from attention_workloads()
     yield from prefill_workloads()
     yield from token_workloads()

@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, shrunk
+from .gemma3 import decode_expected_with, decode_inputs, derived, prefill_expected_with, prefill_inputs
 from .llama import fused_expected, fused_inputs, gemm_case, rmsnorm_expected, rmsnorm_inputs
 
 EPS = 1e-5  # rms_norm_eps of nvidia/NVIDIA-Nemotron-Nano-9B-v2
@@ -212,6 +213,18 @@ ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
 
 CASES = {
     "rmsnorm_h4480": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
+    # Attention checked as Gemma's global layers are (SDPA with a dense causal mask), with 40 query heads over 8; the
+    # pages shrunk to 16 tokens in two sets (the reference reads the page size from the cache's shape), the real 672
+    # in the third.
+    "gqa_paged_decode_h40_kv8_d128_ps672": Case(
+        [shrunk({"batch_size": 1, "num_kv_indices": 1, "num_pages": 3}, page_size=16),
+         shrunk({"batch_size": 3, "num_kv_indices": 40, "num_pages": 50}, page_size=16),
+         {"batch_size": 2, "num_kv_indices": 3, "num_pages": 4}], decode_inputs, decode_expected_with(0), derived=derived),
+    "gqa_paged_prefill_causal_h40_kv8_d128_ps672": Case(
+        [shrunk({"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5}, page_size=16),
+         shrunk({"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20}, page_size=16),
+         {"batch_size": 2, "num_kv_indices": 3, "num_pages": 4, "total_q": 300}],
+        prefill_inputs, prefill_expected_with(0), derived=derived),
     "fused_add_rmsnorm_h4480": Case(ROWS, fused_inputs, fused_expected),
     "relu2_i15680": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}], relu2_inputs, relu2_expected),
     "gemm_n22656_k4480": gemm_case(N=1000),
