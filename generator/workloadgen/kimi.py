@@ -162,7 +162,34 @@ def absorb_and_head_workloads() -> Iterator[Spec]:
                    f"Kimi-K2 TP16 lm_head shard, {what}: M = {m}; inputs random")
 
 
+ROPE_STEPS = [(1, 32768, 0, "decode, one request at 32k context"), (64, 4096, 0, "decode, 64 requests around 4k context"),
+              (256, 1024, 0, "decode, 256 requests around 1k context"), (1, 8192, 1, "prefill, one fresh 8192-token prompt"),
+              (8, 512, 1, "prefill, 8 requests extending ~4k-token cached prefixes by ~512 tokens")]
+
+
+def rope_workloads() -> Iterator[Spec]:
+    for i, (batch, median, prefill, what) in enumerate(ROPE_STEPS):
+        seed = 710 + i
+        g = core.rng(seed)
+        if not prefill:  # a decode token sits at its context length - 1
+            lens = core.seq_lens(g, batch, median, low=64, high=32768, sigma=0.0 if batch == 1 else 0.5)
+            pos, call = lens - 1, f"lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=64, high=32768); positions = lens - 1"
+        else:  # a prefill token at prefix + 0 .. q_len - 1 of its request
+            q = core.seq_lens(g, batch, median, low=16, high=8192, sigma=0.0 if batch == 1 else 0.5)
+            pre = (core.seq_lens(g, batch, 4096, low=1, high=16384, sigma=0.5) if batch > 1 else np.zeros(batch, dtype=np.int64))
+            pos = np.concatenate([np.arange(p, p + n) for p, n in zip(pre, q)])
+            call = (f"q_lens = core.seq_lens(core.rng({seed}), {batch}, {median}, low=16, high=8192), prefix = "
+                    + ("core.seq_lens(same rng, {batch}, 4096, low=1, high=16384)" if batch > 1 else "0")
+                    + "; positions = prefix + arange(q_len) per request")
+        yield Spec("rope_deepseek_yarn_h4_d64", f"b{batch}_{'prefill' if prefill else 'decode'}{median}",
+                   {"num_tokens": len(pos), "max_position": int(pos.max()) + 1},
+                   {"positions": pos, "q_pe": "random", "k_pe": "random", "cos_sin_cache": "random"}, seed,
+                   f"Kimi-K2 TP16, {what}: {call}; {len(pos)} tokens; q_pe, k_pe random; cos_sin_cache made from Kimi-K2's "
+                   f"YaRN rope configuration (rope_cos_sin), {int(pos.max()) + 1} rows")
+
+
 def workloads() -> Iterator[Spec]:
+    yield from rope_workloads()
     yield from moe_workloads()
     yield from token_workloads()
     yield from gemm_workloads()
