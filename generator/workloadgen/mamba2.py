@@ -21,6 +21,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
+from .common_kernels import append_spec, slots_of
 from .llama import PREFILL  # the same prefill steps as the Llama recipe (state continues behind a prefix)
 from .scenarios import Decode
 from .spec import Spec
@@ -122,6 +123,9 @@ def attention_workloads() -> Iterator[Spec]:
         g = core.rng(seed)
         lens = s.lens(g)
         kv = core.paged_kv(g, lens, PAGE)
+        yield append_spec("paged_kv_append_kv8_d128_ps672", s.key, slots_of(kv, lens, np.ones_like(lens), PAGE),
+                          kv["num_pages"], seed, f"{MODEL} decode, {s.what}: the new token of each sequence; {s.call(seed)}; "
+                          f"kv = core.paged_kv(g, lens, {PAGE}); slot_mapping = common_kernels.slots_of(kv, lens, 1, {PAGE})")
         yield Spec(
             "gqa_paged_decode_h40_kv8_d128_ps672", s.key,
             {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
@@ -133,6 +137,9 @@ def attention_workloads() -> Iterator[Spec]:
         g = core.rng(seed)
         q, pre = s.lens(g)
         kv = core.paged_kv(g, q + pre, PAGE)
+        yield append_spec("paged_kv_append_kv8_d128_ps672", s.key, slots_of(kv, q + pre, q, PAGE), kv["num_pages"], seed,
+                          f"{MODEL} prefill, {s.what}: the new tokens of each prompt; {s.call(seed)}; kv = core.paged_kv(g, "
+                          f"prefix_lens + q_lens, {PAGE}); slot_mapping = common_kernels.slots_of(kv, lens, q_lens, {PAGE})")
         yield Spec(
             "gqa_paged_prefill_causal_h40_kv8_d128_ps672", s.key,
             {"batch_size": s.batch, "total_q": int(q.sum()), "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,

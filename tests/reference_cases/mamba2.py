@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, shrunk
+from .common_kernels import append_expected, append_inputs
 from .gemma3 import decode_expected_with, decode_inputs, derived, prefill_expected_with, prefill_inputs
 from .llama import fused_expected, fused_inputs, gemm_case, rmsnorm_expected, rmsnorm_inputs
 
@@ -213,6 +214,9 @@ ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
 
 CASES = {
     "rmsnorm_h4480": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
+    # The KV append checked as the 16-token-page ones are (common_kernels), on pools of 672-token pages.
+    "paged_kv_append_kv8_d128_ps672": Case([{"num_tokens": 1, "num_pages": 1}, {"num_tokens": 20, "num_pages": 2},
+                                            {"num_tokens": 40, "num_pages": 3}], append_inputs, append_expected),
     # Attention checked as Gemma's global layers are (SDPA with a dense causal mask), with 40 query heads over 8; the
     # pages shrunk to 16 tokens in two sets (the reference reads the page size from the cache's shape), the real 672
     # in the third.
