@@ -188,7 +188,8 @@ def sampling_workloads() -> Iterator[Spec]:
     for vocab, model, kinds in ((151936, "Qwen3-30B-A3B (vLLM)", ("top_k", "top_p", "top_k_top_p")),
                                 (129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",)),
                                 (262208, "Gemma-3-27B (vLLM)", ("top_k_top_p",)),
-                                (131072, "NVIDIA-Nemotron-Nano-9B-v2 (vLLM)", ("top_k_top_p",))):
+                                (131072, "NVIDIA-Nemotron-Nano-9B-v2 (vLLM)", ("top_k_top_p",)),
+                                (201088, "gpt-oss-120b (vLLM, recommended top_p 1.0: no filter)", ())):
         menu = top_k_menu(vocab)
         for seed, b in enumerate(BATCHES):
             g = core.rng(seed)
@@ -198,6 +199,10 @@ def sampling_workloads() -> Iterator[Spec]:
                     f"definition's draw); g = core.rng({seed}); top_k = per_request(g, {b}, {menu_text(menu)}) (value, "
                     f"share; {vocab} = not set); top_p = per_request(g, {b}, {menu_text(TOP_P_MENU)}) (1.0 = not set)")
             inputs = {"top_k": {"probs": "random", "top_k": top_k}, "top_p": {"probs": "random", "top_p": top_p}}
+            if not kinds:  # no filter: the sampler reads probs only
+                yield Spec(f"sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b}, {"probs": "random"}, seed,
+                           f"{model}, one token for each of {b} sequences (decode batch {b}); probs random "
+                           f"(power_law_probs, the definition's draw)")
             for kind in kinds:
                 given = inputs.get(kind, {"probs": "random", "top_k": top_k, "top_p": top_p})
                 yield Spec(f"{kind}_sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b}, given, seed, what)

@@ -163,21 +163,31 @@ def joint_target(x, r):
     return renormalise(p, keep_top_k(p, int(x["top_k"][r])) & keep_top_p(p, float(x["top_p"][r])))
 
 
-def joint_check(outputs_fn, ax, x, who):
-    torch.manual_seed(4321)
-    targets = [joint_target(x, r) for r in range(GROUPS)]
-    counts = torch.zeros(GROUPS, ax["vocab_size"], dtype=torch.int64)
-    for _ in range(CALLS):
-        samples = outputs_fn()["samples"]
-        assert ((samples >= 0) & (samples < ax["vocab_size"])).all(), f"{who}: sample id out of range"
-        for row, token in enumerate(samples.tolist()):
-            r = row % GROUPS
-            assert targets[r][token] > 0, (f"{who}: row {row} sampled token {token}, outside the jointly kept set "
-                                           f"(top_k {int(x['top_k'][row])}, top_p {float(x['top_p'][row])})")
-            counts[r, token] += 1
-    for r in range(GROUPS):
-        p_value = chi_square_p_value(counts[r], targets[r])
-        assert p_value > P_VALUE_MIN, f"{who}: group {r} frequencies do not follow the joint distribution (p = {p_value:.2e})"
+def statistical_check(target):
+    """Every draw inside the support of target(x, group), and each group's counts a chi-square fit to it."""
+    def check(outputs_fn, ax, x, who):
+        torch.manual_seed(4321)
+        targets = [target(x, r) for r in range(GROUPS)]
+        counts = torch.zeros(GROUPS, ax["vocab_size"], dtype=torch.int64)
+        for _ in range(CALLS):
+            samples = outputs_fn()["samples"]
+            assert ((samples >= 0) & (samples < ax["vocab_size"])).all(), f"{who}: sample id out of range"
+            for row, token in enumerate(samples.tolist()):
+                r = row % GROUPS
+                assert targets[r][token] > 0, f"{who}: row {row} sampled token {token}, outside the kept set"
+                counts[r, token] += 1
+        for r in range(GROUPS):
+            p_value = chi_square_p_value(counts[r], targets[r])
+            assert p_value > P_VALUE_MIN, (f"{who}: group {r} frequencies do not follow the target distribution "
+                                           f"(chi-square p = {p_value:.2e})")
+    return check
+
+
+# Sampling without a filter (vLLM's random sampler, gpt-oss-120b): GROUPS distinct rows, REPS each; the
+# target is the row itself.
+def plain_inputs(ax, g, i):
+    rows = [sampling_dist(g, ax["vocab_size"]).float() for _ in range(GROUPS)]
+    return {"probs": torch.stack(rows).repeat(REPS, 1)}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -232,7 +242,10 @@ CASES = {
     "top_k_top_p_sampling_from_probs_v262208": small_sampling_case("top_k_top_p"),
     "top_k_top_p_sampling_from_probs_v131072": small_sampling_case("top_k_top_p"),
     "top_k_top_p_joint_sampling_from_probs_v129280": Case(
-        [shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3, joint_inputs, check=joint_check),
+        [shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3, joint_inputs,
+        check=statistical_check(joint_target)),
+    "sampling_from_probs_v201088": Case([shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3,
+                                        plain_inputs, check=statistical_check(lambda x, r: x["probs"][r].double())),
     **{name: Case(ROWS, allreduce_inputs, allreduce_expected)
        for name in ("allreduce_tp4_h2048", "allreduce_tp4_h8192", "allreduce_tp8_h8192", "allreduce_tp8_h7168",
                     "allreduce_tp16_h7168", "allreduce_tp2_h5376")},
