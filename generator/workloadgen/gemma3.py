@@ -21,7 +21,7 @@ import numpy as np
 
 from . import core
 from .llama import PREFILL, TOKENS  # the same prefill steps and token counts as the Llama recipe
-from .scenarios import Decode
+from .scenarios import Decode, Prefill
 from .spec import Spec
 
 MODEL = "Gemma-3-27B TP2"
@@ -93,34 +93,43 @@ def rope_workloads() -> Iterator[Spec]:
                            f"max_position_embeddings)")
 
 
+def paged_decode_spec(name: str, s: Decode, seed: int, page_size: int, sm_scale: float, model: str) -> Spec:
+    """A paged GQA decode workload: the situation's lengths drawn with core.rng(seed), paged by core.paged_kv."""
+    g = core.rng(seed)
+    lens = s.lens(g)
+    kv = core.paged_kv(g, lens, page_size)
+    return Spec(
+        name, s.key,
+        {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
+         "num_kv_indices": len(kv["kv_indices"])},
+        {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
+         "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},
+        seed, f"{model} decode, {s.what} ({int(lens.sum())} KV tokens): {s.call(seed)}; core.paged_kv(g, lens, "
+              f"{page_size}) (pool 25% larger than used, pages in random order)")
+
+
+def paged_prefill_spec(name: str, s: Prefill, seed: int, page_size: int, sm_scale: float, model: str) -> Spec:
+    """A paged causal GQA prefill workload: new tokens behind cached prefixes, both paged by core.paged_kv."""
+    g = core.rng(seed)
+    q, pre = s.lens(g)
+    kv = core.paged_kv(g, q + pre, page_size)
+    return Spec(
+        name, s.key,
+        {"batch_size": s.batch, "total_q": int(q.sum()), "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
+         "num_kv_indices": len(kv["kv_indices"])},
+        {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
+         "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
+         "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},
+        seed, f"{model} chunked prefill, {s.what}: {int(q.sum())} query tokens over {int((q + pre).sum())} KV tokens; "
+              f"{s.call(seed)}; qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {page_size})")
+
+
 def attention_workloads() -> Iterator[Spec]:
     for swa in ("", "swa1024_"):
         for seed, s in enumerate(DECODE):
-            g = core.rng(seed)
-            lens = s.lens(g)
-            kv = core.paged_kv(g, lens, 16)
-            yield Spec(
-                f"gqa_paged_decode_{swa}h16_kv8_d128_ps16", s.key,
-                {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-                 "num_kv_indices": len(kv["kv_indices"])},
-                {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
-                 "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]),
-                 "sm_scale": SM_SCALE},
-                seed, f"{MODEL} decode, {s.what} ({int(lens.sum())} KV tokens): {s.call(seed)}; core.paged_kv(g, lens, 16) "
-                      f"(pool 25% larger than used, pages in random order)")
+            yield paged_decode_spec(f"gqa_paged_decode_{swa}h16_kv8_d128_ps16", s, seed, 16, SM_SCALE, MODEL)
         for seed, s in enumerate(PREFILL):
-            g = core.rng(seed)
-            q, pre = s.lens(g)
-            kv = core.paged_kv(g, q + pre, 16)
-            yield Spec(
-                f"gqa_paged_prefill_causal_{swa}h16_kv8_d128_ps16", s.key,
-                {"batch_size": s.batch, "total_q": int(q.sum()), "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-                 "num_kv_indices": len(kv["kv_indices"])},
-                {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
-                 "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
-                 "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
-                seed, f"{MODEL} chunked prefill, {s.what}: {int(q.sum())} query tokens over {int((q + pre).sum())} KV "
-                      f"tokens; {s.call(seed)}; qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, 16)")
+            yield paged_prefill_spec(f"gqa_paged_prefill_causal_{swa}h16_kv8_d128_ps16", s, seed, 16, SM_SCALE, MODEL)
 
 
 def workloads() -> Iterator[Spec]:

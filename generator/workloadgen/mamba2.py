@@ -22,6 +22,7 @@ import numpy as np
 
 from . import core
 from .common_kernels import append_spec, slots_of
+from .gemma3 import paged_decode_spec, paged_prefill_spec
 from .llama import PREFILL  # the same prefill steps as the Llama recipe (state continues behind a prefix)
 from .scenarios import Decode
 from .spec import Spec
@@ -122,33 +123,19 @@ def attention_workloads() -> Iterator[Spec]:
     for seed, s in enumerate(ATTN_DECODE):
         g = core.rng(seed)
         lens = s.lens(g)
-        kv = core.paged_kv(g, lens, PAGE)
+        kv = core.paged_kv(g, lens, PAGE)  # the same draw as paged_decode_spec's
         yield append_spec("paged_kv_append_kv8_d128_ps672", s.key, slots_of(kv, lens, np.ones_like(lens), PAGE),
                           kv["num_pages"], seed, f"{MODEL} decode, {s.what}: the new token of each sequence; {s.call(seed)}; "
                           f"kv = core.paged_kv(g, lens, {PAGE}); slot_mapping = common_kernels.slots_of(kv, lens, 1, {PAGE})")
-        yield Spec(
-            "gqa_paged_decode_h40_kv8_d128_ps672", s.key,
-            {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-             "num_kv_indices": len(kv["kv_indices"])},
-            {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
-             "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
-            seed, f"{MODEL} decode, {s.what} ({int(lens.sum())} KV tokens): {s.call(seed)}; core.paged_kv(g, lens, {PAGE})")
+        yield paged_decode_spec("gqa_paged_decode_h40_kv8_d128_ps672", s, seed, PAGE, SM_SCALE, MODEL)
     for seed, s in enumerate(PREFILL):
         g = core.rng(seed)
         q, pre = s.lens(g)
-        kv = core.paged_kv(g, q + pre, PAGE)
+        kv = core.paged_kv(g, q + pre, PAGE)  # the same draw as paged_prefill_spec's
         yield append_spec("paged_kv_append_kv8_d128_ps672", s.key, slots_of(kv, q + pre, q, PAGE), kv["num_pages"], seed,
                           f"{MODEL} prefill, {s.what}: the new tokens of each prompt; {s.call(seed)}; kv = core.paged_kv(g, "
                           f"prefix_lens + q_lens, {PAGE}); slot_mapping = common_kernels.slots_of(kv, lens, q_lens, {PAGE})")
-        yield Spec(
-            "gqa_paged_prefill_causal_h40_kv8_d128_ps672", s.key,
-            {"batch_size": s.batch, "total_q": int(q.sum()), "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-             "num_kv_indices": len(kv["kv_indices"])},
-            {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
-             "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
-             "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
-            seed, f"{MODEL} chunked prefill, {s.what}: {int(q.sum())} query tokens over {int((q + pre).sum())} KV tokens; "
-                  f"{s.call(seed)}; qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {PAGE})")
+        yield paged_prefill_spec("gqa_paged_prefill_causal_h40_kv8_d128_ps672", s, seed, PAGE, SM_SCALE, MODEL)
 
 
 def workloads() -> Iterator[Spec]:
