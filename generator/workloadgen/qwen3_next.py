@@ -100,6 +100,11 @@ def token_workloads() -> Iterator[Spec]:
     """Kernels whose only var axis is the token count."""
     for seed, (m, what) in enumerate(TOKENS):
         about = f"{MODEL}, {what}: {m} tokens"
+        yield Spec("gemma_rmsnorm_h2048", f"t{m}", {"batch_size": m}, {"hidden_states": "random", "weight": "random"},
+                   seed, f"{about}; zero-centred input_layernorm of decoder layer 0")
+        yield Spec("gemma_fused_add_rmsnorm_h2048", f"t{m}", {"batch_size": m},
+                   {"hidden_states": "random", "residual": "random", "weight": "random"}, seed,
+                   f"{about}; residual add + zero-centred norm before the mixer / MoE / lm_head")
         yield Spec("rmsnorm_gated_silu_h8_d128", f"t{m}", {"num_tokens": m},
                    {"x": "random", "z": "random", "weight": "random"}, seed,
                    f"{about}; gated RMSNorm of the 8 value heads of each GDN layer")

@@ -15,6 +15,10 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, shrunk
+from .gemma3 import fused_expected as gemma_fused_expected
+from .gemma3 import fused_inputs as gemma_fused_inputs
+from .gemma3 import norm_expected as gemma_norm_expected
+from .gemma3 import norm_inputs as gemma_norm_inputs
 from .qwen import (DECODE_PS16, PREFILL_PS16, decode_expected, decode_inputs, gemm_expected, gemm_inputs,
                    grouped_expected, paged_derived, paged_prefill_expected, paged_prefill_inputs, route_counts,
                    routing_expected, routing_inputs)
@@ -249,6 +253,11 @@ CONV_UPDATE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 4}, {"batch_si
 CONV_FWD = [{"seq_lens": (1,)}, {"seq_lens": (2, 5), "free_slots": 3}, {"seq_lens": (4, 1, 9, 3)}]
 
 CASES = {
+    # Zero-centred (1 + w) RMSNorm, gemma3.py's F.rms_norm checks (eps 1e-6 there and here).
+    "gemma_rmsnorm_h2048": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], gemma_norm_inputs,
+                                gemma_norm_expected),
+    "gemma_fused_add_rmsnorm_h2048": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}],
+                                          gemma_fused_inputs, gemma_fused_expected),
     "gemm_n3072_k2048": gemm_case(),
     "gemm_n16_k2048": gemm_case(),
     "gemm_n2048_k1024": gemm_case(),
