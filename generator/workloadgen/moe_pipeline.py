@@ -125,6 +125,10 @@ def quantize_workloads() -> Iterator[Spec]:
         for k in (7168, 1536, 2048, 2304, 256):
             yield Spec(f"quantize_fp8_per_token_group128_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"},
                        500 + seed, f"DeepSeek-V3 TP8, {what}: {m} rows; input random")
+        for k in (8192, 128):  # DeepSeek-V3.2's indexer act_quant (its checks live in reference_cases/deepseek_v32.py)
+            yield Spec(f"quantize_fp8_per_token_group128_ue8m0_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"},
+                       500 + seed, f"DeepSeek-V3.2 TP8 lightning indexer ({'queries' if k == 8192 else 'keys'}), {what}: "
+                                   f"{m} rows; input random")
         yield Spec("quantize_fp8_per_token_group128_h1024", f"t{m}", {"num_tokens": m}, {"input": "random"},
                    500 + seed, f"DeepSeek-V3 TP16 o_proj input, {what}: {m} rows; input random")
         yield Spec("silu_and_mul_i1152", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,

@@ -12,6 +12,8 @@ checked as at the real size) and keep the real expert count: at real size the e3
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -51,6 +53,31 @@ def quant_expected(ax, x):
 
 def quant_case():
     return Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 5}], quant_inputs, quant_expected)
+
+
+def ue8m0_inputs(ax, g, i):
+    x = quant_inputs(ax, g, i)["input"].float()
+    x[-1, :128] = torch.linspace(-1.0, 1.0, 128) * 56.0  # absmax 56 = 448 / 8: the scale is exactly 2^-3
+    return {"input": x.bfloat16()}
+
+
+def ue8m0_expected(ax, x):
+    """The power-of-two scale with math.frexp on the kernel's float32 ratio amax * fp32(1/448)."""
+    T, H = ax["num_tokens"], ax["hidden_size"]
+    x64 = x["input"].double()
+    out = torch.empty(T, H, dtype=torch.float64)
+    scale = torch.empty(T, H // 128, dtype=torch.float64)
+    inv = torch.tensor(1.0 / 448.0, dtype=torch.float32)
+    for t in range(T):
+        for grp in range(H // 128):
+            vals = x64[t, grp * 128:(grp + 1) * 128]
+            amax = max(max(abs(v) for v in vals.tolist()), 1e-4)
+            ratio = float(torch.tensor(amax, dtype=torch.float32) * inv)
+            mant, exp = math.frexp(ratio)
+            s = math.ldexp(1.0, exp - 1 if mant == 0.5 else exp)
+            scale[t, grp] = s
+            out[t, grp * 128:(grp + 1) * 128] = torch.clamp(vals / s, -448.0, 448.0)
+    return {"output": out, "scale": scale}
 
 
 # --------------------------------------------------------------------------------------------------
@@ -218,5 +245,7 @@ CASES = {
     "moe_sum_topk8_h7168": sum_case(),
     "moe_sum_topk8_h2048": sum_case(),
     "moe_align_block_size_e512_topk10": align_case(1.0),
+    **{f"quantize_fp8_per_token_group128_ue8m0_h{k}": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 5}],
+                                                          ue8m0_inputs, ue8m0_expected) for k in (8192, 128)},
     "moe_sum_topk10_h2048": sum_case(),
 }
