@@ -90,6 +90,9 @@ def gdn_prefill_workloads() -> Iterator[Spec]:
                     "initial_state": "random", "cu_seqlens": indptr, "scale": GDN_SCALE}, seed,
                    f"{about} (initial_state is random for every sequence: the kernel reads it either way, vLLM "
                    f"zeroes the rows of fresh prompts before the call)")
+        yield Spec("gdn_post_conv_prep_qk4_v8_d128", s.key, {"num_tokens": total},
+                   {"mixed_qkv": "random", "a": "random", "b": "random", "A_log": "random", "dt_bias": "random"},
+                   seed, about)
         yield Spec("causal_conv1d_fwd_c2048_k4", s.key,
                    {"num_tokens": total, "batch_size": s.batch, "len_query_start_loc": s.batch + 1, "num_slots": pool},
                    {"x": "random", "weight": "random", "conv_states": "random", "query_start_loc": indptr,
@@ -110,6 +113,9 @@ def token_workloads() -> Iterator[Spec]:
                    f"{about}; gated RMSNorm of the 8 value heads of each GDN layer")
         yield Spec("sigmoid_gate_mul_h4_d256", f"t{m}", {"num_tokens": m}, {"attn_output": "random", "gate": "random"},
                    seed, f"{about}; output gate of the 4 attention heads of each gated attention layer")
+        yield Spec("shared_expert_sigmoid_gate_add_h2048", f"t{m}", {"num_tokens": m},
+                   {"routed_output": "random", "shared_output": "random", "shared_gate_logit": "random"}, seed,
+                   f"{about}; shared expert gate and the add to the routed experts' sum")
         yield Spec("moe_routing_softmax_topk10_e512", f"t{m}", {"num_tokens": m}, {"router_logits": "random"}, seed,
                    f"{about}; router softmax + top-10 + renormalise over 512 experts (skewed_logits)")
         for name, role in GEMMS:

@@ -237,6 +237,40 @@ def gemm_case():
     return Case([{"M": 1}, {"M": 3}, {"M": 8}], gemm_inputs, gemm_expected)
 
 
+# --------------------------------------------------------------------------------------------------
+# GDN prefill preparation (split, L2 norms, gates) and the shared expert's gate, float64.
+# --------------------------------------------------------------------------------------------------
+
+def prep_inputs(ax, g, i):
+    T, HV = ax["num_tokens"], ax["num_v_heads"]
+    spread = [1.0, 12.0, 3.0][i % 3]  # 12: a + dt_bias beyond the softplus threshold, saturated sigmoids
+    x = torch.randn(T, ax["conv_dim"], generator=g) * torch.logspace(-2, 1, ax["conv_dim"])[
+        torch.randperm(ax["conv_dim"], generator=g)]
+    return {"mixed_qkv": x.bfloat16(), "a": (torch.randn(T, HV, generator=g) * spread).bfloat16(),
+            "b": (torch.randn(T, HV, generator=g) * spread).bfloat16(), "A_log": torch.randn(HV, generator=g) * 0.5,
+            "dt_bias": (torch.randn(HV, generator=g) * spread).bfloat16()}
+
+
+def prep_expected(ax, x):
+    T, H, HV, D = ax["num_tokens"], ax["num_qk_heads"], ax["num_v_heads"], ax["head_dim"]
+    q, k, v = x["mixed_qkv"].double().split([H * D, H * D, HV * D], dim=-1)
+    g = -torch.exp(x["A_log"].double()) * F.softplus(x["a"].double() + x["dt_bias"].double(), beta=1.0, threshold=20.0)
+    return {"q": l2_normalised(q.reshape(T, H, D)), "k": l2_normalised(k.reshape(T, H, D)), "v": v.reshape(T, HV, D),
+            "g": g, "beta": torch.sigmoid(x["b"].double())}
+
+
+def shared_gate_inputs(ax, g, i):
+    T, H = ax["num_tokens"], ax["hidden_size"]
+    return {"routed_output": torch.randn(T, H, generator=g).bfloat16(),
+            "shared_output": (torch.randn(T, H, generator=g) * 3).bfloat16(),
+            "shared_gate_logit": (torch.randn(T, generator=g) * [1.0, 8.0, 0.1][i % 3]).bfloat16()}
+
+
+def shared_gate_expected(ax, x):
+    return {"output": x["routed_output"].double()
+            + torch.sigmoid(x["shared_gate_logit"].double())[:, None] * x["shared_output"].double()}
+
+
 # Decode: a single sequence, a batch in a pool with free slots, a larger batch; the heads stay real.
 GDN_DECODE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 5}, {"batch_size": 6}]
 # Prefill: one token, a prompt crossing a chunk boundary (64), several ragged sequences (one of 130
@@ -253,6 +287,10 @@ CONV_UPDATE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 4}, {"batch_si
 CONV_FWD = [{"seq_lens": (1,)}, {"seq_lens": (2, 5), "free_slots": 3}, {"seq_lens": (4, 1, 9, 3)}]
 
 CASES = {
+    "gdn_post_conv_prep_qk4_v8_d128": Case([{"num_tokens": 1}, {"num_tokens": 5}, {"num_tokens": 33}], prep_inputs,
+                                           prep_expected),
+    "shared_expert_sigmoid_gate_add_h2048": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 9}],
+                                                 shared_gate_inputs, shared_gate_expected),
     # Zero-centred (1 + w) RMSNorm, gemma3.py's F.rms_norm checks (eps 1e-6 there and here).
     "gemma_rmsnorm_h2048": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], gemma_norm_inputs,
                                 gemma_norm_expected),
