@@ -249,7 +249,7 @@ def draw(recipe: Mapping[str, Any]) -> torch.Tensor:
     elif kind == "fp8_blockwise":
         x = _block_quantise(g, recipe)[0]
     elif kind == "fp8_block_scale":
-        x = _block_quantise(g, {**recipe, "shape": recipe["data_shape"], "dtype": recipe["data_dtype"]})[1]
+        x = _block_quantise(g, {**recipe, "shape": recipe["data_shape"], "dtype": recipe["data_dtype"]}, False)[1]
         x = x.permute(*recipe["order"])
     elif kind == "rope_cos_sin":
         x = rope_cos_sin(shape[0], shape[-1], recipe)
@@ -283,24 +283,29 @@ def _skewed_logits(g: "torch.Generator", shape: tuple, alpha: float) -> "torch.T
     return bias - torch.log(-torch.log(u))
 
 
-def _block_quantise(g: "torch.Generator", recipe: Mapping[str, Any]) -> tuple["torch.Tensor", "torch.Tensor"]:
+def _block_quantise(g: "torch.Generator", recipe: Mapping[str, Any],
+                    values: bool = True) -> tuple[Optional["torch.Tensor"], "torch.Tensor"]:
     """(q, scale grid) of an fp8_blockwise recipe: x = std * randn quantised per block as SGLang's
-    per_token_group_quant_fp8 and the checkpoints' block weights are (scale = amax / fp8_max)."""
+    per_token_group_quant_fp8 and the checkpoints' block weights are (scale = amax / fp8_max);
+    q is None unless `values`. In place on x (an expert weight stack is ~10^9 elements)."""
     shape, block = tuple(recipe["shape"]), [int(b) for b in recipe["block"]]
     fp8_max = FP8_MAX[recipe["dtype"]]
-    x = recipe["std"] * torch.randn(shape, generator=g)
+    x = torch.randn(shape, generator=g).mul_(recipe["std"])
     grid = [-(-d // b) for d, b in zip(shape, block)]
-    padded = torch.zeros([n * b for n, b in zip(grid, block)])
-    padded[tuple(slice(0, d) for d in shape)] = x
-    split = [s for n, b in zip(grid, block) for s in (n, b)]
-    amax = padded.abs().reshape(split).amax(dim=tuple(range(1, 2 * len(shape), 2)))  # [grid]
+    inside = tuple(slice(0, d) for d in shape)
+    padded = [n * b for n, b in zip(grid, block)]
+    work = x
+    if padded != list(shape):  # partial edge blocks: zeros do not change a block's amax
+        work = torch.zeros(padded)
+        work[inside] = x
+    blocks = work.view([s for n, b in zip(grid, block) for s in (n, b)])
+    within = tuple(range(1, 2 * len(shape), 2))
+    amax = torch.maximum(blocks.amax(dim=within), blocks.amin(dim=within).neg())  # [grid]
     scale = amax.clamp(min=1e-10) / fp8_max
-    full = scale
-    for axis, b in enumerate(block):
-        full = full.repeat_interleave(b, dim=axis)
-    full = full[tuple(slice(0, d) for d in shape)]
-    q = (x / full).clamp_(-fp8_max, fp8_max)
-    return q, scale
+    if not values:
+        return None, scale
+    blocks.div_(scale.reshape([s for n in grid for s in (n, 1)])).clamp_(-fp8_max, fp8_max)
+    return work[inside], scale
 
 
 def rope_inv_freq(rotary_dim: int, p: Mapping[str, Any]) -> "torch.Tensor":
