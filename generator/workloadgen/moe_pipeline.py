@@ -131,6 +131,10 @@ def quantize_workloads() -> Iterator[Spec]:
                                    f"{m} rows; input random")
         yield Spec("quantize_fp8_per_token_group128_h1024", f"t{m}", {"num_tokens": m}, {"input": "random"},
                    500 + seed, f"DeepSeek-V3 TP16 o_proj input, {what}: {m} rows; input random")
+        yield Spec("silu_and_mul_i2304", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
+                   f"DeepSeek-V3 / V3.2 dense MLP at TP8 (layers 0-2), {what}: {m} rows; input random")
+        yield Spec("silu_and_mul_i256", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
+                   f"DeepSeek-V3 / V3.2 shared expert at TP8, {what}: {m} rows; input random")
         yield Spec("silu_and_mul_i1152", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
                    f"Dense MLP at TP16 (DeepSeek-V3 layers 0-2, Kimi-K2 layer 0), {what}: {m} rows; input random")
     # The routed experts' intermediate: one row per token-expert pair.

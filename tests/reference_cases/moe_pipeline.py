@@ -242,6 +242,8 @@ CASES = {
     "grouped_gemm_fp8_block128_sorted_weighted_e16_n7168_k2048": gemm_case(True, EP8_LOCAL_SHARE, E32_W2_SMALLER),
     "silu_and_mul_i2048": silu_case(),
     "silu_and_mul_i1152": silu_case(),
+    "silu_and_mul_i2304": silu_case(),
+    "silu_and_mul_i256": silu_case(),
     "moe_sum_topk8_h7168": sum_case(),
     "moe_sum_topk8_h2048": sum_case(),
     "moe_align_block_size_e512_topk10": align_case(1.0),
