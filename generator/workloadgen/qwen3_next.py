@@ -169,9 +169,36 @@ def attention_workloads() -> Iterator[Spec]:
                   f"(pool 25% larger than used, pages in random order)")
 
 
+def rope_workloads() -> Iterator[Spec]:
+    """Positions of decode steps (each sequence's new token) and prefill steps (the new tokens after any prefix)."""
+    seed = 0
+    for s in (DECODE_TP4[0], DECODE_TP4[2], DECODE_TP4[4]):
+        g = core.rng(seed)
+        positions = s.lens(g) - 1
+        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
+        seed += 1
+    for s in PREFILL:
+        g = core.rng(seed)
+        q, pre = s.lens(g)
+        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
+        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
+                                                f"q_len)) per prompt with {s.call(seed)}")
+        seed += 1
+
+
+def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
+    return Spec("qk_gemma_rmsnorm_partial_rope_gate_h4_kv1_d256_r64", key,
+                {"num_tokens": len(positions), "max_position": int(positions.max()) + 1},
+                {"q_gate": "random", "k": "random", "q_weight": "random", "k_weight": "random",
+                 "cos_sin_cache": "random", "positions": positions.astype(np.int64)},
+                seed, f"{MODEL} {what}; cos_sin_cache from the rope configuration (rope_cos_sin, theta 1e7, 64 "
+                      f"rotary dims), max_position = the largest position + 1")
+
+
 def workloads() -> Iterator[Spec]:
     yield from gdn_decode_workloads()
     yield from gdn_prefill_workloads()
     yield from token_workloads()
     yield from moe_workloads()
     yield from attention_workloads()
+    yield from rope_workloads()

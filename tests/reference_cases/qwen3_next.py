@@ -271,6 +271,39 @@ def shared_gate_expected(ax, x):
             + torch.sigmoid(x["shared_gate_logit"].double())[:, None] * x["shared_output"].double()}
 
 
+# --------------------------------------------------------------------------------------------------
+# q/k zero-centred norm + partial NeoX RoPE + gate split: F.rms_norm, the kernel's bfloat16 round trip,
+# then the rotation of the first 64 dims as a complex multiplication, float64.
+# --------------------------------------------------------------------------------------------------
+
+def qk_rope_inputs(ax, g, i):
+    T, P, D, R = ax["num_tokens"], ax["max_position"], ax["head_dim"], ax["rotary_dim"]
+    positions = torch.randint(0, P, (T,), generator=g)
+    positions[0] = P - 1
+    inv_freq = 1.0 / 1e7 ** (torch.arange(0, R, 2, dtype=torch.float64) / R)
+    angles = torch.outer(torch.arange(P, dtype=torch.float64), inv_freq)
+    scale = [1.0, 20.0, 0.01][i % 3]
+    return {"q_gate": (torch.randn(T, ax["num_qo_heads"], ax["q_gate_dim"], generator=g) * scale).bfloat16(),
+            "k": (torch.randn(T, ax["num_kv_heads"], D, generator=g) * scale).bfloat16(),
+            "q_weight": (0.5 * torch.randn(D, generator=g)).bfloat16(),
+            "k_weight": (0.5 * torch.randn(D, generator=g)).bfloat16(),
+            "cos_sin_cache": torch.cat([angles.cos(), angles.sin()], dim=-1).bfloat16(), "positions": positions}
+
+
+def qk_rope_expected(ax, x):
+    D, half = ax["head_dim"], ax["rotary_dim"] // 2
+    rows = x["cos_sin_cache"].double()[x["positions"]]
+    rot = torch.complex(rows[:, :half], rows[:, half:]).unsqueeze(1)  # cos + i sin per token
+
+    def prep(t, w):
+        t = F.rms_norm(t.double(), (D,), 1.0 + w.double(), eps=EPS).to(torch.bfloat16).double()
+        z = torch.complex(t[..., :half], t[..., half:2 * half]) * rot
+        return torch.cat([z.real, z.imag, t[..., 2 * half:]], dim=-1)
+
+    return {"q_out": prep(x["q_gate"][..., :D], x["q_weight"]), "k_out": prep(x["k"], x["k_weight"]),
+            "gate_out": x["q_gate"][..., D:].double()}
+
+
 # Decode: a single sequence, a batch in a pool with free slots, a larger batch; the heads stay real.
 GDN_DECODE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 5}, {"batch_size": 6}]
 # Prefill: one token, a prompt crossing a chunk boundary (64), several ragged sequences (one of 130
@@ -287,6 +320,9 @@ CONV_UPDATE = [{"batch_size": 1}, {"batch_size": 3, "free_slots": 4}, {"batch_si
 CONV_FWD = [{"seq_lens": (1,)}, {"seq_lens": (2, 5), "free_slots": 3}, {"seq_lens": (4, 1, 9, 3)}]
 
 CASES = {
+    "qk_gemma_rmsnorm_partial_rope_gate_h4_kv1_d256_r64": Case(
+        [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
+         {"num_tokens": 9, "max_position": 4096}], qk_rope_inputs, qk_rope_expected),
     "gdn_post_conv_prep_qk4_v8_d128": Case([{"num_tokens": 1}, {"num_tokens": 5}, {"num_tokens": 33}], prep_inputs,
                                            prep_expected),
     "shared_expert_sigmoid_gate_add_h2048": Case([{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 9}],
