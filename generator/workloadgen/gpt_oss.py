@@ -140,6 +140,10 @@ def moe_workloads() -> Iterator[Spec]:
         about = (f"{MODEL} TP1 MoE, {what}: {tokens} tokens x 4 experts = {rows} rows over {int((counts > 0).sum())} "
                  f"of 128 experts (largest segment {int(counts.max())} rows): {routed_call(seed, tokens, alpha)}")
         index = {"m_indptr": i32(m_indptr), "row_token": i32(row_token)}
+        yield Spec("moe_routing_metadata_e128_topk4", f"t{tokens}_a{alpha}",
+                   {"num_tokens": tokens, "total_rows": rows, "len_m_indptr": NUM_EXPERTS + 1},
+                   {"topk_ids": i32(picks), "topk_weights": "random"}, seed,
+                   f"{about}; the rows of picks sorted by expert (make_routing_data's metadata)")
         yield Spec("grouped_gemm_mxfp4_swiglu_e128_n5760_k2880", f"t{tokens}_a{alpha}", axes,
                    {"hidden_states": "random", **weights, **index}, seed,
                    f"{about}; gather + gate_up MXFP4 GEMM + bias + clamped SwiGLU (matmul_ogs #1)")

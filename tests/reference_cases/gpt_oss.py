@@ -235,6 +235,27 @@ def down_expected(ax, x):
     return {"output": out}
 
 
+def metadata_inputs(ax, g, i):
+    E, T = NUM_EXPERTS, ax["num_tokens"]
+    popularity = torch.rand(E, generator=g) ** 4 + 1e-3
+    ids = torch.stack([torch.multinomial(popularity, TOP_K, replacement=False, generator=g) for _ in range(T)])
+    return {"topk_ids": ids.int(), "topk_weights": torch.rand(T, TOP_K, generator=g).bfloat16()}
+
+
+def metadata_expected(ax, x):
+    pairs = sorted((int(e), t * TOP_K + k) for t, row in enumerate(x["topk_ids"].tolist()) for k, e in enumerate(row))
+    counts = [0] * (NUM_EXPERTS + 1)
+    for e, _ in pairs:
+        counts[e + 1] += 1
+    flat_weights = x["topk_weights"].double().flatten()
+    return {"m_indptr": torch.tensor(counts).cumsum(0), "row_token": torch.tensor([i // TOP_K for _, i in pairs]),
+            "row_weight": torch.stack([flat_weights[i] for _, i in pairs])}
+
+
+def metadata_derived(ax):
+    return {"total_rows": ax["num_tokens"] * TOP_K, "len_m_indptr": NUM_EXPERTS + 1}
+
+
 # The MoE checks shrink N, K (and I) to a few blocks of 32: each output is the same dot product at any size,
 # while the 128 experts' segments, the block scales along K and the nibble order are all exercised.
 MOE_SHRINK = {"K": 64, "K_packed": 32, "K_blocks": 2}
@@ -320,6 +341,8 @@ CASES = {
                                                                   prefill_expected_with(WINDOW), derived=paged_derived),
     "moe_routing_softmax_topk4_e128": Case([{"num_tokens": 1}, {"num_tokens": 16}, {"num_tokens": 33}],
                                            routing_inputs, routing_expected),
+    "moe_routing_metadata_e128_topk4": Case([{"num_tokens": 1}, {"num_tokens": 9}, {"num_tokens": 40}], metadata_inputs,
+                                            metadata_expected, derived=metadata_derived),
     "grouped_gemm_mxfp4_swiglu_e128_n5760_k2880": Case(
         [shrunk({"tokens": t}, N=96, I=48, **MOE_SHRINK) for t in (1, 3, 10)], gate_up_inputs, gate_up_expected,
         derived=moe_derived),
