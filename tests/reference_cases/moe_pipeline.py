@@ -37,18 +37,37 @@ def quant_inputs(ax, g, i):
     return {"input": x.bfloat16()}
 
 
-def quant_expected(ax, x):
-    T, H = ax["num_tokens"], ax["hidden_size"]
-    x64 = x["input"].double()
-    out = torch.empty(T, H, dtype=torch.float64)
-    scale = torch.empty(T, H // 128, dtype=torch.float64)
-    for t in range(T):
-        for grp in range(H // 128):
-            vals = x64[t, grp * 128:(grp + 1) * 128]
-            s = max(max(abs(v) for v in vals.tolist()), 1e-10) / 448.0
-            scale[t, grp] = s
-            out[t, grp * 128:(grp + 1) * 128] = torch.clamp(vals / s, -448.0, 448.0)  # before the fp8 rounding
-    return {"output": out, "scale": scale}
+def group_quant_expected(group_scale):
+    """Expected outputs of a per-token-group quantisation whose scale of a group is group_scale(its absmax):
+    group by group in a Python loop, the values before their float8 rounding."""
+    def expected(ax, x):
+        T, H = ax["num_tokens"], ax["hidden_size"]
+        x64 = x["input"].double()
+        out = torch.empty(T, H, dtype=torch.float64)
+        scale = torch.empty(T, H // 128, dtype=torch.float64)
+        for t in range(T):
+            for grp in range(H // 128):
+                vals = x64[t, grp * 128:(grp + 1) * 128]
+                s = group_scale(max(abs(v) for v in vals.tolist()))
+                scale[t, grp] = s
+                out[t, grp * 128:(grp + 1) * 128] = torch.clamp(vals / s, -448.0, 448.0)
+        return {"output": out, "scale": scale}
+    return expected
+
+
+def plain_scale(amax):
+    return max(amax, 1e-10) / 448.0
+
+
+def ue8m0_scale(amax):
+    """The power of two at or above the kernel's float32 ratio max(amax, 1e-4) * fp32(1/448), by math.frexp."""
+    ratio = float(torch.tensor(max(amax, 1e-4), dtype=torch.float32) * torch.tensor(1.0 / 448.0, dtype=torch.float32))
+    mant, exp = math.frexp(ratio)
+    return math.ldexp(1.0, exp - 1 if mant == 0.5 else exp)
+
+
+quant_expected = group_quant_expected(plain_scale)
+ue8m0_expected = group_quant_expected(ue8m0_scale)
 
 
 def quant_case():
@@ -59,25 +78,6 @@ def ue8m0_inputs(ax, g, i):
     x = quant_inputs(ax, g, i)["input"].float()
     x[-1, :128] = torch.linspace(-1.0, 1.0, 128) * 56.0  # absmax 56 = 448 / 8: the scale is exactly 2^-3
     return {"input": x.bfloat16()}
-
-
-def ue8m0_expected(ax, x):
-    """The power-of-two scale with math.frexp on the kernel's float32 ratio amax * fp32(1/448)."""
-    T, H = ax["num_tokens"], ax["hidden_size"]
-    x64 = x["input"].double()
-    out = torch.empty(T, H, dtype=torch.float64)
-    scale = torch.empty(T, H // 128, dtype=torch.float64)
-    inv = torch.tensor(1.0 / 448.0, dtype=torch.float32)
-    for t in range(T):
-        for grp in range(H // 128):
-            vals = x64[t, grp * 128:(grp + 1) * 128]
-            amax = max(max(abs(v) for v in vals.tolist()), 1e-4)
-            ratio = float(torch.tensor(amax, dtype=torch.float32) * inv)
-            mant, exp = math.frexp(ratio)
-            s = math.ldexp(1.0, exp - 1 if mant == 0.5 else exp)
-            scale[t, grp] = s
-            out[t, grp * 128:(grp + 1) * 128] = torch.clamp(vals / s, -448.0, 448.0)
-    return {"output": out, "scale": scale}
 
 
 # --------------------------------------------------------------------------------------------------
