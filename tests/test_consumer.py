@@ -164,7 +164,8 @@ def test_inputs_honour_their_distributions(hub, rows):
                 half = x.shape[-1] // 2
                 norm = x[..., :half].double() ** 2 + x[..., half:].double() ** 2
                 factor = mod.rope_attention_factor(recipe)
-                assert torch.allclose(norm, torch.full_like(norm, factor**2), atol=1e-5), w["uuid"]
+                eps = torch.finfo(mod.TORCH_DTYPES[recipe["dtype"]]).eps  # a bfloat16 cache rounds cos and sin
+                assert torch.allclose(norm, torch.full_like(norm, factor**2), atol=4 * eps * factor**2), w["uuid"]
             elif kind == "skewed_logits":
                 assert torch.isfinite(x).all()
             seen.add(kind)
