@@ -235,8 +235,39 @@ def dense() -> Iterator[Spec]:
                    f"{what}: M = {m}; all inputs random")
 
 
+def indexer_prologue() -> Iterator[Spec]:
+    """The indexer's RoPE (positions of the step's tokens) and Hadamard transforms (its act_quant
+    workloads are moe_pipeline.py's, with the other per-token-group quantisations)."""
+    for seed, (m, what) in enumerate(TOKENS):
+        seed += 800
+        yield Spec("hadamard_transform_d128", f"keys_t{m}", {"num_rows": m}, {"x": "random"}, seed,
+                   f"{what}: the index key of each of the {m} tokens; x random")
+        yield Spec("hadamard_transform_d128", f"queries_t{m}", {"num_rows": 64 * m}, {"x": "random"}, seed,
+                   f"{what}: the 64 index-query heads of each of the {m} tokens ({64 * m} rows); x random")
+    for i, (batch, median, sigma, what) in enumerate(DECODE):
+        seed = 500 + i
+        _, lens, _, _ = _decode_batch(seed, batch, median, sigma)
+        pos = lens - 1  # each sequence's newest token
+        yield Spec("rope_deepseek_yarn_neox_h64_d64", f"decode_b{batch}_ctx{_k(median)}",
+                   {"num_tokens": batch, "max_position": int(pos.max()) + 1},
+                   {"positions": pos, "q_pe": "random", "k_pe": "random", "cos_sin_cache": "random"}, seed,
+                   f"decode, {what}: positions = lens - 1 with {_decode_text(seed, batch, median, sigma, lens)}; "
+                   f"q_pe, k_pe random; cos_sin_cache made from the YaRN rope configuration, {int(pos.max()) + 1} rows")
+    for i, (batch, q_median, prefix_median, sigma, what) in enumerate(PREFILL):
+        seed = 600 + i
+        _, q_lens, prefix = _prefill_batch(seed, batch, q_median, prefix_median, sigma)
+        pos = np.concatenate([np.arange(prefix[b], prefix[b] + q_lens[b]) for b in range(batch)])
+        yield Spec("rope_deepseek_yarn_neox_h64_d64", f"prefill_b{batch}_q{_k(q_median)}_prefix{_k(prefix_median)}",
+                   {"num_tokens": len(pos), "max_position": int(pos.max()) + 1},
+                   {"positions": pos, "q_pe": "random", "k_pe": "random", "cos_sin_cache": "random"}, seed,
+                   f"prefill, {what}: positions prefix[b] .. prefix[b] + q_lens[b] - 1 with "
+                   f"{_prefill_text(seed, batch, q_median, prefix_median, sigma, q_lens, prefix)}; q_pe, k_pe random; "
+                   f"cos_sin_cache made from the YaRN rope configuration, {int(pos.max()) + 1} rows")
+
+
 def workloads() -> Iterator[Spec]:
     yield from indexer()
     yield from k_cache_store()
     yield from sparse_mla()
     yield from dense()
+    yield from indexer_prologue()

@@ -7,7 +7,9 @@ Everything in float64, by other routes than the references:
   one token at a time, relu as max(0, .) and the head sum as a Python sum;
 - the top-2048 selection with Python's sorted() on (-value, position) pairs;
 - the key-cache store as a per-slot dictionary of the last write;
-- the LayerNorm with F.layer_norm; the GEMMs with DeepSeek-V3's and Qwen's cases (dequantise then matmul).
+- the LayerNorm with F.layer_norm; the GEMMs with DeepSeek-V3's and Qwen's cases (dequantise then matmul);
+- the Hadamard transform as the in-place butterfly (no matrix); the indexer's NeoX RoPE as a complex multiplication of the pairs (i, i + 32) on DeepSeek-V3's
+  independently built YaRN cache.
 
 Sizes: small var axes; the sparse attention keeps topk = 2048 in two sets (rows padded with -1) and
 shrinks it to 32 in one, where rows are full; the top-k keeps 2048 with rows of up to 2600 columns.
@@ -21,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, fp8, shrunk, uniform
-from .deepseek import SM_SCALE, qgemm_expected, qgemm_inputs
+from .deepseek import SM_SCALE, qgemm_expected, qgemm_inputs, rope_ds_inputs
 from .qwen import gemm_case
 
 LN2 = math.log(2.0)
@@ -212,6 +214,43 @@ def layernorm_expected(ax, x):
                                    x["bias"].double(), eps=1e-6)}
 
 
+# --------------------------------------------------------------------------------------------------
+# The indexer's prologue: Hadamard butterflies, NeoX RoPE (its act_quant is moe_pipeline.py's).
+# --------------------------------------------------------------------------------------------------
+
+def hadamard_inputs(ax, g, i):
+    x = torch.randn(ax["num_rows"], ax["dim"], generator=g) * [1.0, 30.0, 1e-3][i]
+    if ax["num_rows"] > 1:
+        x[1] = 0.0
+        x[1, 5] = 1.0  # a one-hot row: its output is row 5 of H (+-1) / sqrt(128)
+    return {"x": x.bfloat16()}
+
+
+def hadamard_expected(ax, x):
+    """Fast Walsh-Hadamard transform, butterflies in float64: (a, b) -> (a + b, a - b) at strides 1, 2, 4, ..."""
+    out = x["x"].double().clone()
+    n, h = out.shape[1], 1
+    while h < n:
+        blocks = out.view(out.shape[0], n // (2 * h), 2, h)
+        a, b = blocks[:, :, 0, :].clone(), blocks[:, :, 1, :].clone()
+        blocks[:, :, 0, :], blocks[:, :, 1, :] = a + b, a - b
+        h *= 2
+    return {"output": out / math.sqrt(n)}
+
+
+def rope_neox_expected(ax, x):
+    # Pairs (x[i], x[i + 32]) as complex numbers, multiplied by cos + i sin of frequency i.
+    rows = x["cos_sin_cache"].double()[x["positions"]]
+    rot = torch.complex(rows[:, :32], rows[:, 32:])  # [T, 32]
+
+    def rotate(t, r):
+        t = t.double()
+        z = torch.complex(t[..., :32], t[..., 32:]) * r
+        return torch.cat([z.real, z.imag], dim=-1)
+
+    return {"q_pe_out": rotate(x["q_pe"], rot[:, None, :]), "k_pe_out": rotate(x["k_pe"], rot)}
+
+
 CASES = {
     "dsa_sparse_mla_h16_ckv512_kpe64_topk2048_ps64": Case(
         [{"num_tokens": 3, "num_pages": 3, "_selected": (1, 70, 192)},  # one token, a partial row, the whole pool
@@ -238,4 +277,10 @@ CASES = {
     "gemm_fp8_block128_n8192_k1536": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected),
     "gemm_fp8_block128_n128_k7168": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected),
     "gemm_n64_k7168": gemm_case(),
+    "hadamard_transform_d128": Case([{"num_rows": 1}, {"num_rows": 3}, {"num_rows": 64}], hadamard_inputs,
+                                    hadamard_expected),
+    "rope_deepseek_yarn_neox_h64_d64": Case(
+        [{"num_tokens": 1, "max_position": 1}, {"num_tokens": 5, "max_position": 4096},
+         {"num_tokens": 3, "max_position": 100000}],  # beyond the original 4096: interpolated frequencies
+        rope_ds_inputs, rope_neox_expected),
 }
