@@ -154,7 +154,8 @@ def indexer() -> Iterator[Spec]:
 
 
 def k_cache_store() -> Iterator[Spec]:
-    """The step's new indexer keys written into the paged FP8 key cache (decode: one per sequence)."""
+    """The step's new indexer keys, and its new latents, written into the paged caches (decode: one per
+    sequence)."""
     for i, (batch, median, sigma, what) in enumerate(DECODE):
         seed = 500 + i
         _, lens, layout, table = _decode_batch(seed, batch, median, sigma)
@@ -165,6 +166,11 @@ def k_cache_store() -> Iterator[Spec]:
                    {"k_fp8": "random", "k_scale": "random", "slot_mapping": loc, "index_k_cache": "random",
                     "index_k_scale_cache": "random"}, seed,
                    f"decode, {what}: {_decode_text(seed, batch, median, sigma, lens)}; slot_mapping = the slot of "
+                   f"each sequence's newest token (position lens - 1)")
+        yield Spec("mla_kv_cache_store_ckv512_kpe64_ps64", f"decode_b{batch}_ctx{_k(median)}",
+                   {"num_tokens": batch, "num_pages": layout["num_pages"]},
+                   {"ckv": "random", "kpe": "random", "cache_loc": loc, "ckv_cache": "random", "kpe_cache": "random"},
+                   seed, f"decode, {what}: {_decode_text(seed, batch, median, sigma, lens)}; cache_loc = the slot of "
                    f"each sequence's newest token (position lens - 1)")
     for i, (batch, q_median, prefix_median, sigma, what) in enumerate(PREFILL[:3]):
         seed = 600 + i
@@ -180,6 +186,12 @@ def k_cache_store() -> Iterator[Spec]:
                    f"prefill, {what}: {_prefill_text(seed, batch, q_median, prefix_median, sigma, q_lens, prefix)}; "
                    f"layout = core.paged_kv(same rng, q_lens + prefix, {PAGE}); slot_mapping = the slots of "
                    f"positions prefix[b] .. prefix[b] + q_lens[b] - 1")
+        yield Spec("mla_kv_cache_store_ckv512_kpe64_ps64", f"prefill_b{batch}_q{_k(q_median)}_prefix{_k(prefix_median)}",
+                   {"num_tokens": int(q_lens.sum()), "num_pages": layout["num_pages"]},
+                   {"ckv": "random", "kpe": "random", "cache_loc": loc, "ckv_cache": "random", "kpe_cache": "random"},
+                   seed, f"prefill, {what}: {_prefill_text(seed, batch, q_median, prefix_median, sigma, q_lens, prefix)}; "
+                   f"layout = core.paged_kv(same rng, q_lens + prefix, {PAGE}); cache_loc = the slots of positions "
+                   f"prefix[b] .. prefix[b] + q_lens[b] - 1")
 
 
 def sparse_mla() -> Iterator[Spec]:

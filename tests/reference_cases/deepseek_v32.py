@@ -6,7 +6,7 @@ Everything in float64, by other routes than the references:
 - the indexer logits as a naive loop over (query, key position), the key found through the block table
   one token at a time, relu as max(0, .) and the head sum as a Python sum;
 - the top-2048 selection with Python's sorted() on (-value, position) pairs;
-- the key-cache store as a per-slot dictionary of the last write;
+- the key-cache and latent-cache stores as a per-slot dictionary of the last write;
 - the LayerNorm with F.layer_norm; the GEMMs with DeepSeek-V3's and Qwen's cases (dequantise then matmul);
 - the Hadamard transform as the in-place butterfly (no matrix); the indexer's NeoX RoPE as a complex multiplication of the pairs (i, i + 32) on DeepSeek-V3's
   independently built YaRN cache.
@@ -198,6 +198,29 @@ def store_expected(ax, x):
     return {"index_k_cache_out": cache, "index_k_scale_cache_out": scales}
 
 
+def latent_store_inputs(ax, g, i):
+    T, P, ps = ax["num_tokens"], ax["num_pages"], ax["page_size"]
+    return {"ckv": torch.randn(T, ax["head_dim_ckv"], generator=g).bfloat16(),
+            "kpe": torch.randn(T, ax["head_dim_kpe"], generator=g).bfloat16(),
+            "cache_loc": torch.randperm(P * ps, generator=g)[:T].to(torch.int64),
+            "ckv_cache": torch.randn(P, ps, ax["head_dim_ckv"], generator=g).bfloat16(),
+            "kpe_cache": torch.randn(P, ps, ax["head_dim_kpe"], generator=g).bfloat16()}
+
+
+def latent_store_expected(ax, x):
+    P, ps = ax["num_pages"], ax["page_size"]
+    written = {int(s): t for t, s in enumerate(x["cache_loc"].tolist())}
+    out = {}
+    for name, new in (("ckv", x["ckv"]), ("kpe", x["kpe"])):
+        cache = torch.empty(x[f"{name}_cache"].shape, dtype=torch.float64)
+        for page in range(P):
+            for off in range(ps):
+                t = written.get(page * ps + off)
+                cache[page, off] = (new[t] if t is not None else x[f"{name}_cache"][page, off]).double()
+        out[f"{name}_cache_out"] = cache
+    return out
+
+
 # --------------------------------------------------------------------------------------------------
 # LayerNorm: rows of different scales and offsets (the mean matters, unlike RMSNorm).
 # --------------------------------------------------------------------------------------------------
@@ -272,6 +295,9 @@ CASES = {
     "dsa_indexer_k_cache_store_d128_ps64": Case(
         [{"num_tokens": 1, "num_pages": 2}, {"num_tokens": 5, "num_pages": 3}, {"num_tokens": 64, "num_pages": 2}],
         store_inputs, store_expected),
+    "mla_kv_cache_store_ckv512_kpe64_ps64": Case(
+        [{"num_tokens": 1, "num_pages": 2}, {"num_tokens": 5, "num_pages": 3}, {"num_tokens": 64, "num_pages": 2}],
+        latent_store_inputs, latent_store_expected),
     "layernorm_h128": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], layernorm_inputs,
                            layernorm_expected),
     "gemm_fp8_block128_n8192_k1536": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected),
