@@ -224,9 +224,15 @@ def test_card_front_matter_lists_every_config_with_existing_files(exports):
         meta, body = read_card(out)
         assert meta["license"] == "cc-by-4.0"
         assert set(meta["tags"]) >= {"gpu", "kernels", "cuda", "triton", "llm-inference", "benchmark"}
-        # The bundled export has 1940 roofline rows (derived: 388 workloads x 5 hardware specs).
-        assert meta["task_categories"] == ["other"] and meta["size_categories"] == [
-            "1K<n<10K" if name == "bundled" else "n<1K"]
+        # Hugging Face's size category of the rows of every config together (the bundled export's
+        # roofline config alone has workloads x 5 hardware specs rows), by the Hub's bounds.
+        rows = sum(pq.read_table(f).num_rows for f in out.rglob("*.parquet"))
+        bounds = {"n<1K": (0, 1_000), "1K<n<10K": (1_000, 10_000), "10K<n<100K": (10_000, 100_000),
+                  "100K<n<1M": (100_000, 1_000_000)}
+        assert meta["task_categories"] == ["other"] and len(meta["size_categories"]) == 1
+        low, high = bounds[meta["size_categories"][0]]
+        assert low <= rows < high, (meta["size_categories"], rows)
+        assert (rows >= 1_000) == (name == "bundled")
         listed = [c["config_name"] for c in meta["configs"]]
         with_rows = [c for c in ALL_CONFIGS if source_count(root, c)]
         assert listed == with_rows + ["roofline"]  # the derived config follows the record kinds
