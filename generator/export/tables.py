@@ -229,17 +229,26 @@ def workload_stage(w: Any, ds: Dataset) -> Optional[str]:
     return "decode" if m.group(1).startswith("decod") else "prefill"
 
 
+_EACH_TOKEN = re.compile(r"\beach of the (\d+) tokens\b")
+
+
 def workload_tokens(w: Any, ds: Dataset) -> Optional[int]:
     """Tokens of the model step the workload stands for, whatever the definition calls that axis:
-    total_q (paged/ragged prefill: new tokens), num_tokens, seq_len, B x Q, G x M, M (GEMM rows),
-    batch_size (decode: one token per sequence); for MoE grouped GEMMs over total_tokens rows
-    (token x expert pairs), the tokens their description states ('8 tokens x 8 experts')."""
+    total_q (paged/ragged prefill: new tokens), num_tokens, seq_len, num_q, B x Q, G x M, M (GEMM
+    rows), batch_size (decode: one token per sequence); for MoE grouped GEMMs over total_tokens rows
+    (token x expert pairs), the tokens their description states ('8 tokens x 8 experts'), elsewhere
+    total_tokens itself; for rows that are tokens x heads, the tokens the description states ('each of
+    the 16 tokens'); else num_rows (one row per token)."""
     axes = w.data["workload"]["axes"]
-    for name in ("total_q", "num_tokens", "seq_len"):
+    text = w.data["workload"].get("description") or ""
+    for name in ("total_q", "num_tokens", "seq_len", "num_q"):
         if name in axes:
             return int(axes[name])
     if "total_tokens" in axes:
-        m = _MOE_TOKENS.search(w.data["workload"].get("description") or "")
+        d = ds.definitions.get(w.definition)
+        if d is not None and d.type not in ("grouped_gemm", "moe"):
+            return int(axes["total_tokens"])
+        m = _MOE_TOKENS.search(text)
         return int(m.group(1)) if m else None
     if "B" in axes and "Q" in axes:
         return int(axes["B"]) * int(axes["Q"])
@@ -248,7 +257,10 @@ def workload_tokens(w: Any, ds: Dataset) -> Optional[int]:
     for name in ("M", "batch_size"):
         if name in axes:
             return int(axes[name])
-    return None
+    m = _EACH_TOKEN.search(text)
+    if m is not None:
+        return int(m.group(1))
+    return int(axes["num_rows"]) if "num_rows" in axes else None
 
 
 def _input_recipes(w: Any, ds: Dataset) -> Optional[list]:
