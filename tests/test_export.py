@@ -22,6 +22,7 @@ import yaml
 from dataset_factory import DEFINITION, TRACE, WORKLOAD, write_dataset
 from generator.model.errors import KernelTraceError
 from generator.export import CONFIG_NAMES, MARKER, export_dataset, record_from_row
+from generator.export.flashinfer import op_type
 from generator.export.tables import config
 from generator.load import DEFAULT_DATASET, load
 from generator.validate import validate
@@ -443,24 +444,41 @@ def test_unknown_format_is_refused(tmp_path, good_dataset):
 
 # -- FlashInfer-Trace ----------------------------------------------------------------------
 
+def unnamed_in_flashinfer(ds) -> set:
+    """Definitions with an input or output dtype flashinfer-bench has no name for."""
+    from generator.export.flashinfer import DTYPES
+    return {d.name for d in ds.definitions.values()
+            if any(spec["dtype"] not in DTYPES for side in ("inputs", "outputs") for spec in d.data[side].values())}
+
+
 @pytest.mark.parametrize("name", ["bundled", "factory"])
 def test_flashinfer_trace_export_loads_in_flashinfer_bench(tmp_path, name, exports):
     import flashinfer_bench as fib  # the test extra installs it
     root = exports[name][0]
     summary = export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
-    assert summary.skipped == ()
     ts = fib.TraceSet.from_path(str(tmp_path / "fi"))
     ds = load(root)
-    assert set(ts.definitions) == set(ds.definitions)
-    assert {s.name for ss in ts.solutions.values() for s in ss} == set(ds.solutions)
-    assert sorted(w.workload.uuid for ws in ts.workloads.values() for w in ws) == sorted(w.uuid for w in ds.workloads)
-    assert sum(len(t) for t in ts.traces.values()) == len(ds.traces)
+    # Left out, and said so: exactly the definitions with a dtype flashinfer-bench has no name for
+    # (gpt-oss's MXFP4 uint8 codes), with their solutions, workloads and traces.
+    gone = unnamed_in_flashinfer(ds)
+    assert all(any(n in line for n in gone) for line in summary.skipped), summary.skipped
+    assert bool(gone) == bool(summary.skipped) and (name != "factory" or not gone)
+    assert set(ts.definitions) == set(ds.definitions) - gone
+    assert {s.name for ss in ts.solutions.values() for s in ss} == {s.name for s in ds.solutions.values()
+                                                                     if s.definition not in gone}
+    assert sorted(w.workload.uuid for ws in ts.workloads.values() for w in ws) == sorted(
+        w.uuid for w in ds.workloads if w.definition not in gone)
+    assert sum(len(t) for t in ts.traces.values()) == len([t for t in ds.traces if t.definition not in gone])
     for d in ds.definitions.values():
+        if d.name in gone:
+            continue
         fd = ts.definitions[d.name]
-        assert fd.op_type == d.type
+        assert fd.op_type == op_type(d)  # the type, or the FlashInfer name it was imported under
         for n, spec in d.inputs.items():
             assert fd.inputs[n].shape == (list(spec.shape) or None)
     for s in ds.solutions.values():
+        if s.definition in gone:
+            continue
         assert ts.get_solution(s.name).spec.destination_passing_style is s.destination_passing_style
     for w in ds.workloads:
         for spec in w.inputs.values():
@@ -473,16 +491,27 @@ def test_flashinfer_trace_export_reads_back_as_the_same_records(tmp_path, name, 
     root = exports[name][0]
     export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
     back, source = load(tmp_path / "fi"), load(root)
+    gone = unnamed_in_flashinfer(source)  # left out of the export (see the test above)
     assert [d for d in validate(back) if d.is_error] == []
-    assert {n: d.data for n, d in back.definitions.items()} == {n: d.data for n, d in source.definitions.items()}
-    assert {n: s.data for n, s in back.solutions.items()} == {n: s.data for n, s in source.solutions.items()}
+    assert {n: d.data for n, d in back.definitions.items()} == {n: d.data for n, d in source.definitions.items()
+                                                                if n not in gone}
+    assert {n: s.data for n, s in back.solutions.items()} == {n: s.data for n, s in source.solutions.items()
+                                                              if s.definition not in gone}
     assert sorted(json.dumps(w.data, sort_keys=True) for w in back.workloads) == \
-        sorted(json.dumps(w.data, sort_keys=True) for w in source.workloads)
-    assert sorted(json.dumps(t.data, sort_keys=True) for t in back.traces) == \
-        sorted(json.dumps(t.data, sort_keys=True) for t in source.traces)
+        sorted(json.dumps(w.data, sort_keys=True) for w in source.workloads if w.definition not in gone)
+    # Traces: everything the peer's schema has a place for (it drops the environment's sandbox field and
+    # the performance's unstable mark) reads back; compared by the fields a leaderboard uses.
+    def key(t):
+        ev = t.data["evaluation"]
+        return (t.data["definition"], t.data["solution"], t.data["workload"]["uuid"], ev["status"],
+                (ev.get("performance") or {}).get("latency_ms"), (ev.get("environment") or {}).get("hardware"),
+                json.dumps(ev.get("correctness"), sort_keys=True), ev.get("timestamp"))
+    assert sorted(map(key, back.traces)) == sorted(key(t) for t in source.traces if t.definition not in gone)
     for d in source.definitions.values():
-        doc = json.loads((tmp_path / f"fi/definitions/{d.type}/{d.name}.json").read_text(encoding="utf-8"))
-        assert doc["op_type"] == d.type and "type" not in doc
+        if d.name in gone:
+            continue
+        doc = json.loads((tmp_path / f"fi/definitions/{op_type(d)}/{d.name}.json").read_text(encoding="utf-8"))
+        assert doc["op_type"] == op_type(d) and "type" not in doc
         assert [t["shape"] for t in doc["inputs"].values()] == [list(t.shape) or None for t in d.inputs.values()]
 
 

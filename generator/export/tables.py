@@ -32,6 +32,12 @@ SOURCE_FILES = pa.list_(pa.struct([pa.field("path", pa.string()), pa.field("cont
 # Nested objects with uniform keys are structs (typed columns); an absent optional key is null there.
 MODEL_KERNELS = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("count", pa.int64()),
                                     pa.field("stage", pa.string()), pa.field("note", pa.string())]))
+# The calling record's serving block (every key optional but hardware, gpus, tensor_parallel).
+MODEL_SERVING = pa.struct([
+    pa.field("hardware", pa.string()), pa.field("gpus", pa.int64()), pa.field("nodes", pa.int64()),
+    pa.field("tensor_parallel", pa.int64()), pa.field("expert_parallel", pa.int64()),
+    pa.field("memory_utilization", pa.float64()), pa.field("weights_gb_per_gpu", pa.float64()),
+    pa.field("kv_bytes_per_token", pa.int64()), pa.field("source", pa.string())])
 # One struct per input, every field any recipe has (null where a recipe has none); floats stay exact,
 # which JSON columns read by `datasets` do not (they keep about 15 significant digits).
 INPUT_RECIPES = pa.list_(pa.struct([
@@ -447,6 +453,10 @@ MODELS = Config(
         Column("model", pa.string(), "Hugging Face model id.", ("model",)),
         Column("framework", pa.string(), "Inference framework (SGLang, vLLM, ...).", ("framework",)),
         Column("description", pa.string(), "Notes on the record.", ("description",), optional=True),
+        Column("serving", MODEL_SERVING, "Where the step runs: hardware record, GPUs, nodes, tensor/expert-parallel "
+                                         "degrees, memory utilisation, weights per GPU (GB), KV bytes per token, "
+                                         "source; null when the record has none.", ("serving",), optional=True,
+               drop_nulls=True),
         Column("kernel_ids", STRING_LIST, "Definition names it calls, in order.",
                derive=lambda m, ds: [k.id for k in m.kernels]),
         Column("kernels", MODEL_KERNELS, "Calls per step: `{id, count, stage, note}`; stage null means both "
