@@ -39,7 +39,7 @@ SHRINK = {
     "grouped_gemm_e128_n1536_k2048": {"N": 128, "K": 256},
     "grouped_gemm_e128_n2048_k768": {"N": 128, "K": 256},
     "grouped_gemm_n4096_k4096": {"N": 256, "K": 512},
-    "quantized_grouped_gemm_n4096_k4096_kg128": {"N": 256, "K": 512, "K_group": 4},
+    "quantized_grouped_gemm_n4096_k4096_kg128": {"N": 256},  # K real: its FP8 scales are drawn with the data's block grid
     "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048": {
         "hidden_size": 512, "intermediate_size": 256, "gemm1_out_size": 512, "num_hidden_blocks": 4,
         "num_intermediate_blocks": 2, "num_gemm1_out_blocks": 4},
