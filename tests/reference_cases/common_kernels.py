@@ -118,16 +118,10 @@ def softmax_case():
 
 # --------------------------------------------------------------------------------------------------
 # Sampling. Qwen's vLLM samplers are Llama's at another vocabulary: llama.py's statistical check, with the
-# vocabulary shrunk in every set (the same head, tail, plans and chi-square; the real-size run is
-# llama.py's set 0 at 128256). DeepSeek's SGLang sampler filters jointly: its own plans, where top-p on
+# vocabulary shrunk in every set (llama.sampling_case; the real-size run is llama.py's top-k + top-p set 0
+# at 128256). DeepSeek's SGLang sampler filters jointly: its own plans, where top-p on
 # the original row and top-k bind differently, and its own target (the intersection, renormalised once).
 # --------------------------------------------------------------------------------------------------
-
-def small_sampling_case(kind):
-    rows = {"batch_size": GROUPS * REPS}
-    return Case([shrunk(rows, vocab_size=llama.SMALL_VOCAB)] * 3, llama.sampling_inputs(kind),
-                check=llama.sampling_check(kind))
-
 
 # Per set, per group: (top_k, head tokens top-p keeps on the ORIGINAL row, or None for top_p = 1). In (3, 2)
 # and (4, 2) top-p binds inside top-k; top-k-first would renormalise the top 3 or 4 first, which lifts the
@@ -236,11 +230,11 @@ CASES = {
     **{f"paged_kv_append_kv{kv}_d128_ps16": Case(APPEND, append_inputs, append_expected) for kv in (8, 4, 2, 1)},
     "paged_kv_append_kv1_d256_ps16": Case(APPEND, append_inputs, append_expected),
     **{f"softmax_temperature_v{v}": softmax_case() for v in (128256, 151936, 129280, 262208, 131072)},
-    "top_k_sampling_from_probs_v151936": small_sampling_case("top_k"),
-    "top_p_sampling_from_probs_v151936": small_sampling_case("top_p"),
-    "top_k_top_p_sampling_from_probs_v151936": small_sampling_case("top_k_top_p"),
-    "top_k_top_p_sampling_from_probs_v262208": small_sampling_case("top_k_top_p"),
-    "top_k_top_p_sampling_from_probs_v131072": small_sampling_case("top_k_top_p"),
+    "top_k_sampling_from_probs_v151936": llama.sampling_case("top_k"),
+    "top_p_sampling_from_probs_v151936": llama.sampling_case("top_p"),
+    "top_k_top_p_sampling_from_probs_v151936": llama.sampling_case("top_k_top_p"),
+    "top_k_top_p_sampling_from_probs_v262208": llama.sampling_case("top_k_top_p"),
+    "top_k_top_p_sampling_from_probs_v131072": llama.sampling_case("top_k_top_p"),
     "top_k_top_p_joint_sampling_from_probs_v129280": Case(
         [shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3, joint_inputs,
         check=statistical_check(joint_target)),
@@ -259,7 +253,7 @@ CASES = {
     # Qwen3-30B-A3B TP4 shards (o_proj and lm_head shards: qwen3_next.py has them): qwen.py's checks (F.linear; complex-multiplication RoPE with the rope_theta 1e6 cache).
     "gemm_n1280_k2048": llama.gemm_case(),
     # The TP4 expert shards: qwen.py's grouped-GEMM check (N shrunk for the gate_up shard; the 128 segments and K real).
-    "grouped_gemm_e128_n384_k2048": Case([shrunk({"tokens": t}, N=96) for t in (1, 3, 10)], qwen.grouped_inputs,
+    "grouped_gemm_e128_n384_k2048": Case([shrunk({"tokens": t}, N=32) for t in (1, 3, 10)], qwen.grouped_inputs,
                                          qwen.grouped_expected, derived=qwen.grouped_derived),
     "grouped_gemm_e128_n2048_k192": Case([shrunk({"tokens": t}, N=128) for t in (1, 4, 12)], qwen.grouped_inputs,
                                          qwen.grouped_expected, derived=qwen.grouped_derived),

@@ -180,6 +180,16 @@ def qgemm_inputs(ax, g, i):
             "B": fp8(torch.randn(N, K, generator=g), 64), "B_scale": uniform((nb, kb), 0.25, 4.0, g) / 64}
 
 
+def qgemm_case(n):
+    """The check of an FP8 block GEMM of N output features, N shrunk to 384 (3 blocks of 128), or to two
+    whole blocks and the partial one where the real N ends in one (2112 -> 320): every column is the same
+    block-scaled dot product over the real K, whose blocks the scales index (a 4608 x 7168 weight took 13 s
+    for the same check)."""
+    small = 256 + n % 128 if n % 128 else 384
+    shrink = {"N": small, "num_n_blocks": -(-small // 128)} if small < n else {}
+    return Case([shrunk({"M": m}, **shrink) for m in (1, 3, 4)], qgemm_inputs, qgemm_expected)
+
+
 def qgemm_expected(ax, x):
     N = ax["N"]
     a = x["A"].double() * x["A_scale"].double().repeat_interleave(128, dim=1)
@@ -324,40 +334,46 @@ def moe_expected(ax, x):
 # the latent cache store, the MHA prefill path; the router gate and lm_head GEMMs.
 # --------------------------------------------------------------------------------------------------
 
-def yarn_inv_freq():
-    """DeepSeek-V3's YaRN inverse frequencies in float64, written from the YaRN paper's wavelength
-    form (transformers' _compute_yarn_parameters): a frequency whose wavelength fits more than
-    beta_fast rotations into the original 4096 positions keeps theta^(-2i/d), one with fewer than
-    beta_slow rotations is divided by factor, and the band between blends linearly over the dims."""
-    d, theta, factor, original, beta_fast, beta_slow = 64, 10000.0, 40.0, 4096, 32.0, 1.0
-
+def yarn_cache(rows, theta, factor, beta_fast, beta_slow, correction_range, d=64, original=4096):
+    """[rows, d] float32 cos/sin cache of a YaRN RoPE whose mscale / mscale_all_dim is 1 (DeepSeek-V3,
+    Kimi-K2), its inverse frequencies written out in float64 from the YaRN paper's wavelength form
+    (transformers' _compute_yarn_parameters): a frequency whose wavelength fits more than beta_fast rotations
+    into the original positions keeps theta^(-2i/d), one with fewer than beta_slow rotations is divided by
+    factor, and the band between blends linearly over the dims. correction_range is the (low, high) pair
+    of dims the constants must give, asserted, so a mistyped constant fails here."""
     def dim_of(rotations):  # the dim whose wavelength is original / rotations
         return d * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
 
     low, high = max(math.floor(dim_of(beta_fast)), 0), min(math.ceil(dim_of(beta_slow)), d - 1)
-    assert (low, high) == (10, 23)  # the correction range of rope_scaling: beta_fast 32, beta_slow 1
-    out = []
+    assert (low, high) == correction_range, (low, high)
+    freqs = []
     for i in range(d // 2):
         base = theta ** (-2.0 * i / d)
         keep = 1.0 - min(max((i - low) / (high - low), 0.0), 1.0)  # 1: extrapolate, 0: interpolate
-        out.append(base * keep + base / factor * (1.0 - keep))
-    return torch.tensor(out, dtype=torch.float64)
-
-
-def yarn_cache(rows):
-    """[rows, 64] float32 cos/sin cache (mscale / mscale_all_dim = 1 for DeepSeek-V3)."""
-    angles = torch.arange(rows, dtype=torch.float64)[:, None] * yarn_inv_freq()[None, :]
+        freqs.append(base * keep + base / factor * (1.0 - keep))
+    angles = torch.arange(rows, dtype=torch.float64)[:, None] * torch.tensor(freqs, dtype=torch.float64)[None, :]
     return torch.cat([angles.cos(), angles.sin()], dim=-1).float()
 
 
-def rope_ds_inputs(ax, g, i):
-    T, P = ax["num_tokens"], ax["max_position"]
-    positions = torch.randint(0, P, (T,), generator=g)
-    positions[0] = P - 1  # the last row of the cache is read
-    return {"positions": positions,
-            "q_pe": torch.randn(T, ax["num_qo_heads"], ax["rope_dim"], generator=g).bfloat16(),
-            "k_pe": torch.randn(T, ax["rope_dim"], generator=g).bfloat16(),
-            "cos_sin_cache": yarn_cache(P)}
+def deepseek_yarn_cache(rows):
+    """DeepSeek-V3's rope_scaling: theta 10000, factor 40, beta_fast 32, beta_slow 1, original 4096."""
+    return yarn_cache(rows, theta=10000.0, factor=40.0, beta_fast=32.0, beta_slow=1.0, correction_range=(10, 23))
+
+
+def rope_ds_inputs_with(cos_sin_cache):
+    """An input maker for a rope_deepseek definition whose cache rows are cos_sin_cache(max_position)."""
+    def rope_ds_inputs(ax, g, i):
+        T, P = ax["num_tokens"], ax["max_position"]
+        positions = torch.randint(0, P, (T,), generator=g)
+        positions[0] = P - 1  # the last row of the cache is read
+        return {"positions": positions,
+                "q_pe": torch.randn(T, ax["num_qo_heads"], ax["rope_dim"], generator=g).bfloat16(),
+                "k_pe": torch.randn(T, ax["rope_dim"], generator=g).bfloat16(),
+                "cos_sin_cache": cos_sin_cache(P)}
+    return rope_ds_inputs
+
+
+rope_ds_inputs = rope_ds_inputs_with(deepseek_yarn_cache)
 
 
 def rope_ds_expected(ax, x):
@@ -495,7 +511,7 @@ MOE_SMALLER = {"hidden_size": 512, "num_hidden_blocks": 4, "intermediate_size": 
                "gemm1_out_size": 512, "num_gemm1_out_blocks": 4}
 _NORMS = {f"rmsnorm_h{h}": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 4}], rmsnorm_inputs, rmsnorm_expected)
           for h in (7168, 1536, 512)}
-_GEMMS = {f"gemm_fp8_block128_n{n}_k{k}": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected)
+_GEMMS = {f"gemm_fp8_block128_n{n}_k{k}": qgemm_case(n)
           for n, k in ((2112, 7168), (3072, 1536), (7168, 2048), (4608, 7168), (7168, 2304), (512, 7168), (7168, 256),
                        (4096, 512), (2048, 512), (1536, 1536), (7168, 1024), (2304, 7168), (7168, 1152))}
 

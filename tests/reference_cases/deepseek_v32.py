@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, fp8, shrunk, uniform
-from .deepseek import SM_SCALE, qgemm_expected, qgemm_inputs, rope_ds_inputs
+from .deepseek import SM_SCALE, qgemm_case, rope_ds_inputs
 from .qwen import gemm_case
 
 LN2 = math.log(2.0)
@@ -300,8 +300,8 @@ CASES = {
         latent_store_inputs, latent_store_expected),
     "layernorm_h128": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], layernorm_inputs,
                            layernorm_expected),
-    "gemm_fp8_block128_n8192_k1536": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected),
-    "gemm_fp8_block128_n128_k7168": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected),
+    "gemm_fp8_block128_n8192_k1536": qgemm_case(8192),
+    "gemm_fp8_block128_n128_k7168": qgemm_case(128),
     "gemm_n64_k7168": gemm_case(),
     "hadamard_transform_d128": Case([{"num_rows": 1}, {"num_rows": 3}, {"num_rows": 64}], hadamard_inputs,
                                     hadamard_expected),

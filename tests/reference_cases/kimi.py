@@ -9,13 +9,12 @@ shapes: 384 local experts, moe_intermediate_size 2048 / 16 = 128.
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from .common import Case
 from .deepseek import (_ABSORBS, _CONCATS, _LINEARS, _RAGGED, mla_decode_expected, mla_decode_inputs, mla_derived,
-                       qgemm_expected, qgemm_inputs, rope_ds_expected, route_token)
+                       qgemm_case, rope_ds_expected, rope_ds_inputs_with, route_token,
+                       yarn_cache)
 from .moe_pipeline import align_case, gemm_case, quant_case, silu_case
 
 
@@ -37,29 +36,8 @@ def routing_expected(ax, x):
 
 
 def kimi_yarn_cache(rows):
-    """[rows, 64] float32 cos/sin cache of Kimi-K2's YaRN (rope_theta 50000, factor 32, beta_fast = beta_slow = 1,
-    original 4096, mscale ratio 1), written out in float64 from the YaRN wavelength form."""
-    d, theta, factor, original = 64, 50000.0, 32.0, 4096
-    dim = d * math.log(original / (1.0 * 2 * math.pi)) / (2 * math.log(theta))  # beta 1 for both ends
-    low, high = math.floor(dim), math.ceil(dim)
-    assert (low, high) == (19, 20)
-    freqs = []
-    for i in range(d // 2):
-        base = theta ** (-2.0 * i / d)
-        keep = 1.0 - min(max((i - low) / (high - low), 0.0), 1.0)
-        freqs.append(base * keep + base / factor * (1.0 - keep))
-    angles = torch.arange(rows, dtype=torch.float64)[:, None] * torch.tensor(freqs, dtype=torch.float64)[None, :]
-    return torch.cat([angles.cos(), angles.sin()], dim=-1).float()
-
-
-def rope_inputs(ax, g, i):
-    T, P = ax["num_tokens"], ax["max_position"]
-    positions = torch.randint(0, P, (T,), generator=g)
-    positions[0] = P - 1  # the last row of the cache is read
-    return {"positions": positions,
-            "q_pe": torch.randn(T, ax["num_qo_heads"], ax["rope_dim"], generator=g).bfloat16(),
-            "k_pe": torch.randn(T, ax["rope_dim"], generator=g).bfloat16(),
-            "cos_sin_cache": kimi_yarn_cache(P)}
+    """Kimi-K2's YaRN: rope_theta 50000, factor 32, beta_fast = beta_slow = 1, original 4096, mscale ratio 1."""
+    return yarn_cache(rows, theta=50000.0, factor=32.0, beta_fast=1.0, beta_slow=1.0, correction_range=(19, 20))
 
 
 # K 7168 -> 256 for the w13 GEMM and N 7168 -> 384 for w2: 384 experts at real size hold 704 MB of FP8
@@ -75,7 +53,7 @@ CASES = {
     "grouped_gemm_fp8_block128_sorted_weighted_e384_n7168_k128": gemm_case(True, 1.0, E384_W2_SMALLER),
     "silu_and_mul_i128": silu_case(),
     **{f"quantize_fp8_per_token_group128_h{k}": quant_case() for k in (128, 512, 1152)},
-    **{f"gemm_fp8_block128_n{n}_k{k}": Case([{"M": 1}, {"M": 3}, {"M": 4}], qgemm_inputs, qgemm_expected)
+    **{f"gemm_fp8_block128_n{n}_k{k}": qgemm_case(n)
        for n, k in ((768, 1536), (7168, 512), (1024, 512), (256, 7168), (7168, 128))},
     # DeepSeek-V3's absorbed-MLA check (dense re-packing of the paged cache, F.scaled_dot_product_attention)
     # at 4 heads per rank.
@@ -88,8 +66,9 @@ CASES = {
     "concat_mla_k_h4_nope128_rope64": _CONCATS["concat_mla_k_h8_nope128_rope64"],
     "mla_ragged_prefill_causal_h4_qk192_vo128": _RAGGED["mla_ragged_prefill_causal_h8_qk192_vo128"],
     "gemm_n384_k7168": _LINEARS["gemm_n256_k7168"],
-    "gemm_n10240_k7168": _LINEARS["gemm_n8080_k7168"],
+    "gemm_n10240_k7168": _LINEARS["gemm_n8080_k7168"],  # N shrunk to 520 (a 10240-row shard holds 147 MB)
     # Kimi's YaRN cache, the rotation checked as a complex multiplication (deepseek.rope_ds_expected).
     "rope_deepseek_yarn_h4_d64": Case([{"num_tokens": 1, "max_position": 5}, {"num_tokens": 6, "max_position": 4096},
-                                       {"num_tokens": 9, "max_position": 131072}], rope_inputs, rope_ds_expected),  # N shrunk to 520 (a 10240-row shard holds 147 MB)
+                                       {"num_tokens": 9, "max_position": 131072}],
+                                      rope_ds_inputs_with(kimi_yarn_cache), rope_ds_expected),
 }

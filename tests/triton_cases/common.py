@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -62,3 +63,18 @@ def check_against(outputs: dict, expected: dict, d: dict, axes: dict, what: str)
         assert value.dtype == want_dtype, f"{what}: {name} has dtype {value.dtype}"
         assert tuple(value.shape) == tuple(all_axes[a] for a in spec["shape"]), f"{what}: {name} has shape {value.shape}"
         assert_close(value, expected[name], spec["dtype"], f"{what}: {name}")
+
+
+def check_forced(label: str, d: dict, axes: dict, expected: dict, setting: str, values, call) -> float:
+    """Run the solution again with `setting` forced to each of `values` (split counts, tilings: launch
+    paths its heuristic does not take on the small inputs), each result checked against `expected` as
+    check_against does; `call(value)` runs it and returns its output dict. Returns the seconds spent."""
+    spent = 0.0
+    for value in values:
+        t0 = time.perf_counter()
+        outputs = call(value)
+        spent += time.perf_counter() - t0
+        check_against(outputs, expected, d, axes, f"{d['name']} [{label}] {setting}={value}")
+    if values:
+        print(f"  {label}: {setting} {tuple(values)} forced: interpreter {spent:.2f} s, matches the reference")
+    return spent

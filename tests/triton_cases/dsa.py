@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import time
 
 from . import TritonCase
-from .common import bf16, check_against
+from .common import bf16, check_forced
 
 SM_SCALE = 192 ** -0.5 * (0.1 * math.log(40.0) + 1.0) ** 2  # DeepSeek-V3.2's 192^-0.5 * mscale^2
 
@@ -49,15 +48,8 @@ def sparse_mla_extra(module, index, label, axes, inputs, outputs, expected, d):
     # These 1-2 token sets take 8 splits by default (slices of 256 slots, most of them padding only, through
     # the merge kernel); the first set is run again with one split, the direct store prefill and large
     # decode batches take.
-    spent = 0.0
-    for splits in ((1,) if index == 0 else ()):
-        t0 = time.perf_counter()
-        out, lse = module.sparse_mla(*inputs.values(), num_splits=splits)
-        spent += time.perf_counter() - t0
-        check_against({"output": out, "lse": lse}, expected, d, axes, f"{d['name']} [{label}] num_splits={splits}")
-    if index == 0:
-        print(f"  {label}: num_splits=1 forced: interpreter {spent:.2f} s, matches the reference")
-    return spent
+    return check_forced(label, d, axes, expected, "num_splits", (1,) if index == 0 else (),
+                        lambda s: dict(zip(("output", "lse"), module.sparse_mla(*inputs.values(), num_splits=s))))
 
 
 def sparse_mla_shapes(d):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import time
 
 from . import TritonCase
-from .common import bf16, check_against
+from .common import bf16, check_forced
 
 
 def decode_inputs(d, g):
@@ -33,15 +32,9 @@ def decode_inputs(d, g):
 
 
 def decode_extra(module, index, label, axes, inputs, outputs, expected, d):
-    spent = 0.0
-    for rows in ((32,) if index == 0 else ()):
-        t0 = time.perf_counter()
-        out, state = module.gdn_decode(*inputs.values(), rows_per_program=rows)
-        spent += time.perf_counter() - t0
-        check_against({"output": out, "new_state": state}, expected, d, axes, f"{d['name']} [{label}] {rows} rows")
-    if index == 0:
-        print(f"  {label}: 32-row slices forced: interpreter {spent:.2f} s, matches the reference")
-    return spent
+    return check_forced(label, d, axes, expected, "rows_per_program", (32,) if index == 0 else (),
+                        lambda r: dict(zip(("output", "new_state"),
+                                           module.gdn_decode(*inputs.values(), rows_per_program=r))))
 
 
 def decode_shapes(d):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import time
 
 from . import TritonCase
-from .common import check_against, paged_inputs
+from .common import check_forced, paged_inputs
 
 
 def paged_decode_inputs(d, g):
@@ -22,16 +21,8 @@ def paged_decode_inputs(d, g):
 def paged_decode_extra(module, index, label, axes, inputs, outputs, expected, d):
     # Split-K paths the heuristic does not take on these short contexts: 3 splits of the first set leave
     # programs with no tokens (its 1-token sequence); 7 splits of 600 tokens end in a partial block.
-    forced = {0: (3,), 2: (7,)}.get(index, ())
-    spent = 0.0
-    for splits in forced:
-        t0 = time.perf_counter()
-        out, lse = module.paged_decode(*inputs.values(), num_splits=splits)
-        spent += time.perf_counter() - t0
-        check_against({"output": out, "lse": lse}, expected, d, axes, f"{d['name']} [{label}] num_splits={splits}")
-    if forced:
-        print(f"  {label}: num_splits {forced} forced: interpreter {spent:.2f} s, matches the reference")
-    return spent
+    return check_forced(label, d, axes, expected, "num_splits", {0: (3,), 2: (7,)}.get(index, ()),
+                        lambda s: dict(zip(("output", "lse"), module.paged_decode(*inputs.values(), num_splits=s))))
 
 
 def paged_decode_shapes(d):

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-import time
 
 from . import TritonCase
-from .common import check_against, paged_inputs
+from .common import check_forced, paged_inputs
 
 
 def with_sinks(inputs, sinks):
@@ -34,16 +33,8 @@ def sink_decode_inputs(d, g):
 def sink_decode_extra(module, index, label, axes, inputs, outputs, expected, d):
     # Split-K paths the heuristic does not take on these short contexts: 2 splits of the first set leave
     # programs with no keys; 5 splits of 300 keys (or of a 128-key window) end in empty or partial blocks.
-    forced = {0: (2,), 2: (5,)}.get(index, ())
-    spent = 0.0
-    for splits in forced:
-        t0 = time.perf_counter()
-        out = module.paged_decode_sink(*inputs.values(), num_splits=splits)
-        spent += time.perf_counter() - t0
-        check_against({"output": out}, expected, d, axes, f"{d['name']} [{label}] num_splits={splits}")
-    if forced:
-        print(f"  {label}: num_splits {forced} forced: interpreter {spent:.2f} s, matches the reference")
-    return spent
+    return check_forced(label, d, axes, expected, "num_splits", {0: (2,), 2: (5,)}.get(index, ()),
+                        lambda s: {"output": module.paged_decode_sink(*inputs.values(), num_splits=s)})
 
 
 def sink_decode_shapes(d):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import time
-
 from . import TritonCase
-from .common import bf16, check_against
+from .common import bf16, check_forced
 
 
 def routing_inputs(d, g):
@@ -23,14 +21,9 @@ def routing_inputs(d, g):
 
 
 def routing_extra(module, index, label, axes, inputs, outputs, expected, d):
-    spent = 0.0
-    for block_t in (4, 16):  # the prefill tilings, with a partial last tile
-        t0 = time.perf_counter()
-        outputs = module.softmax_topk(inputs["router_logits"], block_t=block_t)
-        spent += time.perf_counter() - t0
-        check_against(outputs, expected, d, axes, f"routing [{label}] block_t={block_t}")
-    print(f"  {label}: block_t 4 and 16 forced: interpreter {spent:.2f} s, match the reference")
-    return spent
+    # The prefill tilings, with a partial last tile.
+    return check_forced(label, d, axes, expected, "block_t", (4, 16),
+                        lambda b: module.softmax_topk(inputs["router_logits"], block_t=b))
 
 
 def routing_shapes(d):
