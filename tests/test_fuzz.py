@@ -11,7 +11,6 @@ import contextlib
 import copy
 import io
 import json
-import os
 import tempfile
 from pathlib import Path
 from typing import Any, Iterator
@@ -28,7 +27,10 @@ from generator.model.schemas import RECORD_KINDS, load_schema
 from generator.validate import validate_path
 from generator.validate.einsums import render_einsum
 
-FUZZ = settings(max_examples=200, deadline=None, database=None, derandomize=bool(os.environ.get("CI")),
+# 100 examples per property (each writes and validates a dataset: 200 took 37 s of the suite's CPU), drawn
+# from a fixed seed (derandomize) so that every run, local or CI, checks the same examples and a failure
+# reproduces.
+FUZZ = settings(max_examples=100, deadline=None, database=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
