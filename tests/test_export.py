@@ -451,12 +451,26 @@ def unnamed_in_flashinfer(ds) -> set:
             if any(spec["dtype"] not in DTYPES for side in ("inputs", "outputs") for spec in d.data[side].values())}
 
 
+@pytest.fixture(scope="module")
+def flashinfer_exports(exports, tmp_path_factory):
+    """name -> (export summary, folder) of the dataset's FlashInfer-Trace export, made on first use and
+    once for the module: the two tests below read the same export (the bundled one takes 6 s to write)."""
+    made = {}
+
+    def get(name: str):
+        if name not in made:
+            folder = tmp_path_factory.mktemp(f"fi-{name}") / "fi"
+            made[name] = (export_dataset(exports[name][0], folder, fmt="flashinfer-trace"), folder)
+        return made[name]
+    return get
+
+
 @pytest.mark.parametrize("name", ["bundled", "factory"])
-def test_flashinfer_trace_export_loads_in_flashinfer_bench(tmp_path, name, exports):
+def test_flashinfer_trace_export_loads_in_flashinfer_bench(name, exports, flashinfer_exports):
     import flashinfer_bench as fib  # the test extra installs it
     root = exports[name][0]
-    summary = export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
-    ts = fib.TraceSet.from_path(str(tmp_path / "fi"))
+    summary, folder = flashinfer_exports(name)
+    ts = fib.TraceSet.from_path(str(folder))
     ds = load(root)
     # Left out, and said so: exactly the definitions with a dtype flashinfer-bench has no name for
     # (gpt-oss's MXFP4 uint8 codes), with their solutions, workloads and traces.
@@ -487,10 +501,10 @@ def test_flashinfer_trace_export_loads_in_flashinfer_bench(tmp_path, name, expor
 
 
 @pytest.mark.parametrize("name", ["bundled", "factory"])
-def test_flashinfer_trace_export_reads_back_as_the_same_records(tmp_path, name, exports):
+def test_flashinfer_trace_export_reads_back_as_the_same_records(name, exports, flashinfer_exports):
     root = exports[name][0]
-    export_dataset(root, tmp_path / "fi", fmt="flashinfer-trace")
-    back, source = load(tmp_path / "fi"), load(root)
+    _, folder = flashinfer_exports(name)
+    back, source = load(folder), load(root)
     gone = unnamed_in_flashinfer(source)  # left out of the export (see the test above)
     assert [d for d in validate(back) if d.is_error] == []
     assert {n: d.data for n, d in back.definitions.items()} == {n: d.data for n, d in source.definitions.items()
@@ -510,7 +524,7 @@ def test_flashinfer_trace_export_reads_back_as_the_same_records(tmp_path, name, 
     for d in source.definitions.values():
         if d.name in gone:
             continue
-        doc = json.loads((tmp_path / f"fi/definitions/{op_type(d)}/{d.name}.json").read_text(encoding="utf-8"))
+        doc = json.loads((folder / f"definitions/{op_type(d)}/{d.name}.json").read_text(encoding="utf-8"))
         assert doc["op_type"] == op_type(d) and "type" not in doc
         assert [t["shape"] for t in doc["inputs"].values()] == [list(t.shape) or None for t in d.inputs.values()]
 
