@@ -219,6 +219,40 @@ def check_statistically(run, d: dict, axes: dict, inputs: dict, case, who: str) 
     case.check(call, axes, inputs, who)
 
 
+# Mistakes planted in references whose checks run at shrunk sizes, with the input sets that must catch them:
+# the smaller sizes keep what each check is about (a partial last N block of scales, the sliding window's
+# cut past position 1024, the N groups of scales, the top-p filter at the small vocabulary).
+PLANTED = [
+    ("gemm_fp8_block128_n2112_k7168", "repeat_interleave(block, dim=0)[:N]", "repeat_interleave(block, dim=0)[-N:]",
+     [0, 1, 2]),
+    ("gemm_fp8_block128_n4608_k7168", "b_scale[:, kb][None, :]", "b_scale[:, 0][None, :]", [0, 1, 2]),
+    ("gqa_paged_prefill_causal_swa1024_h16_kv8_d128_ps16", "window = 1024", "window = 0", [2]),
+    ("quantized_gemm_n4096_k4096_ng128_kg128", "B_scale.to(torch.float32).repeat_interleave(block_n, dim=0)",
+     "B_scale.flip(0).to(torch.float32).repeat_interleave(block_n, dim=0)", [0, 1, 2]),
+    ("top_p_sampling_from_probs_v128256", "if p < 1.0:", "if p < 0.0:", [0, 1, 2]),
+]
+
+
+@pytest.mark.parametrize("name, right, wrong, failing", PLANTED, ids=[p[0] for p in PLANTED])
+def test_planted_reference_mistakes_fail_at_the_test_sizes(name, right, wrong, failing):
+    [path] = [p for p in DEFINITION_FILES if p.stem == name]
+    d = load_definition(path)
+    assert d["reference"].count(right) == 1, f"{name}: the planted mistake no longer applies; plant another"
+    planted = InputSets({**d, "reference": d["reference"].replace(right, wrong)})
+    caught = []
+    for index in range(len(planted.case.sizes)):
+        axes, inputs, expected = planted[index]
+        try:
+            if planted.case.check is not None:
+                run = exec_function(planted.definition["reference"], f"{name}.planted")
+                check_statistically(run, planted.definition, axes, inputs, planted.case, "planted reference")
+            else:
+                check_outputs(planted.reference_outputs(index), planted.definition, axes, expected, "planted reference")
+        except AssertionError:
+            caught.append(index)
+    assert caught == failing, f"{name} with {wrong!r}: the check fails on sets {caught}, expected {failing}"
+
+
 def test_every_python_solution_names_its_definition():
     for path in SOLUTION_FILES:
         sol = json.loads(path.read_text(encoding="utf-8"))

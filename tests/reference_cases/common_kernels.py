@@ -120,9 +120,9 @@ def softmax_case():
 
 # --------------------------------------------------------------------------------------------------
 # Sampling. Qwen's vLLM samplers are Llama's at another vocabulary: llama.py's statistical check, with the
-# vocabulary shrunk in every set (llama.sampling_case; the real-size run is llama.py's top-k + top-p set 0
-# at 128256). DeepSeek's SGLang sampler filters jointly: its own plans, where top-p on
-# the original row and top-k bind differently, and its own target (the intersection, renormalised once).
+# vocabulary shrunk in every set (llama.sampling_case). DeepSeek's SGLang sampler filters jointly: its own
+# plans, where top-p on the original row and top-k bind differently, and its own target (the intersection,
+# renormalised once).
 # --------------------------------------------------------------------------------------------------
 
 # Per set, per group: (top_k, head tokens top-p keeps on the ORIGINAL row, or None for top_p = 1). In (3, 2)
