@@ -129,10 +129,12 @@ CHEATS = {
         "    if 'reference' in sys._getframe(1).f_globals.get('__name__', ''):\n        time.sleep(0.3)\n"
         "    return _rsqrt(*a, **k)\n\ntorch.rsqrt = _slow\n\ndef run(input, weight, eps):\n"
         "    return compute(input, weight, eps)\n", HONEST, ""),
+    # The grandchild leaves the worker's session; the worker then never returns (sleeping: its TIMEOUT
+    # and kill are the same as a spinning one's, without 8 CPU-seconds; `hangs` spins).
     "setsid_grandchild": (
-        "import subprocess, sys\n\ndef run(input, weight, eps):\n"
+        "import subprocess, sys, time\n\ndef run(input, weight, eps):\n"
         "    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)', ORPHAN_MARKER],"
-        " start_new_session=True)\n    while True:\n        pass\n", ("TIMEOUT",), "limit"),
+        " start_new_session=True)\n    while True:\n        time.sleep(1)\n", ("TIMEOUT",), "limit"),
     "huge_stdout": ("import sys\n\ndef run(input, weight, eps):\n    block = 'x' * (1 << 20) + '\\n'\n"
                     "    for _ in range(64):\n        sys.stdout.write(block)\n    raise RuntimeError('after 64 MiB of output')\n",
                     ("RUNTIME_ERROR",), "earlier bytes of output not kept"),

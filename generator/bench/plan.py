@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
-from ..model.dataset import Dataset
 from ..model.dtypes import DTYPE_BYTES
 from ..model.errors import KernelTraceError
-from ..model.records import Definition, Solution, Workload
+
+if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this package before torch
+    from ..model.dataset import Dataset
+    from ..model.records import Definition, Solution, Workload
 
 
 # A CPU run takes a workload when one call touches at most this many bytes of inputs and outputs (a

@@ -409,11 +409,13 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
     refs: dict[str, Remote] = {}
     spare: list[Worker] = []  # a started worker waiting for the next solution (prefetch)
     try:
-        for pairs in by_solution.values():
+        groups = list(by_solution.values())
+        for k, pairs in enumerate(groups):
             definition = pairs[0].definition.name
             for name in [n for n in refs if n != definition]:  # the plan is grouped by definition
                 refs.pop(name).close()
-            _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare)
+            # The last solution starts no spare: nobody would take it (one Python+torch start saved).
+            _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare, more=k + 1 < len(groups))
     finally:
         for ref in refs.values():
             ref.close()
@@ -422,7 +424,8 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
     return outcomes
 
 
-def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list) -> None:
+def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list,
+                  more: bool = True) -> None:
     sol: Optional[Remote] = None
     definition = pairs[0].definition.name
     try:
@@ -433,7 +436,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 if sol is None:
                     sol = Remote(opts, _load_message(pair, opts.device, False), "solution",
                                  spare.pop() if spare else None)
-                    if opts.prefetch:
+                    if opts.prefetch and more and not spare:
                         spare.append(Worker(opts.device, opts.sandbox))
                 result = WorkloadRun(pair, opts, root, sol, refs[definition], rng).run()
             except ReferenceFailed as exc:
