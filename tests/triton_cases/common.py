@@ -15,8 +15,11 @@ def bf16(t):
     return t.to(torch.bfloat16)
 
 
-def paged_inputs(d, g, seed, lens, sm_scale_as_tensor):
-    """A paged KV cache of the given sequence lengths, laid out by the workload generator's allocator."""
+def paged_inputs(d, g, seed, lens, sm_scale_as_tensor, kv_heads=None):
+    """A paged KV cache of the given sequence lengths, laid out by the workload generator's allocator.
+    kv_heads: fewer KV heads than the definition's, with its group of query heads per KV head (the kernels
+    read both counts from the shapes; each KV head is programs of its own, which the interpreter pays for,
+    and the compile check keeps the real counts); the axes returned then name the head counts used."""
     import numpy as np
     import torch
     if str(ROOT) not in sys.path:
@@ -25,6 +28,8 @@ def paged_inputs(d, g, seed, lens, sm_scale_as_tensor):
 
     ax = d["axes"]
     hq, hk, D, ps = (ax[n]["value"] for n in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
+    if kv_heads is not None:
+        hq, hk = hq // hk * kv_heads, kv_heads
     layout = core.paged_kv(core.rng(seed), np.asarray(lens), ps)
     num_pages = layout["num_pages"]
     batch = len(lens)
@@ -41,6 +46,8 @@ def paged_inputs(d, g, seed, lens, sm_scale_as_tensor):
     }
     axes = {"batch_size": batch, "num_pages": num_pages, "len_indptr": batch + 1,
             "num_kv_indices": int(layout["kv_indptr"][-1])}
+    if kv_heads is not None:
+        axes.update(num_qo_heads=hq, num_kv_heads=hk)
     return axes, inputs
 
 

@@ -12,9 +12,10 @@ def paged_decode_inputs(d, g):
     ps = d["axes"]["page_size"]["value"]
     lens_sets = ([1, 17, 70], [16, 33, 5, 48, 2], [600]) if ps == 16 else ([5, 33, 1], [12, 2, 40, 7, 64], [600])
     sets = []
+    # 2 KV heads (8 query heads, the real group of 4) instead of 8: a second KV head checks the head mapping.
     for i, lens in enumerate(lens_sets):
-        axes, inputs = paged_inputs(d, g, 100 + i, lens, sm_scale_as_tensor=(i == 1))
-        sets.append((f"kv_len={lens} page_size={ps}", axes, inputs))
+        axes, inputs = paged_inputs(d, g, 100 + i, lens, sm_scale_as_tensor=(i == 1), kv_heads=2)
+        sets.append((f"kv_len={lens} page_size={ps} num_kv_heads=2", axes, inputs))
     return sets
 
 

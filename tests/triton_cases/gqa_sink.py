@@ -18,15 +18,15 @@ def with_sinks(inputs, sinks):
 
 def sink_decode_inputs(d, g):
     import torch
-    hq = d["axes"]["num_qo_heads"]["value"]
     # Contexts below, at and across the window of 128 (and page boundaries); sinks from irrelevant (-30) to
-    # dominant (+6 over the logits).
+    # dominant (+6 over the logits). 2 KV heads (16 query heads, the real group of 8) instead of 8.
     lens_sets = ([1, 17, 130], [16, 33, 5, 128, 129], [300])
-    sinks_sets = (torch.randn(hq, generator=g) * 2.0, torch.full((hq,), -30.0), torch.randn(hq, generator=g) + 6.0)
     sets = []
-    for i, (lens, sinks) in enumerate(zip(lens_sets, sinks_sets)):
-        axes, inputs = paged_inputs(d, g, 200 + i, lens, sm_scale_as_tensor=(i == 1))
-        sets.append((f"kv_len={lens}", axes, with_sinks(inputs, sinks)))
+    for i, lens in enumerate(lens_sets):
+        axes, inputs = paged_inputs(d, g, 200 + i, lens, sm_scale_as_tensor=(i == 1), kv_heads=2)
+        hq = axes["num_qo_heads"]
+        sinks = (torch.randn(hq, generator=g) * 2.0, torch.full((hq,), -30.0), torch.randn(hq, generator=g) + 6.0)[i]
+        sets.append((f"kv_len={lens} num_kv_heads=2", axes, with_sinks(inputs, sinks)))
     return sets
 
 

@@ -11,10 +11,10 @@ def softmax_inputs(d, g):
     sets = []
     # 1 and 3 rows take the split path (32 and 32 chunks per row, the partials merged) over the real
     # vocabulary; 270 rows take one chunk per row, the same loop over 2048-wide blocks at any width, so that
-    # set has 5000 columns (two whole blocks and a masked partial one) instead of 128256: the interpreter
+    # set has 2100 columns (a whole block and a masked partial one) instead of 128256: the interpreter
     # pays per program and block, 100 s at the real width. Logit scales from flat (1) to very peaked
     # (12 / temperature 0.3).
-    for rows, scale, width in ((1, 4.0, vocab), (3, 12.0, vocab), (270, 1.0, 5000)):
+    for rows, scale, width in ((1, 4.0, vocab), (3, 12.0, vocab), (270, 1.0, 2100)):
         logits = torch.randn(rows, width, generator=g) * scale
         temperature = 0.3 + 1.2 * torch.rand(rows, generator=g)
         axes = {"batch_size": rows} if width == vocab else {"batch_size": rows, "vocab_size": width}
