@@ -340,7 +340,9 @@ CASES = {
     "gemm_n1_k2048": gemm_case(),
     "gemm_n256_k2048": gemm_case(),
     "gemm_n2048_k128": gemm_case(),
-    # lm_head shard: set 0 at its real size (37984 x 2048), sets 1-2 with N shrunk (same dot product per column).
+    # lm_head shard: set 0 at its real size (37984 x 2048: the one wide GEMM kept whole, as the float64
+    # formulation works in 16384-row chunks, which only a size past 16384 crosses), sets 1-2 with N shrunk
+    # (the same dot product per column).
     "gemm_n37984_k2048": Case([{"M": 1}, shrunk({"M": 2}, N=1000), shrunk({"M": 5}, N=1000)], gemm_inputs,
                               gemm_expected),
     # N shrunk (each output column is the same per-expert dot product); all 512 segments and the real K stay.
