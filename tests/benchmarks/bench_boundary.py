@@ -7,15 +7,22 @@ against another version of it, on the same pairs, in one run, alternating.
 Each bench runs in a fresh subprocess (`run_bench` imported from that version's package root) over
 that version's bundled dataset (the same pairs where the chosen definitions did not change), writing traces to a temporary folder; the script prints seconds per pair for
 each version and the ratio new / old, per round and in total.
+
+Besides wall time it prints the CPU seconds of the bench's whole process tree (the bench and every
+sandboxed worker: killed workers are never reaped into the bench's rusage, so their /proc times are
+sampled every 0.1 s, the last sample of each process kept) and how many worker processes it started:
+on a shared 2-core host wall time follows the load, CPU time follows the work.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -33,15 +40,61 @@ print(json.dumps({"pairs": len(s.outcomes), "counts": s.counts(), "package": gen
 """
 
 
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+class TreeCPU:
+    """CPU seconds of a process and all its descendants, sampled from /proc until stopped."""
+
+    def __init__(self, pid: int):
+        self.pid, self.seen, self.workers = pid, {}, set()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            stats, kids = {}, {}
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        raw = Path(f"/proc/{entry}/stat").read_text()
+                        cmd = Path(f"/proc/{entry}/cmdline").read_bytes()
+                    except OSError:
+                        continue
+                    fields = raw.rsplit(")", 1)[1].split()
+                    stats[int(entry)] = ((int(fields[11]) + int(fields[12])) / TICK, cmd)
+                    kids.setdefault(int(fields[1]), []).append(int(entry))
+            stack = [self.pid]
+            while stack:
+                pid = stack.pop()
+                if pid in stats:
+                    cpu, cmd = stats[pid]
+                    self.seen[pid] = max(self.seen.get(pid, 0.0), cpu)
+                    if b"generator.bench.worker" in cmd and not cmd.startswith(b"bwrap"):
+                        self.workers.add(pid)
+                stack += kids.get(pid, [])
+            time.sleep(0.1)
+
+    def done(self) -> tuple[float, int]:
+        self.stop.set()
+        self.thread.join()
+        return sum(self.seen.values()), len(self.workers)
+
+
 def one(root: Path, dataset: Path, definitions: list[str], correctness_only: bool) -> tuple[float, dict]:
     with tempfile.TemporaryDirectory(prefix="kt-boundary-") as out:
         t0 = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-c", RUN, str(root), str(dataset), out, json.dumps(definitions),
-                               "1" if correctness_only else "0"], capture_output=True, text=True, cwd=str(root))
+        proc = subprocess.Popen([sys.executable, "-c", RUN, str(root), str(dataset), out, json.dumps(definitions),
+                                 "1" if correctness_only else "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, cwd=str(root))
+        tree = TreeCPU(proc.pid)
+        stdout, stderr = proc.communicate()
         wall = time.perf_counter() - t0
+        cpu, workers = tree.done()
     if proc.returncode != 0:
-        raise SystemExit(f"bench from {root} failed:\n{proc.stderr[-3000:]}")
-    return wall, json.loads(proc.stdout.strip().splitlines()[-1])
+        raise SystemExit(f"bench from {root} failed:\n{stderr[-3000:]}")
+    return wall, {**json.loads(stdout.strip().splitlines()[-1]), "cpu": cpu, "workers": workers}
 
 
 def main() -> int:
@@ -51,17 +104,24 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--correctness-only", action="store_true")
     args = parser.parse_args()
-    totals = {"old": [0.0, 0], "new": [0.0, 0]}
+    totals = {"old": [0.0, 0, 0.0, 0], "new": [0.0, 0, 0.0, 0]}
     for r in range(args.rounds):
         for label, root in (("old", args.old.resolve()), ("new", HERE)):
             # Each version reads its own copy of the dataset (an older loader may not read today's).
             wall, info = one(root, root / "dataset", args.definitions, args.correctness_only)
             totals[label][0] += wall
             totals[label][1] += info["pairs"]
-            print(f"round {r + 1} {label}: {info['pairs']} pairs in {wall:.1f} s = {wall / max(info['pairs'], 1):.2f} "
-                  f"s/pair {info['counts']} ({info['package']})", flush=True)
+            totals[label][2] += info["cpu"]
+            totals[label][3] += info["workers"]
+            pairs = max(info["pairs"], 1)
+            print(f"round {r + 1} {label}: {info['pairs']} pairs in {wall:.1f} s = {wall / pairs:.2f} s/pair, "
+                  f"CPU {info['cpu']:.1f} s = {info['cpu'] / pairs:.2f} CPU-s/pair, {info['workers']} workers started "
+                  f"{info['counts']} ({info['package']})", flush=True)
     per = {k: v[0] / max(v[1], 1) for k, v in totals.items()}
-    print(f"total: old {per['old']:.2f} s/pair, new {per['new']:.2f} s/pair, new/old = {per['new'] / per['old']:.2f}")
+    cpu = {k: v[2] / max(v[1], 1) for k, v in totals.items()}
+    print(f"total: old {per['old']:.2f} s/pair, new {per['new']:.2f} s/pair, new/old = {per['new'] / per['old']:.2f}; "
+          f"CPU old {cpu['old']:.2f} CPU-s/pair, new {cpu['new']:.2f}, new/old = {cpu['new'] / cpu['old']:.2f}; "
+          f"workers started old {totals['old'][3]}, new {totals['new'][3]}")
     return 0
 
 
