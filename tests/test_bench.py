@@ -34,9 +34,10 @@ CORRECT = (
 )
 
 
-def add_solution(root: Path, name: str, source: str, author: str = "cheat", dps: bool = False) -> None:
-    dump(root / f"solutions/{author}/norm/rmsnorm_h128/{name}.json", {
-        "name": name, "definition": "rmsnorm_h128", "author": author, "description": f"planted: {name}",
+def add_solution(root: Path, name: str, source: str, author: str = "cheat", dps: bool = False,
+                 definition: str = "rmsnorm_h128") -> None:
+    dump(root / f"solutions/{author}/norm/{definition}/{name}.json", {
+        "name": name, "definition": definition, "author": author, "description": f"planted: {name}",
         "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
                  "destination_passing_style": dps, "dependencies": ["torch"]},
         "sources": [{"path": "main.py", "content": source}]})
@@ -172,6 +173,26 @@ CHEATS = {
     "does_not_compile": ("def run(input, weight, eps:\n    return input\n", ("COMPILE_ERROR",), "SyntaxError"),
 }
 DPS_CHEATS = {"leaves_outputs_unwritten", "sniffs_nan_poison"}
+# Cheats that lose their worker on the first call run on a copy of the definition with one workload:
+# a second workload would only show again that a fresh worker takes the remaining ones (one more
+# Python+torch start each, and 4 s more for a timeout). `exits` keeps two workloads and shows it.
+ONCE_DEFINITION = "rmsnorm_h128_once"
+ONCE = {"forges_messages", "writes_fake_results_and_exits", "segfaults", "hangs", "setsid_grandchild"}
+
+
+def add_once_definition(root: Path) -> None:
+    d = json.loads((root / "definitions/norm/rmsnorm_h128.json").read_text())
+    dump(root / f"definitions/norm/{ONCE_DEFINITION}.json", {**d, "name": ONCE_DEFINITION})
+    [w] = workloads(1)
+    w["definition"] = ONCE_DEFINITION
+    w["workload"].update(uuid="wl-once", seed=200)
+    dump_lines(root / f"workloads/norm/{ONCE_DEFINITION}.jsonl", [w])
+    einsum = root / "einsums/norm/rmsnorm_h128.yaml"
+    (einsum.parent / f"{ONCE_DEFINITION}.yaml").write_text(einsum.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def expected_pairs(name: str) -> int:
+    return 1 if name in ONCE else 2
 NEEDS_SANDBOX = {"calls_reference_file", "regenerates_inputs_from_job", "setsid_grandchild"}
 ORPHAN_MARKER = f"kt-orphan-marker-{os.getpid()}"
 
@@ -199,11 +220,13 @@ def benched(tmp_path_factory):
     from generator.bench.sandbox import sandbox_mode
 
     root = write_dataset(tmp_path_factory.mktemp("bench"), traces=[], workloads=workloads(2))
+    add_once_definition(root)
     for name, (source, _, _) in CHEATS.items():
         source = (source.replace("DEFINITION_PATH", repr(str(root / "definitions/norm/rmsnorm_h128.json")))
                   .replace("WORKLOADS_PATH", repr(str(root / "workloads/norm/rmsnorm_h128.jsonl")))
                   .replace("ORPHAN_MARKER", repr(ORPHAN_MARKER)))
-        add_solution(root, name, source, dps=name in DPS_CHEATS)
+        add_solution(root, name, source, dps=name in DPS_CHEATS,
+                     definition=ONCE_DEFINITION if name in ONCE else "rmsnorm_h128")
     temps = kt_temp_folders()
     summary = run_bench(root, device="cpu", timeout_s=4, timing=FAST, progress=False, prefetch=True)
     return root, summary, sandbox_mode("cpu")[0], temps
@@ -236,7 +259,7 @@ def test_planted_problem_is_caught(benched, name):
                     "and a setsid grandchild can escape (the bench says so and records sandbox: none)")
     _, allowed, words = CHEATS[name]
     outcomes = statuses(summary, name)
-    assert len(outcomes) == 2, "every pair gets a trace, whatever happened"
+    assert len(outcomes) == expected_pairs(name), "every pair gets a trace, whatever happened"
     for o in outcomes:
         log = o.record["evaluation"]["log"] or ""
         assert o.status in allowed, f"{name}: {o.status} ({log[-500:]})"
@@ -273,7 +296,7 @@ def test_no_process_or_temp_folder_is_left(benched):
 
 def test_every_trace_written_is_valid(benched):
     root, summary, _, _ = benched
-    assert len(summary.outcomes) == 2 * (1 + len(CHEATS))
+    assert len(summary.outcomes) == 2 + sum(expected_pairs(name) for name in CHEATS)
     # (The validator rightly rejects the planted solution that does not compile; traces must be clean.)
     errors = [d for d in validate_path(root) if d.is_error and d.file.startswith("traces/")]
     assert not errors, "\n".join(str(d) for d in errors[:5])
