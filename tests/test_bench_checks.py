@@ -1,7 +1,7 @@
 """Every definition's bench check bites: wrong answers of three kinds fail it.
 
 For each definition of the bundled dataset, on the bench's own inputs (make_inputs, a dataset
-workload; const axes shrunk where one call would need hundreds of MB), the reference's outputs are
+workload; const axes shrunk so that one call's inputs fit MAX_CALL_BYTES), the reference's outputs are
 compared by the bench's compare() with
 - all zeros,
 - an input passed through (an input of the output's shape, or the first input's values laid out in it),
