@@ -65,6 +65,13 @@ BLOB_WORKLOAD = {
     "evaluation": None,
 }
 
+# Three more plain random workloads, so the verified definition meets the minimum of 5 workloads that
+# validate warns below (generator/validate/completeness.py).
+MORE_WORKLOADS = [
+    {**WORKLOAD, "workload": {**WORKLOAD["workload"], "uuid": f"wl-{i:04d}", "axes": {"batch_size": batch}, "seed": i}}
+    for i, batch in ((3, 1), (4, 16), (5, 64))
+]
+
 SOLUTION_SOURCE = (
     "import torch\n\n"
     "def run(input, weight, eps):\n"
@@ -151,7 +158,7 @@ def write_dataset(root: Path, **override) -> Path:
         return copy.deepcopy(override.get(key, default))
 
     dump(root / "definitions/norm/rmsnorm_h128.json", pick("definition", DEFINITION))
-    dump_lines(root / "workloads/norm/rmsnorm_h128.jsonl", pick("workloads", [WORKLOAD, BLOB_WORKLOAD]))
+    dump_lines(root / "workloads/norm/rmsnorm_h128.jsonl", pick("workloads", [WORKLOAD, BLOB_WORKLOAD, *MORE_WORKLOADS]))
     blob = root / "blob/workloads/norm/rmsnorm_h128/wl-0002.safetensors"
     blob.parent.mkdir(parents=True, exist_ok=True)
     blob.write_bytes(safetensors_bytes({"input": ("F16", [2, 128])}))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from dataset_factory import TRACE, write_dataset
+from dataset_factory import BLOB_WORKLOAD, DEFINITION, MORE_WORKLOADS, TRACE, WORKLOAD, write_dataset
 
 from generator.model.diagnostics import WARNING
 from generator.validate import validate_path
@@ -24,6 +24,17 @@ def test_no_workloads_and_no_baseline_are_warned(tmp_path: Path) -> None:
     messages = _messages(root)
     assert any("rmsnorm_h128 has no workloads" in m for m in messages), messages
     assert any("rmsnorm_h128 has no baseline solution" in m for m in messages), messages
+
+
+def test_verified_definition_below_five_workloads_is_warned(tmp_path: Path) -> None:
+    five = [WORKLOAD, BLOB_WORKLOAD, *MORE_WORKLOADS]
+    assert _messages(write_dataset(tmp_path / "five", workloads=five)) == []
+    [diag] = validate_path(write_dataset(tmp_path / "four", workloads=five[:4]))
+    assert (diag.file, diag.pointer) == ("definitions/norm/rmsnorm_h128.json", "/tags")
+    assert diag.message == ("rmsnorm_h128 is tagged status:verified but has 4 workloads, below the minimum of 5")
+    assert "add 1 more to workloads/norm/rmsnorm_h128.jsonl" in diag.hint
+    draft = {**DEFINITION, "tags": [t if t != "status:verified" else "status:draft" for t in DEFINITION["tags"]]}
+    assert _messages(write_dataset(tmp_path / "draft", definition=draft, workloads=five[:2])) == []
 
 
 def test_repeated_trace_keys_are_one_warning_per_file(tmp_path: Path) -> None:

@@ -189,10 +189,10 @@ def test_factory_cascade_is_clean(tmp_path: Path):
 
 
 def test_shape_mismatch_names_the_workload(tmp_path: Path):
-    bad = EINSUM.replace("B: {{ batch_size }}", "B: 4")  # right for wl-0001 (batch 4), wrong for wl-0002 (2)
+    bad = EINSUM.replace("B: {{ batch_size }}", "B: 4")  # right for wl-0001 (batch 4), wrong for the other four
     [d] = [d for d in _diags(tmp_path, bad) if "tensor 'input'" in d.message]
     assert d.message == ("rank 'B' of tensor 'input' has size 4, but dimension 0 of 'input' is batch_size = 2 "
-                         "(workload wl-0002)")
+                         "(workload wl-0002, and 3 other rendering(s))")
     assert (d.line, d.pointer) == (6, "/workload/einsums/0/tensor_accesses/0/projection")
     assert "{{ batch_size }}" in d.hint
 

@@ -28,7 +28,7 @@ from generator.load import DEFAULT_DATASET, load
 from generator.validate import validate
 
 ALL_CONFIGS = ("definitions", "workloads", "solutions", "traces", "models", "einsums", "hardware")
-FACTORY_COUNTS = {"definitions": 1, "workloads": 2, "solutions": 1, "traces": 1, "models": 1, "einsums": 1,
+FACTORY_COUNTS = {"definitions": 1, "workloads": 5, "solutions": 1, "traces": 1, "models": 1, "einsums": 1,
                   "hardware": 1}
 
 

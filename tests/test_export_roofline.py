@@ -103,7 +103,7 @@ def test_roofline_rows_by_hand(tmp_path, load_offline):
     root = write_dataset(tmp_path / "ds")
     export_dataset(root, tmp_path / "hub")
     rows = {r["workload_uuid"]: r for r in load_offline(tmp_path / "hub", "roofline")}
-    assert set(rows) == {"wl-0001", "wl-0002"}
+    assert set(rows) == {"wl-0001", "wl-0002", "wl-0003", "wl-0004", "wl-0005"}
     r = rows["wl-0001"]
     assert (r["definition"], r["type"], r["hardware"], r["axes"]) == ("rmsnorm_h128", "norm", "test_cpu",
                                                                       {"batch_size": 4})

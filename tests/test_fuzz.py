@@ -339,9 +339,10 @@ def test_axis_named_self_renders(tmp_path: Path) -> None:
     """Axis names are passed to jinja as data: 'self' is a valid axis name, not a clash with render(self)."""
     d = json.loads(json.dumps(DEFINITION).replace("batch_size", "self"))
     w = json.loads(json.dumps(WORKLOAD).replace("batch_size", "self"))
+    ws = [{**w, "workload": {**w["workload"], "uuid": f"wl-{i:04d}"}} for i in range(1, 6)]  # the verified minimum
     t = json.loads(json.dumps(TRACE).replace("batch_size", "self"))
     # (jinja reserves the name 'self' inside templates, so this cascade does not use the axis)
-    root = write_dataset(tmp_path / "ds", definition=d, workloads=[w], traces=[t],
+    root = write_dataset(tmp_path / "ds", definition=d, workloads=ws, traces=[t],
                          einsum=EINSUM.replace("{{ batch_size }}", "4"))
     assert check_never_raises(root) == []
 

@@ -223,13 +223,13 @@ def test_roofline_table_covers_every_workload(ds):
 
 
 def test_definition_page_shows_the_speed_of_light_escaped(tmp_path: Path):
-    from dataset_factory import EINSUM
+    from dataset_factory import BLOB_WORKLOAD, EINSUM, WORKLOAD
 
     from generator.analyse.roofline import sol_sections
     from generator.site.render import render_pages
 
     nasty = EINSUM.replace("workload:\n", "# ```` <script>alert(1)</script> | [x](http://evil)\nworkload:\n", 1)
-    ds = load(write_dataset(tmp_path / "ds", einsum=nasty))
+    ds = load(write_dataset(tmp_path / "ds", einsum=nasty, workloads=[WORKLOAD, BLOB_WORKLOAD]))
     section = sol_sections(ds)["rmsnorm_h128"]
     assert section.hardware == ("test_cpu",)
     # Rows in workload order: batch 4 then batch 2; bytes 2308 and 4*... (2*128*2*2 + 256 + 4 = 1284).

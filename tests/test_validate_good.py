@@ -25,7 +25,7 @@ def test_good_dataset_loads_every_kind(good_dataset: Path) -> None:
     ds = load(good_dataset)
     assert ds.load_diagnostics == []
     assert list(ds.definitions) == ["rmsnorm_h128"]
-    assert [w.uuid for w in ds.workloads] == ["wl-0001", "wl-0002"]
+    assert [w.uuid for w in ds.workloads] == ["wl-0001", "wl-0002", "wl-0003", "wl-0004", "wl-0005"]
     assert list(ds.solutions) == ["rmsnorm_h128_torch"]
     assert len(ds.traces) == 1 and ds.traces[0].is_passed
     assert list(ds.models) == ["test-model"]
@@ -80,9 +80,10 @@ GOOD_VARIANTS = {
                                            "peak_tflops": {"float32": 1.0, "bfloat16": 2}}),
     "workload-bool-scalar": dict(
         definition={**DEFINITION, "inputs": {**DEFINITION["inputs"], "eps": {"shape": [], "dtype": "bool"}}},
-        workloads=[{**WORKLOAD, "workload": {**WORKLOAD["workload"],
+        workloads=[{**WORKLOAD, "workload": {**WORKLOAD["workload"], "uuid": f"wl-{i:04d}",
                                              "inputs": {**WORKLOAD["workload"]["inputs"],
-                                                        "eps": {"type": "scalar", "value": True}}}}]),
+                                                        "eps": {"type": "scalar", "value": True}}}}
+                   for i in range(1, 6)]),  # five: the verified definition's minimum
     "einsum-object-projection": dict(einsum=(
         "workload:\n"
         "  rank_sizes: {B: {{ batch_size }}, H: {{ hidden_size }}}\n"
@@ -147,9 +148,10 @@ def test_jsonl_records_keep_their_line_numbers(tmp_path: Path) -> None:
     root = write_dataset(tmp_path / "ds")
     path = root / "workloads/norm/rmsnorm_h128.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines()
-    path.write_text("\n" + lines[0] + "\n\n   \n" + lines[1] + "\n", encoding="utf-8")  # blank lines count
+    path.write_text("\n" + lines[0] + "\n\n   \n" + "\n".join(lines[1:]) + "\n", encoding="utf-8")  # blank lines count
     ds = load(root)
-    assert [(w.uuid, w.source.line) for w in ds.workloads] == [("wl-0001", 2), ("wl-0002", 5)]
+    assert [(w.uuid, w.source.line) for w in ds.workloads] == [("wl-0001", 2), ("wl-0002", 5), ("wl-0003", 6),
+                                                           ("wl-0004", 7), ("wl-0005", 8)]
     assert ds.workloads[1].source.line_of("/workload/axes") == 5
     assert validate(ds) == []
 

@@ -1,7 +1,7 @@
 """Warnings about what is missing or repeated rather than wrong: a definition nobody can run or rank
-(no workload, no baseline solution) and traces that repeat a (solution, workload, hardware) key, as
-hand-merged or older trace files hold (the site keeps the latest; the older lines are noise).
-The bundled dataset also keeps every verified definition at 5 workloads or more (tests/test_coverage.py)."""
+(no workload, no baseline solution), a verified definition below the workload minimum, and traces
+that repeat a (solution, workload, hardware) key, as hand-merged or older trace files hold (the site
+keeps the latest; the older lines are noise)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ from ..model.layout import CANONICAL
 from .common import warning
 
 BASELINE_AUTHOR = "baseline"
+# A verified kernel is ranked on its workloads: fewer than five shapes cannot show how it scales
+# from decode batch 1 to a long prefill. Drafts may have fewer (site_src/contributing.md).
+MIN_VERIFIED_WORKLOADS = 5
+VERIFIED_TAG = "status:verified"
 
 
 def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
@@ -25,6 +29,12 @@ def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
             yield warning(d, ptr("name"), f"{d.name} has no workloads: nothing can be benchmarked",
                           f"add at least 5 to {CANONICAL.workload_file(d.type, d.name)} (or a recipe in "
                           "generator/workloadgen/)")
+        elif VERIFIED_TAG in d.tags and workloads[d.name] < MIN_VERIFIED_WORKLOADS:
+            have = workloads[d.name]
+            yield warning(d, ptr("tags"), f"{d.name} is tagged {VERIFIED_TAG} but has {have} workload"
+                          f"{'s' if have != 1 else ''}, below the minimum of {MIN_VERIFIED_WORKLOADS}",
+                          f"add {MIN_VERIFIED_WORKLOADS - have} more to {CANONICAL.workload_file(d.type, d.name)} "
+                          "(from its recipe in generator/workloadgen/), or tag it status:draft until it has them")
         if d.name not in baselines:
             yield warning(d, ptr("name"), f"{d.name} has no baseline solution: speedups can only be those the traces recorded",
                           f"add {CANONICAL.solution_file(BASELINE_AUTHOR, d.type, d.name, d.name + '_torch')}")
