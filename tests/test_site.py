@@ -597,3 +597,26 @@ def test_serve_rebuilds_when_the_dataset_changes(tmp_path):
         stop.set()
         thread.join(timeout=60)
     assert not thread.is_alive()
+
+
+def test_a_formula_block_in_a_description_renders_as_escaped_pre():
+    from generator.site.items import environment, summary
+
+    text = ("Routed experts of one token. Weighted sum.\n\n"
+            "    out[t] = Σ_k w[t,k] · W2[e_k] (silu(W1[e_k] x_t) ⊙ W3[e_k] x_t)\n"
+            "      for k < top_k   <script>alert(1)</script>\n\n"
+            "Layouts\n  are row-major.")
+    html_out = environment().from_string('{% import "macros.html.j2" as kt %}{{ kt.paragraphs(text) }}').render(
+        text=text)
+    pre = re.search(r'<pre class="kt-formula"><code>(.*?)</code></pre>', html_out, re.S).group(1)
+    # lines kept as written less the 4-space indent (the second line keeps its own 2 extra), escaped
+    assert pre == ("out[t] = Σ_k w[t,k] · W2[e_k] (silu(W1[e_k] x_t) ⊙ W3[e_k] x_t)\n"
+                   "  for k &lt; top_k   &lt;script&gt;alert(1)&lt;/script&gt;")
+    assert "<script>" not in html_out
+    assert re.findall(r"<p>(.*?)</p>", html_out) == ["Routed experts of one token. Weighted sum.",
+                                                     "Layouts are row-major."]
+    assert summary(text) == "Routed experts of one token."
+    # a block with one line not indented by 4 spaces is prose, not a formula
+    plain = environment().from_string('{% import "macros.html.j2" as kt %}{{ kt.paragraphs(text) }}').render(
+        text="    a = b\nc = d")
+    assert "<pre" not in plain and "<p>a = b c = d</p>" in plain

@@ -24,7 +24,7 @@ from .results import (DRAFT_TAG, SiteResults, definition_results, fmt_err, fmt_m
                       solution_page, sort_key, trend)
 
 HARDWARE_ROWS_PER_PAGE = 250  # keeps a machine's page small at any dataset size
-_BLANK_LINES = re.compile(r"\n[ \t]*\n\s*")
+_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # keeps the next block's indent: 4 spaces mark a formula
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
@@ -39,11 +39,24 @@ class Item:
     boost: float = 1.0  # search ranking weight (drafts below verified kernels)
 
 
+def blocks(text: object) -> list[tuple[bool, str]]:
+    """A contributor's text as (is_formula, text) blocks, blank-line separated. A block whose every line
+    is indented by 4 spaces is a formula (as in Markdown's code blocks): its lines are kept as written,
+    less the indent. Any other block is prose, its lines joined with plain spaces."""
+    value = str(text).replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
+    out = []
+    for raw in _BLANK_LINES.split(value):
+        lines = [line for line in raw.split("\n") if line.strip()]
+        if lines and all(line.startswith("    ") for line in lines):
+            out.append((True, "\n".join(line[4:].rstrip() for line in lines)))
+        elif lines:
+            out.append((False, " ".join(line.strip() for line in lines)))
+    return out
+
+
 def paragraphs(text: object) -> list[str]:
-    """A contributor's prose as paragraphs (blank-line separated), each line's whitespace kept plain."""
-    value = str(text).replace("\r\n", "\n").replace("\r", "\n").strip()
-    return [" ".join(line.strip() for line in p.split("\n") if line.strip())
-            for p in _BLANK_LINES.split(value)] if value else []
+    """The prose paragraphs of a contributor's text (formula blocks left out: search and summaries are prose)."""
+    return [p for is_formula, p in blocks(text) if not is_formula]
 
 
 def summary(text: str, limit: int = 100) -> str:
@@ -65,7 +78,7 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
                              autoescape=True, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(
-        paragraphs=paragraphs, anchorid=anchor_id, url=lambda path: quote(str(path)), ms=fmt_ms, speedup=fmt_speedup,
+        paragraphs=paragraphs, blocks=blocks, anchorid=anchor_id, url=lambda path: quote(str(path)), ms=fmt_ms, speedup=fmt_speedup,
         pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key, trend=trend, value=fmt_value,
         spread=fmt_spread, when=fmt_when, board_rows=board_rows, solution_rows=solution_rows,
         trace_details=trace_details,
