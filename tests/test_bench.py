@@ -647,3 +647,20 @@ def test_correctness_only_run_says_why_a_pair_failed(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "RUNTIME_ERROR: raises on workload wl-0000" in out and "planted failure 4711" in out, out
+
+
+def test_a_reference_whose_worker_dies_at_start_fails_its_pairs_with_the_reason(tmp_path, capsys):
+    """The reference's worker may end before it answers once (here its module exits on import): each pair
+    is a RUNTIME_ERROR naming the reference, and the bench goes on (it once raised KeyError instead)."""
+    from generator import cli
+
+    definition = json.loads(json.dumps(DEFINITION))
+    definition["reference"] = "import os\nos._exit(7)\n" + definition["reference"]
+    root = write_dataset(tmp_path / "ds", definition=definition, traces=[], workloads=workloads(2))
+    code = cli.main(["bench", "--dataset", str(root), "--device", "cpu", "--correctness-only", "--quiet",
+                     "--timeout", "60"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    for uuid in ("wl-0000", "wl-0001"):
+        assert f"RUNTIME_ERROR: rmsnorm_h128_torch on workload {uuid}" in out, out
+    assert "the definition's reference failed" in out and "exit code 7" in out, out

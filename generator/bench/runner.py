@@ -440,7 +440,9 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                         spare.append(Worker(opts.device, opts.sandbox))
                 result = WorkloadRun(pair, opts, root, sol, refs[definition], rng).run()
             except ReferenceFailed as exc:
-                refs.pop(definition).worker.kill()
+                ref = refs.pop(definition, None)  # None: the reference's worker failed before it answered once
+                if ref is not None:
+                    ref.worker.kill()
                 result = {"status": "RUNTIME_ERROR", "log": f"the definition's reference failed: {exc.log}"}
             except Failed as exc:
                 if exc.status == "COMPILE_ERROR":

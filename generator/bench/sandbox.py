@@ -53,12 +53,15 @@ def _binds(device: str) -> list[str]:
             args += ["--symlink", os.readlink(p), str(p)]
         elif p.is_dir():
             args += ["--ro-bind", str(p), str(p)]
+    # The private /tmp comes before the Python binds: bwrap mounts in order, so a tmpfs laid later would
+    # hide a virtual environment that lives under /tmp (the interpreter then fails to exec).
+    args += ["--tmpfs", "/tmp"]
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
     for prefix in sorted(prefixes):
         if not str(prefix).startswith("/usr"):
             args += ["--ro-bind", str(prefix), str(prefix)]
     args += ["--ro-bind", str(PACKAGE_ROOT / "generator"), f"{INSIDE_PACKAGE}/generator"]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    args += ["--dev", "/dev", "--proc", "/proc"]
     if device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             args += ["--dev-bind", str(node), str(node)]
