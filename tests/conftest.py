@@ -21,6 +21,19 @@ def pytest_collection_finish(session):
                                 "(from dataset_factory import ...), as conftest.py does")
 
 
+# The files that take longest (wall seconds alone, tests/benchmarks/measure_test_suite.py), longest first.
+# pytest-xdist's --dist loadfile hands whole files to the two workers in collection order: starting the
+# long ones first keeps one worker from running a long file alone at the end while the other idles.
+LONGEST_FIRST = ("test_bench.py", "test_references.py", "test_bench_checks.py", "test_contributor.py", "test_export.py",
+                 "test_triton_solutions.py", "test_consumer.py", "test_site.py", "test_browser.py", "test_fuzz.py",
+                 "test_export_roofline.py", "test_einsums.py", "test_workloadgen.py", "test_dialects.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 @pytest.fixture
 def good_dataset(tmp_path: Path) -> Path:
     """A complete, valid dataset with one record of every kind."""
