@@ -48,6 +48,9 @@ SHRINK = {
     # MXFP4: K (with its packed bytes and 32-wide scale blocks) real; N interleaves gate and linear (I = N / 2).
     "grouped_gemm_mxfp4_swiglu_e128_n5760_k2880": {"N": 256, "I": 128},
     "grouped_gemm_mxfp4_scatter_e128_n2880_k2880": {"N": 256},
+    # Index heads only add terms to each logit (a weighted sum over heads): 8 of 64 check the same, the
+    # real 8192 x 8192 ragged prefill kept (its ks/ke ranges are the workload's).
+    "dsa_indexer_logits_ragged_prefill_h64_d128": {"num_index_heads": 8},
     "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048": {
         "hidden_size": 512, "intermediate_size": 256, "gemm1_out_size": 512, "num_hidden_blocks": 4,
         "num_intermediate_blocks": 2, "num_gemm1_out_blocks": 4},
