@@ -121,6 +121,16 @@ def test_fast_p_is_strict_and_counts_every_workload():
     assert fast_p_curve(speedups, 4, 5.0) == ((0.0, 0.5), (2.0, 0.25), (4.0, 0.0), (5.0, 0.0))
 
 
+def test_the_fast_p_curve_is_fast_p_at_each_of_its_points():
+    import random
+
+    rng = random.Random(7)
+    speedups = [None if rng.random() < 0.1 else round(rng.uniform(0.2, 6.0), rng.choice((1, 3))) for _ in range(3000)]
+    curve = fast_p_curve(speedups, 3500, 5.0)
+    assert len(curve) > 500 and curve[0][0] == 0.0 and curve[-1][0] == 5.0
+    assert all(value == fast_p(speedups, 3500, p) for p, value in curve)
+
+
 def test_curve_end_and_competition_ranks():
     assert curve_end([None]) == 2.0 and curve_end([4.0]) == 4.5 and curve_end([1.2]) == 2.0
     assert competition_ranks([(3.0, 1.0), (2.0, 1.0), (2.0, 1.0), (1.0, 0.5)]) == [1, 2, 2, 4]

@@ -559,7 +559,7 @@ def test_serve_rebuilds_when_the_dataset_changes(tmp_path):
 
     from dataset_factory import DEFINITION, write_dataset
 
-    from generator.site.build import serve_site
+    from generator.site.serve import serve_site
 
     root = write_dataset(tmp_path / "dataset", traces=[])
     project = make_project(tmp_path / "project")

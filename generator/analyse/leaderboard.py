@@ -31,12 +31,13 @@ pages all read from here, so no number is computed twice or in a template. The r
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from datetime import datetime
 from typing import Iterable, Mapping, Optional, Sequence
 
@@ -86,8 +87,12 @@ def fast_p(speedups: Sequence[Optional[float]], total: int, p: float) -> float:
 def fast_p_curve(speedups: Sequence[Optional[float]], total: int, end: float) -> tuple[tuple[float, float], ...]:
     """fast_p as a step function of p on [0, end]: (p, fast_p(p)) at 0, at every distinct speedup
     (where it drops, since the comparison is strict) and at `end`; plot with horizontal-then-vertical steps."""
-    points = sorted({0.0, *(s for s in speedups if s is not None and s < end), end})
-    return tuple((p, fast_p(speedups, total, p)) for p in points)
+    known = sorted(s for s in speedups if s is not None)
+    points = sorted({0.0, *(s for s in known if s < end), end})
+    if total <= 0:
+        return tuple((p, 0.0) for p in points)
+    # fast_p at each point, from the sorted speedups (n log n: speedups are mostly distinct)
+    return tuple((p, (len(known) - bisect.bisect_right(known, p)) / total) for p in points)
 
 
 def curve_end(speedups: Iterable[Optional[float]]) -> float:
@@ -231,6 +236,30 @@ class Leaderboard:
         """The solution's result on every workload, in workload order."""
         index = next((i for i, e in enumerate(self.entries) if e.solution == solution), None)
         return () if index is None else tuple(row.results[index] for row in self.rows)
+
+    # What the pages over all definitions take from each board, kept with it: a board that did not
+    # change (serve's quick rebuilds keep them) is not gone through again.
+    @cached_property
+    def author_best(self) -> dict[str, tuple[set, dict[tuple[str, str], Optional[float]]]]:
+        """Author -> (their solutions here, (definition, workload) -> best known speedup of theirs, or None
+        when correct without one)."""
+        out: dict[str, tuple[set, dict]] = {}
+        for i, e in enumerate(self.entries):
+            solutions, best = out.setdefault(e.author, (set(), {}))
+            solutions.add(e.solution)
+            for row in self.rows:
+                r = row.results[i]
+                if not r.passed:
+                    continue
+                key = (self.definition, row.uuid)
+                held = best.get(key, "absent")
+                if held == "absent" or (r.speedup is not None and (held is None or r.speedup > held)):
+                    best[key] = r.speedup
+        return out
+
+    @cached_property
+    def kernel_speedup(self) -> Optional[tuple[float, float]]:
+        return kernel_speedup(self)
 
 
 @dataclass(frozen=True)
@@ -545,17 +574,10 @@ def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
         solutions: dict[str, set[str]] = defaultdict(set)
         definitions: dict[str, set[str]] = defaultdict(set)
         for lb in lbs:
-            for i, e in enumerate(lb.entries):
-                solutions[e.author].add(e.solution)
-                definitions[e.author].add(lb.definition)
-                for row in lb.rows:
-                    r = row.results[i]
-                    if not r.passed:
-                        continue
-                    key = (lb.definition, row.uuid)
-                    held = best[e.author].get(key, "absent")
-                    if held == "absent" or (r.speedup is not None and (held is None or r.speedup > held)):
-                        best[e.author][key] = r.speedup
+            for author, (theirs, speedups) in lb.author_best.items():
+                solutions[author].update(theirs)
+                definitions[author].add(lb.definition)
+                best[author].update(speedups)  # a board's keys are its own definition's
         all_speedups = [s for per in best.values() for s in per.values()]
         end = curve_end(all_speedups)
         unranked = []
@@ -653,7 +675,7 @@ def model_estimates(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
     kernel_on: dict[tuple[str, str], tuple[float, float]] = {}
     for name, lbs in boards.items():
         for lb in lbs:
-            found = kernel_speedup(lb)
+            found = lb.kernel_speedup
             if found is not None:
                 kernel_on[(name, lb.hardware)] = found
     hardware = sorted({hw for (_, hw) in kernel_on})

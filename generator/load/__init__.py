@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import gc
 import json
+import multiprocessing
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -49,18 +51,88 @@ def _line_of_constant(text: str, name: str) -> int:
     return 1
 
 
+@dataclass
+class FileLoad:
+    """What reading one file gave, before it joins the Dataset: kept whole so that a LoadCache can
+    join it again without reading the file (serve's quick rebuilds), with the same outcome."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    appended: dict[str, list] = field(default_factory=dict)  # Dataset list attribute -> records
+    # (Dataset dict attribute, key, record, kind whose names must be unique or "" to overwrite)
+    keyed: list[tuple[str, str, Any, str]] = field(default_factory=list)
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (kind, name)
+    # (top-level folder, dialect) -> (first record, note -> how many records, how many records)
+    dialects: dict[tuple[str, str], tuple[Source, dict[str, int], int]] = field(default_factory=dict)
+    flashinfer: bool = False  # a FlashInfer-Trace record read: later solutions default to its DPS
+
+    def definitions(self) -> set[str]:
+        """The definitions this file's records belong to (for scoping a rebuild)."""
+        out = set()
+        for attr, records in self.appended.items():
+            out.update(r.definition for r in records if hasattr(r, "definition"))
+        for attr, key, record, _ in self.keyed:
+            if attr == "definitions":
+                out.add(key)
+            elif hasattr(record, "definition"):
+                out.add(record.definition)
+        return out
+
+
+class LoadCache:
+    """Files already read, by path, with the (mtime, size) they had: `load(root, cache)` reads only
+    files that are new or changed since the last load with this cache. `changed` holds, after each
+    load, {path: (what it gave before or None, what it gives now or None)} for the files re-read or gone."""
+
+    def __init__(self) -> None:
+        self.root: Optional[Path] = None
+        self.files: dict[str, tuple[tuple, FileLoad]] = {}
+        self.changed: dict[str, tuple[Optional[FileLoad], Optional[FileLoad]]] = {}
+
+
+def _stamp(path: str, flashinfer: bool) -> Optional[tuple]:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None  # unreadable: read it (and report why) every time
+    return (st.st_mtime_ns, st.st_size, st.st_ino, flashinfer)
+
+
+# Above this many bytes of trace files to read, a second process reads half of them (1,000 definitions
+# x 10 solutions x 50 workloads is 300 MB); below it, a process start costs more than it saves.
+PARALLEL_BYTES = 32 * 2**20
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _read_share(root: str, rels: list[str]) -> list[FileLoad]:
+    """In a helper process: what each of these trace files gives."""
+    loader = _Loader(Path(root))
+    return [loader.read_one(rel, loader.load_traces) for rel in rels]
+
+
 class _Loader:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, cache: Optional[LoadCache] = None):
         self.ds = Dataset(root=root)
         self.root = root
         # (top-level folder, dialect) -> (first record, note -> how many records); and the record count
         self.dialect_notes: dict[tuple[str, str], tuple[Source, dict[str, int]]] = {}
         self.dialect_records: dict[tuple[str, str], int] = {}
         self.flashinfer_seen = False  # a FlashInfer-Trace record read: solutions default to its DPS
+        self.walk = self.out = FileLoad()  # what the walk itself finds; the file being read, while read
+        self.cache = cache
 
     # -- reporting -------------------------------------------------------------------------
     def report(self, path: str, line: int, pointer: str, severity: str, message: str, hint: str = "") -> None:
-        self.ds.load_diagnostics.append(Diagnostic(path, line, pointer, severity, message, hint))
+        self.out.diagnostics.append(Diagnostic(path, line, pointer, severity, message, hint))
 
     # -- reading ---------------------------------------------------------------------------
     def read_text(self, rel: str) -> Optional[str]:
@@ -116,26 +188,101 @@ class _Loader:
             # one warning per folder and dialect, at its first record, reported when the walk ends:
             # a dataset in another dialect is hundreds of records that all say the same
             key = (source.path.split("/")[0], norm.dialect)
-            counts = self.dialect_notes.setdefault(key, (source, {}))[1]
+            first, counts, n = self.out.dialects.get(key, (source, {}, 0))
             for note in dict.fromkeys(norm.notes):
                 counts[note] = counts.get(note, 0) + 1
-            self.dialect_records[key] = self.dialect_records.get(key, 0) + 1
+            self.out.dialects[key] = (first, counts, n + 1)
             if norm.dialect == dialects.FLASHINFER_TRACE:
-                self.flashinfer_seen = True
+                self.out.flashinfer = self.flashinfer_seen = True
         problems = schema_diagnostics(kind, norm.data, source)
-        self.ds.load_diagnostics.extend(problems)
+        self.out.diagnostics.extend(problems)
         return not problems
 
     def reject(self, kind: str, data: Any, key: str = "name") -> None:
         if isinstance(data, dict) and isinstance(data.get(key), str):
-            self.ds.rejected[kind].add(data[key])
+            self.out.rejected.append((kind, data[key]))
+
+    def append(self, attr: str, record: Any) -> None:
+        self.out.appended.setdefault(attr, []).append(record)
+
+    def keyed(self, attr: str, name: str, record: Any, unique_kind: str = "") -> None:
+        self.out.keyed.append((attr, name, record, unique_kind))
+
+    def read_file(self, rel: str, load_one, given: Optional[FileLoad] = None) -> None:
+        """Read one file (or take what it gave from the cache when it has not changed, or `given`, what
+        a helper process read of it) and join it."""
+        stamp = _stamp(os.path.join(self.root, rel), self.flashinfer_seen) if self.cache is not None else None
+        held = self.cache.files.get(rel) if self.cache is not None else None
+        if stamp is not None and held is not None and held[0] == stamp:
+            got = held[1]
+        else:
+            got = given if given is not None else self.read_one(rel, load_one)
+            if self.cache is not None:
+                if stamp is not None:
+                    self.cache.files[rel] = (stamp, got)
+                self.cache.changed[rel] = (held[1] if held is not None else None, got)
+        self.join(got)
+
+    def read_one(self, rel: str, load_one) -> FileLoad:
+        self.out = got = FileLoad()
+        try:
+            load_one(rel)
+        finally:
+            self.out = self.walk
+        return got
+
+    def read_all(self, rels: list[str], load_one, kind: str) -> None:
+        """Read and join `rels` in order. Many megabytes of traces are read in two processes: a helper
+        reads the second half while this one reads the first (traces read alike whatever came before)."""
+        todo = [rel for rel in rels if self.cache is None or rel not in self.cache.files
+                or self.cache.files[rel][0] != _stamp(os.path.join(self.root, rel), self.flashinfer_seen)]
+        sizes = [_size(os.path.join(self.root, rel)) for rel in todo]
+        helped: dict[str, FileLoad] = {}
+        if kind != "trace" or sum(sizes) < PARALLEL_BYTES or _cpus() < 2 or \
+                "fork" not in multiprocessing.get_all_start_methods():
+            for rel in rels:
+                self.read_file(rel, load_one)
+            return
+        half, total = 0, 0
+        while half < len(todo) and total < sum(sizes) / 2:
+            total += sizes[half]
+            half += 1
+        second = todo[half:]
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            pending = pool.apply_async(_read_share, (str(self.root), second))
+            for rel in rels:
+                if rel in helped or rel not in second:
+                    self.read_file(rel, load_one, helped.get(rel))
+                    continue
+                helped = dict(zip(second, pending.get()))  # the first file of the second half: wait for it
+                self.read_file(rel, load_one, helped[rel])
+
+    def join(self, got: FileLoad) -> None:
+        ds = self.ds
+        ds.load_diagnostics.extend(got.diagnostics)
+        for attr, records in got.appended.items():
+            getattr(ds, attr).extend(records)
+        for attr, name, record, unique_kind in got.keyed:
+            if unique_kind:
+                self.add_unique(getattr(ds, attr), name, record, unique_kind)
+            else:
+                getattr(ds, attr)[name] = record
+        for kind, name in got.rejected:
+            ds.rejected[kind].add(name)
+        for key, (first, counts, n) in got.dialects.items():
+            held = self.dialect_notes.setdefault(key, (first, {}))[1]
+            for note, count in counts.items():
+                held[note] = held.get(note, 0) + count
+            self.dialect_records[key] = self.dialect_records.get(key, 0) + n
+        self.flashinfer_seen = self.flashinfer_seen or got.flashinfer
 
     def add_unique(self, index: dict, name: str, record: Any, kind: str) -> None:
         if name in index:
             first = index[name].source
-            self.report(record.source.path, record.source.line_of("/name"), "/name", ERROR,
-                        f"duplicate {kind} name '{name}' (first defined in {first.path}:{first.line_of('/name')})",
-                        f"give each {kind} a unique name")
+            self.ds.load_diagnostics.append(Diagnostic(
+                record.source.path, record.source.line_of("/name"), "/name", ERROR,
+                f"duplicate {kind} name '{name}' (first defined in {first.path}:{first.line_of('/name')})",
+                f"give each {kind} a unique name"))
             return
         index[name] = record
 
@@ -146,8 +293,7 @@ class _Loader:
             if norm.dialect and source.text is not None:
                 source = Source(source.path, source.line)  # the text no longer matches the data
             if self.checked("definition", norm, source):
-                self.add_unique(self.ds.definitions, norm.data["name"], Definition.from_data(norm.data, source),
-                                "definition")
+                self.keyed("definitions", norm.data["name"], Definition.from_data(norm.data, source), "definition")
             else:
                 self.reject("definition", norm.data)
 
@@ -155,7 +301,7 @@ class _Loader:
         for raw, source, _ in self.json_lines(rel):
             norm = dialects.normalise_workload(raw)
             if self.checked("workload", norm, source):
-                self.ds.workloads.append(Workload.from_data(norm.data, source))
+                self.append("workloads", Workload.from_data(norm.data, source))
             elif isinstance(norm.data, dict):
                 self.reject("workload", norm.data.get("workload"), key="uuid")
 
@@ -166,8 +312,7 @@ class _Loader:
             if norm.dialect:
                 source = Source(source.path, source.line)
             if self.checked("solution", norm, source):
-                self.add_unique(self.ds.solutions, norm.data["name"], Solution.from_data(norm.data, source),
-                                "solution")
+                self.keyed("solutions", norm.data["name"], Solution.from_data(norm.data, source), "solution")
             else:
                 self.reject("solution", norm.data)
 
@@ -175,18 +320,18 @@ class _Loader:
         for raw, source, line in self.json_lines(rel):
             norm = dialects.normalise_trace(raw)
             if self.checked("trace", norm, source):
-                self.ds.traces.append(Trace.from_data(norm.data, source, None if norm.dialect else line))
+                self.append("traces", Trace.from_data(norm.data, source, None if norm.dialect else line))
 
     def load_model(self, rel: str) -> None:
         for raw, source in self.json_document(rel):
             if self.checked("model", dialects.Normalised(raw), source):
                 stem = Path(rel).stem
-                self.ds.models[stem] = CallingRecord.from_data(stem, raw, source)
+                self.keyed("models", stem, CallingRecord.from_data(stem, raw, source))
 
     def load_hardware(self, rel: str) -> None:
         for raw, source in self.json_document(rel):
             if self.checked("hardware", dialects.Normalised(raw), source):
-                self.add_unique(self.ds.hardware, raw["name"], HardwareSpec.from_data(raw, source), "hardware")
+                self.keyed("hardware", raw["name"], HardwareSpec.from_data(raw, source), "hardware")
             else:
                 self.reject("hardware", raw)
 
@@ -194,25 +339,31 @@ class _Loader:
         where = LAYOUT["agent_traces"].fields(rel)
         for raw, source in self.json_document(rel):
             if self.checked("agent_trace", dialects.Normalised(raw), source):
-                self.ds.agent_traces.append(AgentTrace.from_data(where["author"], where["solution"], raw, source))
+                self.append("agent_traces", AgentTrace.from_data(where["author"], where["solution"], raw, source))
 
     def load_einsum(self, rel: str) -> None:
         text = self.read_text(rel)
         if text is not None:
             where = LAYOUT["einsums"].fields(rel)
             cascade = EinsumCascade(where["definition"], where["type"], text, Source(rel, 1, text))
-            self.ds.einsums[cascade.definition] = cascade
+            self.keyed("einsums", cascade.definition, cascade)
 
     # -- walking ---------------------------------------------------------------------------
     def run(self) -> Dataset:
         # Layout order: definitions first so that nothing depends on file-system order.
+        seen = set()
         for folder in LAYOUT.folders.values():
             if folder.loaded:
                 load_one = getattr(self, LOADERS[KIND_OF_FOLDER[folder.name].name])
-                for rel in self.files_in(folder):
-                    load_one(rel)
+                rels = self.files_in(folder)
+                seen.update(rels)
+                self.read_all(rels, load_one, KIND_OF_FOLDER[folder.name].name)
+        if self.cache is not None:
+            for rel in set(self.cache.files) - seen:  # deleted (or no longer read)
+                self.cache.changed[rel] = (self.cache.files.pop(rel)[1], None)
         self.report_dialects()
         self.check_top_level()
+        self.join(self.walk)  # what the walk itself found (stray files, unknown folders, dialects)
         return self.ds
 
     def report_dialects(self) -> None:
@@ -233,14 +384,16 @@ class _Loader:
         foreign_layouts: dict[str, list[str]] = {}  # FlashInfer-Trace pattern -> files read in it
         for dirpath, dirnames, filenames in os.walk(base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            folder_rel = Path(dirpath).relative_to(self.root).as_posix()  # once per folder: 16,000 files at scale
+            depth = folder_rel.count("/") + 1
             for name in sorted(filenames):
                 if name in IGNORED_NAMES or name.startswith("."):
                     continue
-                rel = Path(dirpath, name).relative_to(self.root).as_posix()
+                rel = f"{folder_rel}/{name}"
                 if not name.endswith(folder.suffix):
                     self.report(rel, 0, "", WARNING, f"unexpected file in {folder.name}/ (not {folder.suffix}); ignored",
                                 f"files here are laid out as {folder.pattern}")
-                elif len(Path(rel).parts) - 1 != folder.depth:
+                elif depth != folder.depth:
                     foreign = flashinfer_trace.foreign_pattern(rel)
                     if foreign is None:
                         self.report(rel, 0, "", ERROR, f"file is at the wrong depth for {folder.name}/; not loaded",
@@ -278,8 +431,9 @@ LOADERS = {
 }
 
 
-def load(root: Path | str = Path("dataset")) -> Dataset:
-    """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`."""
+def load(root: Path | str = Path("dataset"), cache: Optional[LoadCache] = None) -> Dataset:
+    """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`.
+    With a `cache`, files unchanged since its last load are not read again (see LoadCache)."""
     # Loading makes millions of small, acyclic, long-lived containers; the cyclic collector
     # would walk them again and again as the heap grows, so cost would grow faster than the
     # data. Pause it while loading, then freeze the records out of its reach (refcounting
@@ -287,7 +441,11 @@ def load(root: Path | str = Path("dataset")) -> Dataset:
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        ds = _Loader(Path(root)).run()
+        if cache is not None:
+            if cache.root != Path(root).resolve():
+                cache.root, cache.files = Path(root).resolve(), {}
+            cache.changed = {}
+        ds = _Loader(Path(root), cache).run()
         gc.freeze()
         return ds
     finally:

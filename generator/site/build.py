@@ -1,4 +1,4 @@
-"""`kerneltrace build` and `kerneltrace serve`: load, render, then the real mkdocs build.
+"""`kerneltrace build`: load, render, then the real mkdocs build (serve.py rebuilds on edits).
 
 build_site reads like its steps: load the dataset (refuse if it has errors) -> render the pages
 -> copy site_src/ with the generated list pages into a build folder next to the output (never
@@ -10,15 +10,12 @@ the built folder in. Nothing half-built ever sits at the output path.
 from __future__ import annotations
 
 import contextlib
-import functools
-import http.server
 import logging
 import os
 import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Iterator, Optional
@@ -91,11 +88,11 @@ def _links(config_file: Path) -> str:
             "problems in the issue tracker.") if parts else ""
 
 
-def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str = "dataset"):
+def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str = "dataset", boards=None):
     """Write the site's markdown sources into `docs` (a build folder): site_src/ with the home page's
     tables filled in, the generated list pages and the page shell under generated/. Returns
-    (the plan of the per-item pages, whether anything changed)."""
-    pages, plan = render_pages(ds, dataset_label)
+    (the plan of the per-item pages, whether anything changed). `boards`: see render_pages."""
+    pages, plan = render_pages(ds, dataset_label, boards)
     source = project_root / DOCS_DIR
     links = _links(project_root / CONFIG_FILE)
     files: dict = {}
@@ -257,7 +254,7 @@ def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
         warnings = run_mkdocs(project / CONFIG_FILE, work / "docs", staging, strict)
         for line in warnings:
             _say("build", f"mkdocs {line}")
-        count = shell.fill(staging, GENERATED_DIR, plan)
+        count = len(shell.fill(staging, GENERATED_DIR, plan))
         _say("build", f"rendered {_plural(count, 'page')} of definitions, solutions and hardware from data")
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp made it private
         _replace_dir(staging, out_dir)
@@ -265,67 +262,3 @@ def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
         shutil.rmtree(work, ignore_errors=True)
     files = sum(1 for p in out_dir.rglob("*") if p.is_file())
     _say("build", f"site written to {out_dir}/ ({_plural(files, 'file')}, {time.monotonic() - started:.1f} s)")
-
-
-def _snapshot(paths: list[Path]) -> dict[str, float]:
-    """Modification times of every file under `paths` (what a rebuild depends on)."""
-    seen: dict[str, float] = {}
-    for root in paths:
-        if root.is_file():
-            seen[str(root)] = root.stat().st_mtime
-            continue
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            for name in filenames:
-                path = os.path.join(dirpath, name)
-                try:
-                    seen[path] = os.stat(path).st_mtime
-                except OSError:
-                    continue
-    return seen
-
-
-def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = None, poll_s: float = 1.0,
-               stop: Optional[threading.Event] = None) -> None:
-    """Build the site into a temporary folder and serve it on `addr` (host:port); edits to the dataset,
-    to site_src/ or to mkdocs.yml rebuild it (the old site stays up while a rebuild runs or fails).
-    Runs until Ctrl+C, or until `stop` is set."""
-    
-    project = _project(project_root)
-    dataset_root = Path(dataset_root)
-    out = Path(tempfile.mkdtemp(prefix="kerneltrace-serve-")) / "site"
-    watched = [dataset_root, project / DOCS_DIR, project / CONFIG_FILE]
-    host, _, port = addr.rpartition(":")
-    try:
-        build_site(dataset_root, out, project_root=project)
-        handler = functools.partial(_QuietHandler, directory=str(out))
-        server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
-    except OSError as e:
-        shutil.rmtree(out.parent, ignore_errors=True)
-        raise KernelTraceError(f"cannot serve on {addr}: {e.strerror}") from None
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    _say("serve", f"serving on http://{addr}/ (Ctrl+C to stop); watching {dataset_root}, {DOCS_DIR}/ and {CONFIG_FILE}")
-    seen = _snapshot(watched)
-    stop = stop or threading.Event()
-    try:
-        while not stop.wait(poll_s):
-            now = _snapshot(watched)
-            if now == seen:
-                continue
-            seen = now
-            started = time.monotonic()
-            try:
-                build_site(dataset_root, out, project_root=project)
-                _say("serve", f"rebuilt in {time.monotonic() - started:.1f} s")
-            except KernelTraceError as e:
-                _say("serve", f"rebuild failed, still serving the last site: {e}")
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.shutdown()
-        shutil.rmtree(out.parent, ignore_errors=True)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the stdlib's name; requests are not news
-        pass

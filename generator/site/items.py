@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Iterator, Mapping, Optional
 from urllib.parse import quote
 
 import jinja2
@@ -37,6 +37,7 @@ class Item:
     body: str
     search_text: str  # plain text: name and prose
     boost: float = 1.0  # search ranking weight (drafts below verified kernels)
+    definition: str = ""  # the definition whose data it shows ("": a page over all of them)
 
 
 def blocks(text: object) -> list[tuple[bool, str]]:
@@ -98,7 +99,7 @@ def definition_items(ds: Dataset, results: SiteResults, rows, speed_of_light, da
         body = template.render(row=row, d=d, sol=speed_of_light.get(d.name), root="../", dataset=dataset_label,
                                **definition_results(ds, results, d.name))
         yield Item(html_link(row.page), d.name, body, " ".join([d.name, d.type, *paragraphs(d.description)]),
-                   0.5 if row.draft else 2.0)
+                   0.5 if row.draft else 2.0, d.name)
 
 
 def solution_items(ds: Dataset, results: SiteResults, names, dataset_label: str,
@@ -108,7 +109,8 @@ def solution_items(ds: Dataset, results: SiteResults, names, dataset_label: str,
         s = ds.solutions[name]
         body = template.render(root="../", dataset=dataset_label, **solution_context(ds, results, s))
         # Search knows a solution by name, author and definition (its description is often long).
-        yield Item(html_link(solution_page(name)), name, body, f"{name} by {s.author} for {s.definition}", 0.3)
+        yield Item(html_link(solution_page(name)), name, body, f"{name} by {s.author} for {s.definition}", 0.3,
+                   s.definition)
 
 
 def hardware_items(ds: Dataset, results: SiteResults, dataset_label: str, env: jinja2.Environment) -> Iterator[Item]:
@@ -138,12 +140,18 @@ class ItemPlan:
     rows: tuple
     speed_of_light: Mapping  # by definition name (analyse.roofline.sol_sections)
     dataset_label: str
+    # Only the pages of these definitions (their own and their solutions'), and the pages over all of
+    # them; None: every page. For serve's quick rebuilds.
+    only: Optional[frozenset] = None
 
     def render(self, part: int = 0, parts: int = 1) -> Iterator[Item]:
         env = environment()
-        yield from definition_items(self.ds, self.results, self.rows[part::parts], self.speed_of_light,
+        rows = self.rows if self.only is None else tuple(r for r in self.rows if r.definition.name in self.only)
+        solutions = sorted(name for name, s in self.ds.solutions.items()
+                           if self.only is None or s.definition in self.only)
+        yield from definition_items(self.ds, self.results, rows[part::parts], self.speed_of_light,
                                     self.dataset_label, env)
-        yield from solution_items(self.ds, self.results, sorted(self.ds.solutions)[part::parts], self.dataset_label, env)
+        yield from solution_items(self.ds, self.results, solutions[part::parts], self.dataset_label, env)
         if part == 0:
             yield from hardware_items(self.ds, self.results, self.dataset_label, env)
 

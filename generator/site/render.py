@@ -123,14 +123,15 @@ def totals(ds: Dataset) -> Totals:
     return Totals(len(ds.definitions), len(ds.workloads), len(ds.solutions), len(ds.traces))
 
 
-def render_pages(ds: Dataset, dataset_label: str = "dataset") -> tuple[dict[str, str], ItemPlan]:
+def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None) -> tuple[dict[str, str], ItemPlan]:
     """Every generated page: ({path relative to the generated folder: markdown} for the few list pages
     mkdocs builds, sorted by path; the plan of the per-item pages rendered to HTML, see items.py).
 
-    `dataset_label` is how pages name the dataset folder in file paths (the --dataset given)."""
+    `dataset_label` is how pages name the dataset folder in file paths (the --dataset given); `boards`
+    the leaderboards per definition when they are known already (see results.analyse)."""
     env = _environment()
     # Leaderboards, rankings, per-hardware results and model estimates, computed once (analyse layer).
-    results = analyse_results(ds)
+    results = analyse_results(ds, boards)
     rows = definition_rows(ds, results.boards)
     pages = {
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),

@@ -223,8 +223,9 @@ class SiteResults:
     models: Mapping[str, tuple[ModelEstimate, ...]]  # by calling record name
 
 
-def analyse(ds: Dataset) -> SiteResults:
-    boards = all_leaderboards(ds)
+def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]] = None) -> SiteResults:
+    """`boards`: the leaderboards per definition when the caller has them (serve's quick rebuilds)."""
+    boards = all_leaderboards(ds) if boards is None else boards
     agent: dict[str, AgentTrace] = {}
     for t in sorted(ds.agent_traces, key=lambda a: (a.solution, a.author, a.source.path)):
         s = ds.solutions.get(t.solution)

@@ -18,12 +18,12 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterable, Optional
 
 from ..model.errors import KernelTraceError
 
 if TYPE_CHECKING:
-    from .items import ItemPlan
+    from .items import Item, ItemPlan
 
 SHELL_DIR = "_shell"  # in the generated folder; at the depth of definitions/, solutions/, hardware/
 SHELL_PAGE = f"{SHELL_DIR}/page.md"
@@ -57,12 +57,12 @@ def _split_shell(text: str) -> tuple[str, str, str]:
 _JOB: Optional[tuple] = None
 
 
-def _fill_share(share: tuple[int, int]) -> list[tuple[str, str, str, float]]:
-    """Render one share of the item pages into the shell and write them; their search entries."""
-    plan, head, tail, folder = _JOB
+def write_items(folder: Path, head: str, tail: str, items: Iterable["Item"]) -> list[tuple]:
+    """Write each item page, put into the shell, under `folder`; their search entries
+    (path, title, search text, boost, definition)."""
     made: set[Path] = set()
     entries = []
-    for item in plan.render(*share):
+    for item in items:
         path = folder / item.path
         if path.parent not in made:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,8 +70,14 @@ def _fill_share(share: tuple[int, int]) -> list[tuple[str, str, str, float]]:
         title = html.escape(item.title, quote=False)
         path.write_text(head.replace(TITLE_MARK, title) + item.body + tail.replace(TITLE_MARK, title),
                         encoding="utf-8", newline="\n")
-        entries.append((item.path, item.title, item.search_text, item.boost))
+        entries.append((item.path, item.title, item.search_text, item.boost, item.definition))
     return entries
+
+
+def _fill_share(share: tuple[int, int]) -> list[tuple]:
+    """Render one share of the item pages into the shell and write them; their search entries."""
+    plan, head, tail, folder = _JOB
+    return write_items(folder, head, tail, plan.render(*share))
 
 
 def _workers(requested: Optional[int]) -> int:
@@ -82,11 +88,8 @@ def _workers(requested: Optional[int]) -> int:
     return max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
 
 
-def fill(site: Path, generated: str, plan: "ItemPlan", workers: Optional[int] = None) -> int:
-    """Write every item page into the built site (under `generated`/) from the shell mkdocs built, in
-    `workers` processes (default: one per CPU, at most 4); add them to the search index. Returns the
-    number of pages."""
-    global _JOB
+def read_shell(site: Path, generated: str) -> tuple[str, str]:
+    """The page shell mkdocs built, as (before the body, after the body); removes it from the site."""
     shell_file = site / generated / SHELL_DIR / "page.html"
     try:
         text = shell_file.read_text(encoding="utf-8")
@@ -94,6 +97,16 @@ def fill(site: Path, generated: str, plan: "ItemPlan", workers: Optional[int] = 
         raise KernelTraceError(f"mkdocs did not build the page shell {shell_file}: {e.strerror}") from None
     head, tail, _ = _split_shell(text)
     shutil.rmtree(site / generated / SHELL_DIR)
+    return head, tail
+
+
+def fill(site: Path, generated: str, plan: "ItemPlan", workers: Optional[int] = None,
+         head_tail: Optional[tuple[str, str]] = None) -> list[tuple]:
+    """Write every item page into the built site (under `generated`/) from the shell mkdocs built (or
+    `head_tail`, read_shell's), in `workers` processes (default: one per CPU, at most 4); add them to the
+    search index. Returns their search entries (see write_items)."""
+    global _JOB
+    head, tail = head_tail or read_shell(site, generated)
     n = _workers(workers)
     _JOB = (plan, head, tail, site / generated)
     try:
@@ -105,9 +118,14 @@ def fill(site: Path, generated: str, plan: "ItemPlan", workers: Optional[int] = 
     finally:
         _JOB = None
     entries = sorted(e for share in shares for e in share)
-    _search(site, generated, entries)
+    finish(site, generated, entries)
+    return entries
+
+
+def finish(site: Path, generated: str, entries: Iterable[tuple]) -> None:
+    """The item pages' entries into mkdocs' search index (and its file:// copy); the shell out of its sitemap."""
+    _search(site, generated, sorted(entries))
     _sitemap(site, generated)
-    return len(entries)
 
 
 def _search(site: Path, generated: str, entries) -> None:
@@ -116,7 +134,7 @@ def _search(site: Path, generated: str, entries) -> None:
         return
     index = json.loads(index_file.read_text(encoding="utf-8"))
     docs = [d for d in index.get("docs", ()) if f"{generated}/{SHELL_DIR}/" not in d.get("location", "")]
-    for rel, title, text, boost in entries:
+    for rel, title, text, boost, _ in entries:
         docs.append({"location": f"{generated}/{rel}", "title": html.escape(title, quote=False),
                      "text": html.escape(text, quote=False), "boost": boost})
     index["docs"] = docs

@@ -31,10 +31,15 @@ CHECKS = {
 
 
 def validate(ds: Dataset) -> list[Diagnostic]:
-    diags = list(ds.load_diagnostics)
+    return sort_diagnostics([*ds.load_diagnostics, *semantic_diagnostics(ds)])
+
+
+def semantic_diagnostics(ds: Dataset) -> list[Diagnostic]:
+    """What the checks find (what loading found is in ds.load_diagnostics), unsorted."""
+    diags: list[Diagnostic] = []
     for kind in KINDS:
         diags.extend(CHECKS[kind.name](ds))
-    return sort_diagnostics(diags)
+    return diags
 
 
 def validate_path(root: Path | str) -> list[Diagnostic]:
@@ -47,10 +52,46 @@ def load_valid(root: Path | str, doing: str) -> Dataset:
     export) refuses it, as validate does. bench refuses only data it cannot read: a solution that
     validate flags (say, one that does not compile) is what it measures, into a failing trace."""
     ds = load(root)
-    errors = [d for d in validate(ds) if d.is_error]
+    refuse_errors(validate(ds), root, doing)
+    return ds
+
+
+def refuse_errors(diagnostics: list[Diagnostic], root: Path | str, doing: str) -> None:
+    """KernelTraceError listing the first errors among `diagnostics`, if there are any."""
+    errors = sort_diagnostics([d for d in diagnostics if d.is_error])
     if errors:
         shown = "\n".join("  " + d.format_human().splitlines()[0] for d in errors[:5])
         more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
         raise KernelTraceError(f"the dataset at {root} has {len(errors)} error(s):\n{shown}{more}\nrun "
                                f"'kerneltrace validate --dataset {root}' and fix them before {doing}")
-    return ds
+
+
+def scoped_diagnostics(ds: Dataset, definitions: set[str], changed: set[str],
+                       previous: list[Diagnostic]) -> list[Diagnostic]:
+    """`semantic_diagnostics(ds)` when only the files of `definitions` (and the paths in `changed`)
+    changed since `previous` was found: the checks re-run on those definitions with their workloads,
+    solutions, traces and Einsum cascades (models and hardware as they are), and their files'
+    diagnostics replace the previous ones. What a change there means for other files (a calling
+    record's own checks) is seen at the next full check. For `kerneltrace serve`'s quick rebuilds."""
+    by_def = ds.traces_by_definition
+    solutions = {name: s for name, s in ds.solutions.items() if s.definition in definitions}
+    sub = Dataset(
+        root=ds.root,
+        definitions={n: ds.definitions[n] for n in sorted(definitions) if n in ds.definitions},
+        workloads=[w for w in ds.workloads if w.definition in definitions],
+        solutions=solutions,
+        traces=[t for n in sorted(definitions) for t in by_def.get(n, ())],
+        models=ds.models,
+        agent_traces=[a for a in ds.agent_traces if a.solution in solutions],
+        einsums={n: e for n, e in ds.einsums.items() if n in definitions},
+        hardware=ds.hardware,
+        rejected=ds.rejected,
+    )
+    scope = set(changed)
+    for kind in KINDS:
+        if kind.folder in ("models", "hardware"):
+            continue
+        records = getattr(sub, kind.folder)
+        scope.update(r.source.path for r in (records.values() if isinstance(records, dict) else records))
+    kept = [d for d in previous if d.file not in scope]
+    return kept + [d for d in semantic_diagnostics(sub) if d.file in scope]

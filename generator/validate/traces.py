@@ -5,6 +5,7 @@ This runs on up to millions of lines: each check is a few dict lookups.
 
 from __future__ import annotations
 
+import functools
 from typing import Iterator
 
 from ..formats import flashinfer_trace
@@ -49,9 +50,16 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
         yield from check_evaluation(t)
 
 
+@functools.lru_cache(maxsize=65536)
+def _trace_file(author: str, type_: str, definition: str) -> str:
+    return CANONICAL.trace_file(author, type_, definition)  # one per file, asked once per line
+
+
 def check_location(t: Trace, author: str, type_: str | None) -> Iterator[Diagnostic]:
+    if type_ is not None and t.source.path == _trace_file(author, type_, t.definition):
+        return
     parts = path_parts(t)  # traces/<author>/<type>/<definition>.jsonl
-    expected = CANONICAL.trace_file(author, type_ or parts[2], t.definition)
+    expected = _trace_file(author, type_ or parts[2], t.definition)
     if t.source.path == expected:
         return
     in_layout = flashinfer_trace.placed_in_layout(t.source.path, type_ or parts[2])

@@ -149,9 +149,33 @@ def main() -> None:
         if index.is_file():
             print(f"search index: {index.stat().st_size / 1e6:.2f} MB "
                   f"({len(json.loads(index.read_text())['docs'])} entries)")
+        serve_edit(work)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)
+
+
+def serve_edit(work: Path) -> None:
+    """`kerneltrace serve`'s rebuild after one definition's edit (its description and one trace),
+    against its first build of the same dataset in this run."""
+    from generator.site.serve import SiteMemo, rebuild
+
+    memo, out, scratch = SiteMemo(), work / "served", work / "serve-work"
+    started = time.perf_counter()
+    rebuild(memo, work / "dataset", out, work / "project", scratch)
+    first = time.perf_counter() - started
+    d_path = next((work / "dataset/definitions").rglob("*.json"))
+    d = json.loads(d_path.read_text())
+    d["description"] = "Edited while serving. " + d["description"]
+    d_path.write_text(json.dumps(d, indent=2) + "\n")
+    t_path = next((work / "dataset/traces/alice").rglob(f"{d['name']}.jsonl"))
+    t_path.write_text(t_path.read_text().replace('"max_absolute_error": 0.001', '"max_absolute_error": 0.0015'))
+    started = time.perf_counter()
+    did = rebuild(memo, work / "dataset", out, work / "project", scratch)
+    edit = time.perf_counter() - started
+    assert "Edited while serving." in (out / f"generated/definitions/{d['name']}.html").read_text()
+    print(f"serve: first build {first:.1f} s; after editing {d['name']} and one of its trace files: {edit:.2f} s "
+          f"({did}); ratio edit / first build = {edit / first:.3f}")
 
 
 if __name__ == "__main__":
