@@ -293,9 +293,10 @@ class SolSection:
     rows: tuple[SolTableRow, ...]
 
 
-def sol_sections(ds) -> dict[str, SolSection]:
-    """The speed-of-light section of every definition that has a cascade."""
-    rows = roofline_rows(ds)
+def sol_sections(ds, definitions: Optional[Iterable[str]] = None) -> dict[str, SolSection]:
+    """The speed-of-light section of every definition (or of these `definitions`) that has a cascade."""
+    wanted = None if definitions is None else set(definitions)
+    rows = roofline_rows(ds, wanted) if wanted is None or wanted else []
     hardware = tuple(sorted(ds.hardware))
     by_def: dict[str, list[SolTableRow]] = {}
     for r in rows:
@@ -311,4 +312,4 @@ def sol_sections(ds) -> dict[str, SolSection]:
             label, r.workload, format_count(r.counts.flops), format_count(r.counts.bytes) + "B",
             format_ratio(r.counts.intensity), cells))
     return {name: SolSection(e.source.path, e.template, hardware, tuple(by_def.get(name, ())))
-            for name, e in sorted(ds.einsums.items()) if name in ds.definitions}
+            for name, e in sorted(ds.einsums.items()) if name in ds.definitions and (wanted is None or name in wanted)}

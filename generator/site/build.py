@@ -88,11 +88,12 @@ def _links(config_file: Path) -> str:
             "problems in the issue tracker.") if parts else ""
 
 
-def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str = "dataset", boards=None):
+def render_site(ds: Dataset, project_root: Path, docs: Path, dataset_label: str = "dataset", boards=None,
+                speed_of_light=None):
     """Write the site's markdown sources into `docs` (a build folder): site_src/ with the home page's
     tables filled in, the generated list pages and the page shell under generated/. Returns
-    (the plan of the per-item pages, whether anything changed). `boards`: see render_pages."""
-    pages, plan = render_pages(ds, dataset_label, boards)
+    (the plan of the per-item pages, whether anything changed). `boards`, `speed_of_light`: see render_pages."""
+    pages, plan = render_pages(ds, dataset_label, boards, speed_of_light)
     source = project_root / DOCS_DIR
     links = _links(project_root / CONFIG_FILE)
     files: dict = {}

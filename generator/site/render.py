@@ -123,12 +123,14 @@ def totals(ds: Dataset) -> Totals:
     return Totals(len(ds.definitions), len(ds.workloads), len(ds.solutions), len(ds.traces))
 
 
-def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None) -> tuple[dict[str, str], ItemPlan]:
+def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
+                 speed_of_light=None) -> tuple[dict[str, str], ItemPlan]:
     """Every generated page: ({path relative to the generated folder: markdown} for the few list pages
     mkdocs builds, sorted by path; the plan of the per-item pages rendered to HTML, see items.py).
 
     `dataset_label` is how pages name the dataset folder in file paths (the --dataset given); `boards`
-    the leaderboards per definition when they are known already (see results.analyse)."""
+    the leaderboards per definition and `speed_of_light` the sections of analyse.roofline.sol_sections,
+    when they are known already (serve's quick rebuilds)."""
     env = _environment()
     # Leaderboards, rankings, per-hardware results and model estimates, computed once (analyse layer).
     results = analyse_results(ds, boards)
@@ -145,7 +147,8 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None) -> tu
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     # Authors, the hardware list and the home page's summary.
     pages.update(result_pages(ds, env, results))
-    return dict(sorted(pages.items())), ItemPlan(ds, results, tuple(rows), sol_sections(ds), dataset_label)
+    sol = sol_sections(ds) if speed_of_light is None else speed_of_light
+    return dict(sorted(pages.items())), ItemPlan(ds, results, tuple(rows), sol, dataset_label)
 
 
 def _is_same(pages: dict[str, str], folder: Path) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..analyse.leaderboard import definition_leaderboards
+from ..analyse.roofline import sol_sections
 from ..load import IGNORED_NAMES, LAYOUT, LoadCache, load
 from ..model.diagnostics import Diagnostic
 from ..model.errors import KernelTraceError
@@ -47,6 +48,7 @@ class SiteMemo:
     reread: set = field(default_factory=set)  # definitions named by files re-read since that build
     semantic: list[Diagnostic] = field(default_factory=list)  # the checks' findings on the data loaded last
     boards: dict = field(default_factory=dict)  # definition -> its leaderboards, at the last build
+    speed_of_light: dict = field(default_factory=dict)  # definition -> its speed-of-light section, likewise
     shell: Optional[tuple[str, str]] = None  # the page shell the item pages in the served folder were put in
     pages: dict[str, tuple] = field(default_factory=dict)  # item page -> its search entry (its definition last)
     mkdocs_files: set = field(default_factory=set)  # files of the served folder that mkdocs made
@@ -117,7 +119,13 @@ def rebuild(memo: SiteMemo, dataset_root: Path, out: Path, project: Path, work: 
     by_def = ds.traces_by_definition
     boards = {name: memo.boards[name] if names is not None and name not in names and name in memo.boards
               else definition_leaderboards(ds, name, by_def.get(name, ())) for name in sorted(ds.definitions)}
-    plan, _ = render_site(ds, project, work / "docs", _label(dataset_root), boards)
+    if names is None:
+        sol = sol_sections(ds)
+    else:
+        sol = {name: section for name, section in memo.speed_of_light.items()
+               if name not in names and name in ds.definitions and name in ds.einsums}
+        sol = dict(sorted({**sol, **sol_sections(ds, names)}.items()))
+    plan, _ = render_site(ds, project, work / "docs", _label(dataset_root), boards, sol)
     staging = work / "site"
     shutil.rmtree(staging, ignore_errors=True)
     run_mkdocs(project / CONFIG_FILE, work / "docs", staging, True)
@@ -146,7 +154,8 @@ def rebuild(memo: SiteMemo, dataset_root: Path, out: Path, project: Path, work: 
             (out / rel).unlink(missing_ok=True)
         shell.finish(out, GENERATED_DIR, memo.pages.values())
         did = f"{_plural(len(names), 'definition')} redone, {_plural(len(entries), 'item page')}"
-    memo.files, memo.reread, memo.boards, memo.shell, memo.mkdocs_files = files, set(), boards, head_tail, made
+    memo.files, memo.reread, memo.boards, memo.speed_of_light = files, set(), boards, sol
+    memo.shell, memo.mkdocs_files = head_tail, made
     return did
 
 
