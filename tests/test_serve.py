@@ -97,3 +97,11 @@ def test_a_new_definition_gets_its_page_a_row_and_a_search_entry(tmp_path):
     assert (out / "generated/definitions/rmsnorm_h256.html").is_file()
     assert "rmsnorm_h256" in (out / "generated/definitions.html").read_text()
     assert "rmsnorm_h256" in (out / "search/search_index.json").read_text()
+    # An edit to one definition that a calling record's checks see (the record calls it, its tag now
+    # names another model): refused at once, although the record's file did not change.
+    d_path = root / f"definitions/norm/{DEF}.json"
+    d = json.loads(d_path.read_text())
+    d["tags"] = ["model:other-model" if t.startswith("model:") else t for t in d["tags"]]
+    dump(d_path, d)
+    with pytest.raises(KernelTraceError, match="models/test-model.json"):
+        rebuild(memo, root, out, project, work)

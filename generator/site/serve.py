@@ -29,7 +29,7 @@ from ..analyse.roofline import sol_sections
 from ..load import IGNORED_NAMES, LAYOUT, LoadCache, load
 from ..model.diagnostics import Diagnostic
 from ..model.errors import KernelTraceError
-from ..validate import refuse_errors, scoped_diagnostics, semantic_diagnostics
+from ..validate import checks_by_kind, refuse_errors, scoped_diagnostics
 from . import shell
 from .build import (CONFIG_FILE, DOCS_DIR, GENERATED_DIR, _label, _plural, _project, _replace_dir, _say, render_site,
                     run_mkdocs)
@@ -46,7 +46,7 @@ class SiteMemo:
     loads: LoadCache = field(default_factory=LoadCache)
     files: Optional[dict[str, tuple]] = None  # dataset file -> (mtime, size) at the last build that worked
     reread: set = field(default_factory=set)  # definitions named by files re-read since that build
-    semantic: list[Diagnostic] = field(default_factory=list)  # the checks' findings on the data loaded last
+    semantic: dict[str, list[Diagnostic]] = field(default_factory=dict)  # each kind's checks' findings, last load
     boards: dict = field(default_factory=dict)  # definition -> its leaderboards, at the last build
     speed_of_light: dict = field(default_factory=dict)  # definition -> its speed-of-light section, likewise
     shell: Optional[tuple[str, str]] = None  # the page shell the item pages in the served folder were put in
@@ -111,10 +111,11 @@ def rebuild(memo: SiteMemo, dataset_root: Path, out: Path, project: Path, work: 
     ds = load(dataset_root, memo.loads)
     names, changed = _scope(memo, files)
     if names is None:
-        memo.semantic = semantic_diagnostics(ds)
+        memo.semantic = checks_by_kind(ds)
     else:
         memo.semantic = scoped_diagnostics(ds, names, changed, memo.semantic)
-    refuse_errors([*ds.load_diagnostics, *memo.semantic], dataset_root, "building the site")
+    refuse_errors([*ds.load_diagnostics, *(d for found in memo.semantic.values() for d in found)], dataset_root,
+                  "building the site")
 
     by_def = ds.traces_by_definition
     boards = {name: memo.boards[name] if names is not None and name not in names and name in memo.boards

@@ -36,10 +36,12 @@ def validate(ds: Dataset) -> list[Diagnostic]:
 
 def semantic_diagnostics(ds: Dataset) -> list[Diagnostic]:
     """What the checks find (what loading found is in ds.load_diagnostics), unsorted."""
-    diags: list[Diagnostic] = []
-    for kind in KINDS:
-        diags.extend(CHECKS[kind.name](ds))
-    return diags
+    return [d for found in checks_by_kind(ds).values() for d in found]
+
+
+def checks_by_kind(ds: Dataset) -> dict[str, list[Diagnostic]]:
+    """What each kind's checks find."""
+    return {kind.name: list(CHECKS[kind.name](ds)) for kind in KINDS}
 
 
 def validate_path(root: Path | str) -> list[Diagnostic]:
@@ -66,13 +68,18 @@ def refuse_errors(diagnostics: list[Diagnostic], root: Path | str, doing: str) -
                                f"'kerneltrace validate --dataset {root}' and fix them before {doing}")
 
 
+# Checks over every calling record and hardware spec: cheap (a few per model), so a scoped run does
+# them whole and a change to one definition is seen by its calling records at once.
+WHOLE_KINDS = ("model", "hardware")
+
+
 def scoped_diagnostics(ds: Dataset, definitions: set[str], changed: set[str],
-                       previous: list[Diagnostic]) -> list[Diagnostic]:
-    """`semantic_diagnostics(ds)` when only the files of `definitions` (and the paths in `changed`)
-    changed since `previous` was found: the checks re-run on those definitions with their workloads,
-    solutions, traces and Einsum cascades (models and hardware as they are), and their files'
-    diagnostics replace the previous ones. What a change there means for other files (a calling
-    record's own checks) is seen at the next full check. For `kerneltrace serve`'s quick rebuilds."""
+                       previous: dict[str, list[Diagnostic]]) -> dict[str, list[Diagnostic]]:
+    """`checks_by_kind(ds)` when only the files of `definitions` (and the paths in `changed`) changed
+    since `previous` was found: the checks of calling records and hardware run whole; the others
+    re-run on those definitions with their workloads, solutions, traces, agent traces and Einsum
+    cascades, and their files' findings replace the previous ones. For `kerneltrace serve`'s quick
+    rebuilds."""
     by_def = ds.traces_by_definition
     solutions = {name: s for name, s in ds.solutions.items() if s.definition in definitions}
     sub = Dataset(
@@ -89,9 +96,15 @@ def scoped_diagnostics(ds: Dataset, definitions: set[str], changed: set[str],
     )
     scope = set(changed)
     for kind in KINDS:
-        if kind.folder in ("models", "hardware"):
+        if kind.name in WHOLE_KINDS:
             continue
         records = getattr(sub, kind.folder)
         scope.update(r.source.path for r in (records.values() if isinstance(records, dict) else records))
-    kept = [d for d in previous if d.file not in scope]
-    return kept + [d for d in semantic_diagnostics(sub) if d.file in scope]
+    out = {}
+    for kind in KINDS:
+        if kind.name in WHOLE_KINDS:
+            out[kind.name] = list(CHECKS[kind.name](ds))
+        else:
+            out[kind.name] = [d for d in previous.get(kind.name, ()) if d.file not in scope] + \
+                             [d for d in CHECKS[kind.name](sub) if d.file in scope]
+    return out
