@@ -261,7 +261,7 @@ COMMANDS = (
             "the newest winning."),
     Command("build", cmd_build, _build_args, "render the site and build it with mkdocs --strict"),
     Command("serve", cmd_serve, _serve_args, "render the site and preview it live: an edit to one kernel's files "
-                                            "rebuilds only its pages, in seconds"),
+                                            "rebuilds only its pages, in seconds, and open pages reload"),
     Command("import", cmd_import, _import_args, "rewrite files in other dialects as canonical dataset files",
             "Reads Kernel Signature (seed 001), schema-set (seed 002) and FlashInfer-Trace "
             "files and writes canonical files into the dataset; says what could not be carried over."),

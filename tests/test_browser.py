@@ -306,3 +306,47 @@ def test_planted_script_in_a_description_does_not_run(visit, server):
     page = open_page(visit, server, "generated/definitions.html")
     assert page.evaluate("typeof window.__planted") == "undefined"
     visit.check()
+
+
+def test_serve_reloads_an_open_page_after_an_edit(visit, tmp_path):
+    """`kerneltrace serve`: a page open in the browser shows an edit to the dataset by itself (no reload by
+    the reader), and the reload asks only 127.0.0.1."""
+    import json
+    import socket
+    import time
+
+    from dataset_factory import DEFINITION, write_dataset
+    from test_site import make_project
+
+    from generator.site.serve import serve_site
+
+    root = write_dataset(tmp_path / "dataset", traces=[])
+    project = make_project(tmp_path / "project")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    stop = threading.Event()
+    thread = threading.Thread(target=serve_site, args=(root, f"127.0.0.1:{port}"),
+                              kwargs={"project_root": project, "poll_s": 0.2, "stop": stop}, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while True:  # the first build
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                assert thread.is_alive() and time.monotonic() < deadline, "serve did not start"
+                time.sleep(0.2)
+        page = open_page(visit, f"http://127.0.0.1:{port}/", "generated/definitions/rmsnorm_h128.html")
+        assert "Edited while serving." not in page.locator("article").inner_text()
+        changed = json.loads(json.dumps(DEFINITION))
+        changed["description"] = "Edited while serving."
+        path = next((root / "definitions").rglob("rmsnorm_h128.json"))
+        path.write_text(json.dumps(changed, indent=2), encoding="utf-8")
+        page.wait_for_function("() => document.body.innerText.includes('Edited while serving.')", timeout=120_000)
+        visit.check()
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive()

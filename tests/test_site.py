@@ -551,54 +551,6 @@ def test_include_markers_in_contributor_code_stay_text(tmp_path):
     assert "decode step: kernels with a definition" not in page and "calls per step" not in page
 
 
-def test_serve_rebuilds_when_the_dataset_changes(tmp_path):
-    import socket
-    import threading
-    import time
-    import urllib.request
-
-    from dataset_factory import DEFINITION, write_dataset
-
-    from generator.site.serve import serve_site
-
-    root = write_dataset(tmp_path / "dataset", traces=[])
-    project = make_project(tmp_path / "project")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    stop = threading.Event()
-    thread = threading.Thread(target=serve_site, args=(root, f"127.0.0.1:{port}"),
-                              kwargs={"project_root": project, "poll_s": 0.2, "stop": stop}, daemon=True)
-    thread.start()
-    page = f"http://127.0.0.1:{port}/generated/definitions/rmsnorm_h128.html"
-
-    def fetch() -> str:
-        try:
-            with urllib.request.urlopen(page, timeout=5) as response:
-                return response.read().decode("utf-8")
-        except OSError:
-            return ""
-
-    def wait_for(text: str) -> None:
-        deadline = time.monotonic() + 240
-        while text not in fetch():
-            assert time.monotonic() < deadline, f"the served page never showed {text!r}"
-            assert thread.is_alive(), "serve stopped"
-            time.sleep(0.3)
-
-    try:
-        wait_for("rmsnorm_h128")
-        changed = json.loads(json.dumps(DEFINITION))
-        changed["description"] = "Edited while serving."
-        path = next((root / "definitions").rglob("rmsnorm_h128.json"))
-        path.write_text(json.dumps(changed, indent=2), encoding="utf-8")
-        wait_for("Edited while serving.")
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-    assert not thread.is_alive()
-
-
 def test_a_formula_block_in_a_description_renders_as_escaped_pre():
     from generator.site.items import environment, summary
 

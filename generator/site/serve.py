@@ -8,7 +8,9 @@ read, checked, analysed and rendered again. The list pages and the page shell al
 real mkdocs build (a second at 1,000 definitions); when the shell changed (mkdocs.yml, site_src/ or the
 theme), every item page is rendered again. Any other edit (calling records, hardware, agent traces,
 files the loader does not know) and the first build go the full way, still reading only the files
-that changed. The served folder is updated in place, file by file (each write is a rename).
+that changed. The served folder is updated in place, file by file (each write is a rename), and
+pages open in a browser reload themselves after a rebuild (serve adds a small script to the pages it
+serves; the built site has none).
 """
 
 from __future__ import annotations
@@ -177,7 +179,8 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
         _say("serve", f"building the site from {dataset_root}")
         rebuild(memo, dataset_root, out, project, work)
         _say("serve", f"built in {time.monotonic() - started:.1f} s")
-        handler = functools.partial(_QuietHandler, directory=str(out))
+        builds = [1]
+        handler = functools.partial(_QuietHandler, directory=str(out), builds=builds)
         server = http.server.ThreadingHTTPServer((host or "127.0.0.1", int(port)), handler)
     except OSError as e:
         shutil.rmtree(session, ignore_errors=True)
@@ -198,7 +201,8 @@ def serve_site(dataset_root: Path, addr: str, *, project_root: Optional[Path] = 
             started = time.monotonic()
             try:
                 did = rebuild(memo, dataset_root, out, project, work)
-                _say("serve", f"rebuilt in {time.monotonic() - started:.1f} s ({did})")
+                builds[0] += 1  # open pages reload
+                _say("serve", f"rebuilt in {time.monotonic() - started:.1f} s ({did}); open pages reload")
             except KernelTraceError as e:
                 _say("serve", f"rebuild failed, still serving the last site: {e}")
     except KeyboardInterrupt:
@@ -226,6 +230,48 @@ def _snapshot(paths: list[Path]) -> dict[str, float]:
     return seen
 
 
+# What an open page asks serve for every second; it reloads itself when the answer changes. Added to
+# served pages only (the built site has no such script): the same host, so nothing leaves the machine.
+BUILD_PATH = "/__kerneltrace__/build"
+RELOAD_SCRIPT = (
+    '<script>(function(){var seen=null;setInterval(function(){fetch("' + BUILD_PATH + '",{cache:"no-store"})'
+    '.then(function(r){return r.text()}).then(function(t){if(seen!==null&&t!==seen)location.reload();seen=t})'
+    '.catch(function(){})},1000)})();</script>').encode("utf-8")
+
+
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the site folder; each HTML page gets RELOAD_SCRIPT, and BUILD_PATH answers the number of
+    the last build that worked (`builds`, a one-item list the serve loop updates)."""
+
+    def __init__(self, *args, builds: list, **kwargs):
+        self.builds = builds
+        super().__init__(*args, **kwargs)
+
+    def do_GET(self) -> None:
+        route = self.path.split("?", 1)[0].split("#", 1)[0]
+        if route == BUILD_PATH:
+            return self._send(str(self.builds[0]).encode("ascii"), "text/plain; charset=utf-8")
+        path = self.translate_path(self.path)
+        if os.path.isdir(path) and route.endswith("/"):
+            path = os.path.join(path, "index.html")
+        if path.endswith(".html") and os.path.isfile(path):
+            try:
+                with open(path, "rb") as f:
+                    page = f.read()
+            except OSError:
+                return super().do_GET()  # gone between the two calls (a rebuild): the stdlib says 404
+            end = page.rfind(b"</body>")
+            page = page[:end] + RELOAD_SCRIPT + page[end:] if end >= 0 else page + RELOAD_SCRIPT
+            return self._send(page, "text/html; charset=utf-8")
+        return super().do_GET()
+
+    def _send(self, body: bytes, content_type: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, format, *args):  # noqa: A002 - the stdlib's name; requests are not news
         pass
