@@ -208,12 +208,14 @@ class _Loader:
     def keyed(self, attr: str, name: str, record: Any, unique_kind: str = "") -> None:
         self.out.keyed.append((attr, name, record, unique_kind))
 
-    def read_file(self, rel: str, load_one, given: Optional[FileLoad] = None) -> None:
+    def read_file(self, rel: str, load_one, given: Optional[FileLoad] = None, stamp: Optional[tuple] = None) -> None:
         """Read one file (or take what it gave from the cache when it has not changed, or `given`, what
-        a helper process read of it) and join it."""
-        stamp = _stamp(os.path.join(self.root, rel), self.flashinfer_seen) if self.cache is not None else None
+        a helper process read of it, with the stamp the file had before the helper read it) and join it.
+        The stamp is taken before reading: an edit while it is read is seen at the next load."""
+        if given is None and self.cache is not None:
+            stamp = _stamp(os.path.join(self.root, rel), self.flashinfer_seen)
         held = self.cache.files.get(rel) if self.cache is not None else None
-        if stamp is not None and held is not None and held[0] == stamp:
+        if given is None and stamp is not None and held is not None and held[0] == stamp:
             got = held[1]
         else:
             got = given if given is not None else self.read_one(rel, load_one)
@@ -234,8 +236,9 @@ class _Loader:
     def read_all(self, rels: list[str], load_one, kind: str) -> None:
         """Read and join `rels` in order. Many megabytes of traces are read in two processes: a helper
         reads the second half while this one reads the first (traces read alike whatever came before)."""
+        stamps = {rel: _stamp(os.path.join(self.root, rel), self.flashinfer_seen) for rel in rels}
         todo = [rel for rel in rels if self.cache is None or rel not in self.cache.files
-                or self.cache.files[rel][0] != _stamp(os.path.join(self.root, rel), self.flashinfer_seen)]
+                or self.cache.files[rel][0] != stamps[rel]]
         sizes = [_size(os.path.join(self.root, rel)) for rel in todo]
         helped: dict[str, FileLoad] = {}
         if kind != "trace" or sum(sizes) < PARALLEL_BYTES or _cpus() < 2 or \
@@ -248,14 +251,13 @@ class _Loader:
             total += sizes[half]
             half += 1
         second = todo[half:]
+        in_second = set(second)
         with multiprocessing.get_context("fork").Pool(1) as pool:
             pending = pool.apply_async(_read_share, (str(self.root), second))
             for rel in rels:
-                if rel in helped or rel not in second:
-                    self.read_file(rel, load_one, helped.get(rel))
-                    continue
-                helped = dict(zip(second, pending.get()))  # the first file of the second half: wait for it
-                self.read_file(rel, load_one, helped[rel])
+                if rel in in_second and not helped:
+                    helped = dict(zip(second, pending.get()))  # the first file of the second half: wait for it
+                self.read_file(rel, load_one, helped.get(rel), stamps[rel])
 
     def join(self, got: FileLoad) -> None:
         ds = self.ds
