@@ -8,7 +8,7 @@ read, checked, analysed and rendered again. The list pages and the page shell al
 real mkdocs build (a second at 1,000 definitions); when the shell changed (mkdocs.yml, site_src/ or the
 theme), every item page is rendered again. Any other edit (calling records, hardware, agent traces,
 files the loader does not know) and the first build go the full way, still reading only the files
-that changed. The served folder is updated in place, file by file (each write is a rename), and
+that changed. The served folder is updated in place, file by file (mkdocs' files by a rename each), and
 pages open in a browser reload themselves after a rebuild (serve adds a small script to the pages it
 serves; the built site has none).
 """
