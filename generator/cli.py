@@ -156,6 +156,28 @@ def cmd_roofline(args: argparse.Namespace) -> int:
     return 1 if any(r.counts is None for r in rows) else 0
 
 
+def cmd_kit(args: argparse.Namespace) -> int:
+    from . import kit
+
+    if args.kit_command == "prepare":
+        try:
+            report = kit.prepare(args.out, python=args.python, platforms=args.platform or kit.DEFAULT_PLATFORMS,
+                                 download=not args.no_download, extra=args.extra or ())
+        except RuntimeError as e:
+            raise KernelTraceError(str(e)) from None
+        print(report.format())
+        print(f"run it on the GPU machine, from the repository root: python3 {args.out}/run.py --budget-s 480 "
+              '--out "$OUT"')
+        return 0
+    bench_args = list(args.bench_args or ())
+    if bench_args[:1] == ["--"]:
+        bench_args = bench_args[1:]
+    return kit.run_kit(args.kit, out=args.out, budget_s=args.budget_s, device=args.device, dataset=args.dataset,
+                       work=args.work, skip=args.skip, tests=args.tests, tests_s=args.tests_s,
+                       harness_s=args.harness_s, harness=args.harness, pair_timeout=args.pair_timeout,
+                       sandbox=args.sandbox, bench_args=bench_args)
+
+
 # -- arguments, one function per command -----------------------------------------------------
 
 def _validate_args(p: argparse.ArgumentParser) -> None:
@@ -236,6 +258,28 @@ def _roofline_args(p: argparse.ArgumentParser) -> None:
                    help="write DIR/<type>/<definition>/<workload uuid>.yaml instead of printing the table")
 
 
+def _kit_args(p: argparse.ArgumentParser) -> None:
+    from .kit import DEFAULT_PYTHON, add_run_arguments
+
+    sub = p.add_subparsers(dest="kit_command", required=True, metavar="STEP")
+    prep = sub.add_parser("prepare", help="here: download the wheels, copy bwrap, write run.py and README.txt",
+                          description="Fill DIR with what the offline GPU machine lacks: the wheels the bench "
+                                      "imports (jsonschema and its dependencies) for the target Python and platform, "
+                                      "this machine's bwrap, and the run step (run.py, run.sh).")
+    prep.add_argument("--out", type=Path, default=Path(".kit"), metavar="DIR", help="the kit folder (default: .kit, git-ignored)")
+    prep.add_argument("--python", default=DEFAULT_PYTHON, metavar="X.Y", help="the GPU machine's Python (default: %(default)s)")
+    prep.add_argument("--platform", action="append", metavar="TAG",
+                      help="wheel platform tag, repeatable (default: manylinux_2_17/2014/2_28/... x86_64)")
+    prep.add_argument("--extra", action="append", metavar="REQ", help="another distribution to download (repeatable)")
+    prep.add_argument("--no-download", action="store_true", help="download nothing: leave DIR/wheels as it is (tests)")
+    run = sub.add_parser("run", help="there: install the wheels, describe the machine, run the CUDA tests, the "
+                                     "harness benchmark and the bench, pack the results",
+                         description="The kit's run step (what DIR/run.py runs). Bench options go after --.")
+    run.add_argument("--kit", type=Path, default=Path(".kit"), metavar="DIR", help="the kit folder (default: .kit)")
+    add_run_arguments(run)
+    run.add_argument("bench_args", nargs=argparse.REMAINDER, metavar="-- BENCH_OPTION",
+                     help="options for kerneltrace bench, after --")
+
 @dataclass(frozen=True)
 class Command:
     name: str
@@ -281,6 +325,11 @@ COMMANDS = (
             "bytes / bandwidth) with the bound that binds, for each hardware spec. "
             "--export writes the rendered cascades as plain YAML (the workload-and-renames "
             "format AccelForge reads) and checks that they read back to the same counts."),
+    Command("kit", cmd_kit, _kit_args, "a kit for an offline GPU machine: tests, harness and bench in one call",
+            "`kit prepare` (here, online) puts the wheels the bench needs, bwrap and run.py into a folder; "
+            "`kit run` (there, offline, from the repository root) installs them, writes env.txt, runs the "
+            "CUDA tests, the harness benchmark and the bench within one time budget, and packs the traces "
+            "and logs into at most 8 files."),
 )
 
 
