@@ -95,7 +95,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
                         resume=args.resume, correctness_only=args.correctness_only,
                         max_bytes=int(args.max_mib * 2**20) if args.max_mib is not None else None,
                         max_flops=args.max_gflop * 1e9 if args.max_gflop is not None else None,
-                        timeout_s=args.timeout, progress=not args.quiet)
+                        timeout_s=args.timeout, progress=not args.quiet, breadth_first=args.breadth_first,
+                        budget_s=args.budget_s)
     plan = summary.plan
     if plan.skipped:
         print(f"skipped {len(plan.skipped)}:")
@@ -112,6 +113,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
             reason = _failure_reason(o)
             print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
                   + (f": {reason}" if reason else ""))
+    left = len(plan.pairs) - len(summary.outcomes)
+    if left:
+        print(f"{left} pair(s) not started: the --budget-s of {args.budget_s:g} s was spent; "
+              "`kerneltrace bench --resume` with the same selection goes on from here")
+    if any(o.status == "NOT_MEASURED" for o in summary.outcomes):
+        print("NOT_MEASURED pairs have no trace: their definition's reference failed, not the solution; "
+              "fix the reference (kerneltrace validate, tests/test_references.py) and run them again")
+        return 1
     return 1 if any(o.status != "PASSED" for o in summary.outcomes) and args.strict else 0
 
 
@@ -204,6 +213,11 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                         "(default on the CPU: 5; no limit on GPUs)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds one workload (or building a solution) may take (default: 300)")
+    p.add_argument("--breadth-first", action="store_true",
+                   help="first every selected solution on one representative workload of its definition, then "
+                        "the other workloads (a run cut short has covered every definition once)")
+    p.add_argument("--budget-s", type=float, metavar="S",
+                   help="start no new pair after S seconds; --resume goes on where the run stopped")
     p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 

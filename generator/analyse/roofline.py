@@ -23,63 +23,9 @@ from typing import Iterable, Mapping, Optional
 import yaml
 
 from ..einsum import Counts, axis_values, load_cascade, tensor_dtypes, workload_counts
+from ..einsum.speed_of_light import FALLBACK, SpeedOfLight, peak_tflops, speed_of_light  # noqa: F401 - re-exported
 from ..model.fileio import write_atomic
 from ..model.layout import CANONICAL
-
-# Wider dtypes to fall back to when a machine lists no peak for a dtype (it has no faster unit for it).
-FALLBACK = {
-    "float4_e2m1": ("float8_e4m3", "bfloat16", "float16", "float32"),
-    "float8_e4m3": ("float8_e5m2", "bfloat16", "float16", "float32"),
-    "float8_e5m2": ("float8_e4m3", "bfloat16", "float16", "float32"),
-    "int8": ("float8_e4m3", "bfloat16", "float16", "float32"),
-    "uint8": ("int8", "float8_e4m3", "bfloat16", "float16", "float32"),
-    "float16": ("bfloat16", "float32"),
-    "bfloat16": ("float16", "float32"),
-    "int16": ("bfloat16", "float16", "float32"),
-    "int32": ("float32",),
-    "int64": ("float32",),
-    "bool": ("float32",),
-    "float32": (),
-}
-
-
-# -- hardware -------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class SpeedOfLight:
-    hardware: str
-    compute_s: float
-    memory_s: float
-    dtypes: tuple[tuple[str, str], ...]  # (dtype asked for, dtype whose peak was used)
-
-    @property
-    def t_sol_s(self) -> float:
-        return max(self.compute_s, self.memory_s)
-
-    @property
-    def bound(self) -> str:
-        return "compute" if self.compute_s > self.memory_s else "memory"
-
-
-def peak_tflops(peaks: Mapping[str, float], dtype: str) -> tuple[str, float]:
-    """The peak for `dtype`, or for the first wider dtype the machine lists; KeyError if none."""
-    for d in (dtype,) + FALLBACK.get(dtype, ("float32",)):
-        if d in peaks:
-            return d, peaks[d]
-    raise KeyError(dtype)
-
-
-def speed_of_light(counts: Counts, hardware) -> SpeedOfLight:
-    """T_SOL of `counts` on a HardwareSpec (peak_tflops per dtype, memory_bandwidth_gb_s)."""
-    compute, used = 0.0, {}
-    for e in counts.einsums:
-        if not e.flops:
-            continue
-        d, tflops = peak_tflops(hardware.peak_tflops, e.dtype)
-        used[e.dtype] = d
-        compute += e.flops / (tflops * 1e12)
-    memory = counts.bytes / (hardware.memory_bandwidth_gb_s * 1e9)
-    return SpeedOfLight(hardware.name, compute, memory, tuple(sorted(used.items())))
-
 
 def sol_percent(t_sol_s: float, latency_ms: float) -> Optional[float]:
     """T_SOL as a percentage of the measured latency (100 = at the speed of light)."""

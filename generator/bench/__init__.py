@@ -36,6 +36,28 @@ class BenchSummary:
         return out
 
 
+def floors_ms(ds, plan: Plan, hardware: str) -> dict:
+    """(definition, workload uuid) -> the workload's speed-of-light time on `hardware`, in ms: the physical
+    floor no reported latency may go below. Empty where the dataset has no spec of this hardware."""
+    from ..einsum import workload_counts
+    from ..einsum.speed_of_light import speed_of_light
+
+    spec = ds.hardware_spec(hardware)
+    floors: dict = {}
+    cache: dict = {}
+    if spec is None:
+        return floors
+    for pair in plan.pairs:
+        d, w = pair.definition, pair.workload
+        if (d.name, w.uuid) in floors or d.name not in ds.einsums:
+            continue
+        try:
+            floors[(d.name, w.uuid)] = speed_of_light(workload_counts(ds, d, w.axes, cache), spec).t_sol_s * 1e3
+        except Exception:  # noqa: BLE001 - a cascade that does not count is the validator's to report
+            continue
+    return floors
+
+
 def _check_device(device: str) -> None:
     try:
         import torch
@@ -48,20 +70,34 @@ def _check_device(device: str) -> None:
         raise KernelTraceError(f"--device {device!r}: use cpu or cuda (or cuda:N)")
 
 
+# Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second;
+# GPU runs keep TimingConfig's defaults.
+CPU_TIMING = {"budget_s": 0.3, "min_samples": 5, "max_samples": 100, "target_rse": 0.02}
+
+
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
               definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
               shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None, timeout_s: float = 300.0, timing: Optional[dict] = None,
-              progress: bool = True, prefetch: Optional[bool] = None) -> BenchSummary:
+              progress: bool = True, prefetch: Optional[bool] = None, breadth_first: bool = False,
+              budget_s: Optional[float] = None) -> BenchSummary:
+    import time
+
     from ..load import load
     from .environment import describe
     from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
+    from .store import repair_tails
 
+    started = time.monotonic()
     _check_device(device)
+    out = out or dataset_root
+    if resume:  # a kill during a write leaves a torn last line: cut it back before reading what is done
+        for path, cut in repair_tails(out):
+            print(f"kerneltrace bench: {path}: cut a torn last line ({cut} bytes) left by an interrupted run",
+                  file=sys.stderr)
     ds = load(dataset_root)
     if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
         raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
-    out = out or dataset_root
     environment = describe(device)
     from .sandbox import sandbox_mode
 
@@ -77,11 +113,14 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
     done = frozenset(done_keys(out)) if resume else frozenset()
     plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
-                     shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done, hardware=environment["hardware"])
+                     shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done,
+                     hardware=environment["hardware"], breadth_first=breadth_first)
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                    prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
-                   timing=timing or ({"budget_s": 1.0, "min_samples": 5, "max_samples": 200} if device == "cpu" else {}))
+                   timing=timing or (CPU_TIMING if device == "cpu" else {}),
+                   floors_ms=floors_ms(ds, plan, environment["hardware"]),
+                   deadline=None if budget_s is None else started + budget_s)
     bar = None
     if progress and plan.pairs:
         from tqdm import tqdm

@@ -229,19 +229,34 @@ def _scale_source(name: str, recipe: Mapping[str, Any], specs: Mapping[str, Any]
             "std": source["std"], "data_shape": data_shape, "data_dtype": specs[of]["dtype"]}
 
 
-def draw(recipe: Mapping[str, Any]) -> torch.Tensor:
-    """The tensor of one resolved random recipe (see input_recipes), on the CPU."""
-    g = torch.Generator().manual_seed(int(recipe["seed"]))
+# Distributions drawn directly on an accelerator by draw(recipe, device) (the others are drawn on the
+# CPU and copied): the bench's workers make every input set where it is used.
+ON_DEVICE = ("normal", "uniform", "softmax_normal", "randint", "bernoulli")
+
+
+def draw(recipe: Mapping[str, Any], device: str = "cpu") -> torch.Tensor:
+    """The tensor of one resolved random recipe (see input_recipes), on `device`. On the CPU (the
+    default) the values are the documented ones; on an accelerator the ON_DEVICE distributions use
+    that device's generator, so the values differ from the CPU's but are the same for every process
+    that draws the recipe on that kind of device (the bench's solution and reference workers)."""
+    on_device = device != "cpu" and recipe["distribution"] in ON_DEVICE
+    g = torch.Generator(device=device if on_device else "cpu").manual_seed(int(recipe["seed"]))
+    where = {"device": device} if on_device else {}
+    x = _draw(recipe, g, where)
+    return x.to(device) if device != "cpu" else x
+
+
+def _draw(recipe: Mapping[str, Any], g: "torch.Generator", where: dict) -> "torch.Tensor":
     shape, dtype, kind = tuple(recipe["shape"]), recipe["dtype"], recipe["distribution"]
     target = TORCH_DTYPES[dtype]
     if kind == "normal":
-        x = recipe["mean"] + recipe["std"] * torch.randn(shape, generator=g)
+        x = recipe["mean"] + recipe["std"] * torch.randn(shape, generator=g, **where)
         if dtype in FP8_MAX:
             x = x.clamp_(-FP8_MAX[dtype], FP8_MAX[dtype])
     elif kind == "uniform":
-        x = recipe["low"] + (recipe["high"] - recipe["low"]) * torch.rand(shape, generator=g)
+        x = recipe["low"] + (recipe["high"] - recipe["low"]) * torch.rand(shape, generator=g, **where)
     elif kind == "softmax_normal":
-        x = torch.softmax(recipe["scale"] * torch.randn(shape, generator=g), dim=-1)
+        x = torch.softmax(recipe["scale"] * torch.randn(shape, generator=g, **where), dim=-1)
     elif kind == "power_law_probs":
         x = _power_law_probs(g, shape, float(recipe["low"]), float(recipe["high"]))
     elif kind == "skewed_logits":
@@ -254,9 +269,9 @@ def draw(recipe: Mapping[str, Any]) -> torch.Tensor:
     elif kind == "rope_cos_sin":
         x = rope_cos_sin(shape[0], shape[-1], recipe)
     elif kind == "randint":
-        x = torch.randint(int(recipe["low"]), int(recipe["high"]), shape, generator=g)
+        x = torch.randint(int(recipe["low"]), int(recipe["high"]), shape, generator=g, **where)
     elif kind == "bernoulli":
-        x = torch.rand(shape, generator=g) < recipe["p"]
+        x = torch.rand(shape, generator=g, **where) < recipe["p"]
     else:
         raise ValueError(f"unknown distribution {kind!r}")
     return x.to(target)

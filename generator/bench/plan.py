@@ -94,7 +94,10 @@ def runs_on(solution: Solution, device: str) -> bool:
 def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solutions: Iterable[str] = (),
               authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
-              done: frozenset = frozenset(), hardware: str = "") -> Plan:
+              done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False) -> Plan:
+    """The pairs to run, grouped by definition and solution; `breadth_first`: first every solution on
+    one representative workload of its definition (the median by bytes per call), then the rest, so a
+    run cut short by its time budget has covered every definition once."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -132,4 +135,18 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
                 plan.already_done += 1
                 continue
             plan.pairs.append(pair)
+    if breadth_first:
+        planned: dict[str, dict] = {}
+        for p in plan.pairs:
+            planned.setdefault(p.definition.name, {})[p.workload.uuid] = p.workload
+        first = {d: representative(list(ws.values()), ds.definitions[d]) for d, ws in planned.items()}
+        rounds = ([p for p in plan.pairs if first.get(p.definition.name) == p.workload.uuid],
+                  [p for p in plan.pairs if first.get(p.definition.name) != p.workload.uuid])
+        plan.pairs = rounds[0] + rounds[1]
     return plan
+
+
+def representative(workloads: list, definition: Definition) -> str:
+    """The uuid of a definition's representative workload: the median by bytes per call (ties by uuid)."""
+    ordered = sorted(workloads, key=lambda w: (call_bytes(definition, w), w.uuid))
+    return ordered[(len(ordered) - 1) // 2].uuid

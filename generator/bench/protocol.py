@@ -4,13 +4,20 @@ A message is a JSON header and an optional binary payload (tensors packed with s
 16 bytes of lengths (header, payload; little-endian uint64), then the header, then the payload.
 Tensors travel as safetensors bytes because its parser is built for untrusted input (no pickle).
 
-The reading side gives limits: a message longer than them, a header that is not a JSON object, a
-payload that does not parse, or an operation other than the one expected is a `ProtocolError`; the
-trusted side turns it into that solution's RUNTIME_ERROR and goes on.
+The reading side gives limits: a message longer than them, a header that is not a JSON object (or
+nested too deep, or holding a number JSON cannot hold as a float), a payload that does not parse, or
+an operation other than the one expected is a `ProtocolError`; the trusted side turns it into that
+solution's RUNTIME_ERROR and goes on. Values are read out of a header only through `number`,
+`numbers`, `digests` and `text`, which bound them. The trusted side's writes have a deadline too:
+a worker that stops reading its pipe is a Timeout, never a hang.
+
+`digest` is the commitment a worker makes to a call's output before the trusted side says which calls
+it will check; the trusted side recomputes it over what is revealed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -21,6 +28,8 @@ from typing import Any, Optional
 import torch
 
 MAX_HEADER = 1 << 20  # a header carries a log or a few numbers; 1 MiB is plenty
+MAX_DEPTH = 16  # our headers nest four deep at most
+MAX_TEXT = 8000  # characters of a worker's log kept in a trace
 
 
 class ProtocolError(Exception):
@@ -52,18 +61,42 @@ def unpack(data: bytes) -> dict[str, torch.Tensor]:
         raise ProtocolError(f"a tensor payload that does not parse ({type(exc).__name__}: {exc})") from None
 
 
-def send(fd: int, header: dict, payload: bytes = b"") -> None:
+def digest(value: Any) -> str:
+    """A commitment to one output: blake2b over its dtype, shape and bytes ("" if not a tensor)."""
+    if type(value) is not torch.Tensor:  # noqa: E721 - subclasses are refused (guards.py)
+        return ""
+    t = value.detach().to("cpu").contiguous()
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{t.dtype}|{tuple(t.shape)}|".encode())
+    if t.numel():
+        h.update(t.reshape(-1).view(torch.uint8).numpy().data)
+    return h.hexdigest()
+
+
+def send(fd: int, header: dict, payload: bytes = b"", deadline: Optional[float] = None) -> None:
+    """Write one message; with a deadline (the trusted side's writes, on a non-blocking fd), a reader
+    that stops reading makes this a Timeout instead of a hang."""
     head = json.dumps(header).encode("utf-8")
     data = struct.pack("<QQ", len(head), len(payload)) + head
-    _write_all(fd, data)
+    _write_all(fd, data, deadline)
     if payload:
-        _write_all(fd, payload)
+        _write_all(fd, payload, deadline)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def _write_all(fd: int, data: bytes, deadline: Optional[float] = None) -> None:
     view = memoryview(data)
     while view:
-        n = os.write(fd, view)
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout()
+            _, ready, _ = select.select([], [fd], [], left)
+            if not ready:
+                raise Timeout()
+        try:
+            n = os.write(fd, view[:1 << 20])
+        except BlockingIOError:
+            continue
         view = view[n:]
 
 
@@ -94,10 +127,13 @@ def recv(fd: int, expect: Optional[tuple[str, ...]] = None, *, deadline: Optiona
         raise ProtocolError(f"a message header of {head_len} bytes (at most {MAX_HEADER})")
     if payload_len > max_payload:
         raise ProtocolError(f"a payload of {payload_len} bytes where at most {max_payload} can be expected")
+    raw = _read_exact(fd, head_len, deadline)
+    if _depth(raw) > MAX_DEPTH:
+        raise ProtocolError(f"a message header nested more than {MAX_DEPTH} deep")
     try:
-        header = json.loads(_read_exact(fd, head_len, deadline).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ProtocolError(f"a message header that is not JSON ({exc})") from None
+        header = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # ValueError: JSON, or a huge integer
+        raise ProtocolError(f"a message header that is not JSON we accept ({str(exc)[:200]})") from None
     if not isinstance(header, dict) or not isinstance(header.get("op"), str):
         raise ProtocolError(f"a message that is not an object with an 'op': {str(header)[:200]}")
     if expect is not None and header["op"] not in expect:
@@ -107,9 +143,64 @@ def recv(fd: int, expect: Optional[tuple[str, ...]] = None, *, deadline: Optiona
     return header, payload
 
 
+def _depth(raw: bytes) -> int:
+    """Deepest bracket nesting of a JSON text (brackets inside strings counted too: an upper bound)."""
+    depth = deepest = 0
+    for byte in raw.translate(None, delete=bytes(b for b in range(256) if b not in b"[]{}")):
+        depth += 1 if byte in b"[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a number a worker may send")
+
+
+def _as_number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProtocolError(f"{what} is {_short(value)}, not a number")
+    try:
+        x = float(value)
+    except OverflowError:
+        raise ProtocolError(f"{what} is an integer too large for a float") from None
+    if not (0 <= x < float("inf")):
+        raise ProtocolError(f"{what} is {_short(value)}, not a finite non-negative number")
+    return x
+
+
+def _short(value: Any) -> str:
+    try:
+        return repr(value)[:50]
+    except Exception:  # noqa: BLE001 - repr of a huge int raises ValueError
+        return f"a {type(value).__name__}"
+
+
 def number(header: dict, key: str) -> float:
     """A finite, non-negative number from an untrusted header."""
-    value: Any = header.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (0 <= value < float("inf")):
-        raise ProtocolError(f"{key!r} is {str(value)[:50]}, not a finite non-negative number")
-    return float(value)
+    return _as_number(header.get(key), repr(key))
+
+
+def numbers(header: dict, key: str, n: int) -> list[float]:
+    """Exactly n finite, non-negative numbers from an untrusted header."""
+    values = header.get(key)
+    if not isinstance(values, list) or len(values) != n:
+        raise ProtocolError(f"{key!r} is not a list of {n} numbers")
+    return [_as_number(v, f"{key!r}[{i}]") for i, v in enumerate(values)]
+
+
+def digests(header: dict, n: int, outputs: int) -> list[list[str]]:
+    """n lists of `outputs` digests (hex strings) from an untrusted header."""
+    values = header.get("digests")
+    ok = isinstance(values, list) and len(values) == n and all(
+        isinstance(row, list) and len(row) == outputs and all(isinstance(d, str) and len(d) <= 64 for d in row)
+        for row in values)
+    if not ok:
+        raise ProtocolError(f"'digests' is not {n} lists of {outputs} digests")
+    return values
+
+
+def text(value: Any, limit: int = MAX_TEXT) -> str:
+    """A worker's text (a log) made safe to store: a string, its last `limit` characters, valid UTF-8
+    (lone surrogates and other unencodable characters replaced)."""
+    s = value if isinstance(value, str) else ""
+    return s[-limit:].encode("utf-8", "replace").decode("utf-8")

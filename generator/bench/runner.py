@@ -1,50 +1,71 @@
 """Run a plan across the trust boundary: this process is trusted; solutions run sandboxed elsewhere.
 
 For each solution a worker process is started in the sandbox (sandbox.py) and told only the
-solution's sources; the definition's reference runs in a worker of its own. For each workload this
-process makes every input set from the workload's seed (inputs.make_inputs), hands the same
-tensors to both workers one call at a time, interleaved, and decides after each call whether its
-outputs are copied out and compared (compare() runs here, where the solution cannot reach):
+solution's sources; the definition's reference runs in a worker of its own (trusted code, in a
+process no solution can reach). For each workload both workers get the workload's fixed inputs
+(blobs, scalars) once, then batches of calls. Every call of every batch gets a fresh input set whose
+generator seeds are drawn here from the system's random source when the batch is sent, so no input
+set exists anywhere before its batch starts and none can be computed ahead from public seeds. Both
+workers draw the same sets (same recipes, same device), solution and reference alternate batch by
+batch, and the same rules hold for every batch:
 
-- the first CORRECTNESS_SETS calls are always compared; every later (timed) call is compared with
-  probability VERIFY_P, decided after it returned, and at least MIN_TIMED_VERIFIED of them are;
-- every call gets a fresh input set, so no answer can be reused; a caught wrong answer, on any
-  call, fails the pair;
-- each call's time is the worker's own (bound clocks, device events on CUDA) but never less than
-  the fastest call this process's wall clock saw (less the fastest empty round trip): samples
-  below that are raised to it, so a patched clock cannot make a solution faster than its fastest
-  real call;
-- the reference is timed in the same loop as the solution, so a slow-down of one affects both.
+- A worker answers a batch with each call's time and a commitment to each call's outputs (a digest).
+  Only then does this process choose which calls are revealed and compared (compare() runs here):
+  the first batch, every call; later batches, every call when their outputs are small, else
+  MIN_CHECKED calls drawn at random. A revealed output whose digest is not the committed one, or a
+  wrong answer on any compared call, fails the pair.
+- The outside bound: the wall clock from sending a batch to receiving its commitments holds the
+  calls and the harness's own work in the worker (drawing inputs, flushing the cache, digests). The
+  harness's work is the same code in both workers, so the reference's worker measures it: whatever
+  the solution's batch took beyond its reported times and the reference's harness work (less a
+  tolerance for noise) is charged to its calls. Patching the clock, computing before the timed
+  calls or after them, on another thread or another stream, all show there.
+- The physical floor: no latency below the workload's speed-of-light time on this hardware.
+- Samplers are compared as distributions on every batch: a batch of a sampling definition is
+  SAMPLING_DRAWS calls on one input set, and the draws of solution and reference are compared.
 
 Everything a worker sends is untrusted: a malformed, forged, duplicate or out-of-order message,
 an exit or a hang is that pair's RUNTIME_ERROR or TIMEOUT (with the tail of its output), the worker
-is killed, and a fresh one takes the remaining workloads.
+is killed, and a fresh one takes the remaining workloads. A reference that fails, or a worker that
+cannot start at all, is the harness's failure, not the solution's: it stops the run (HarnessError)
+and writes no trace for that pair.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from ..model.errors import KernelTraceError
 from . import protocol, timing
-from .check import Verdict, check_support, compare, compare_samples
-from .inputs import TORCH_DTYPES, make_inputs, shape_of
+from .check import SAMPLING_DRAWS, Verdict, check_support, compare, compare_samples
+from .inputs import TORCH_DTYPES, input_recipes, load_blob, shape_of
 from .plan import Pair, Plan
 from .sandbox import Worker
 from .store import trace_path, write_trace
 
-CORRECTNESS_SETS = 3
-SAMPLING_DRAWS = 64
-VERIFY_P = 0.2
-MIN_TIMED_VERIFIED = 2
-PINGS = 8
+CORRECTNESS_CALLS = 3
+MIN_CHECKED = 8  # calls of a later batch revealed and compared, at least (every call when outputs are small)
+REVEAL_ALL_BYTES = 16 * 2**20  # reveal every call of a batch whose outputs take at most this in all
+BATCH_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}  # a batch's input sets, snapshots and outputs
+MAX_BATCH = 64
+MIN_TIMED_BATCHES = 5  # the outside bound takes a median over batches: enough of them that noise in a few does not count
+# Allowed beyond the harness's own work in a batch, for noise: a share of it, plus per call, plus per batch
+# (one wake-up of a process on a busy host; less on the GPU machines, which have cores to spare).
+GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
+BATCH_SLACK_MS = {"cpu": 1.0, "cuda": 0.1}
 STARTUP_S = 300.0
+NOT_MEASURED = "NOT_MEASURED"  # an outcome, never a trace status: the reference failed, not the solution
+
+
+class HarnessError(KernelTraceError):
+    """The harness or its environment failed (not the solution): the run stops, no trace is written."""
 
 
 @dataclass
@@ -58,6 +79,8 @@ class Options:
     # Start the next solution's worker while this one runs: saves the Python+torch start per solution,
     # at the price of a busy CPU core during the first seconds of each solution (off for CPU timing).
     prefetch: bool = False
+    floors_ms: dict = field(default_factory=dict)  # (definition, workload uuid) -> speed-of-light ms here
+    deadline: Optional[float] = None  # time.monotonic() after which no new pair starts (--budget-s)
 
 
 @dataclass
@@ -86,12 +109,10 @@ def _now() -> str:
 
 def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
     # log is "" rather than null when there is nothing to say: the FlashInfer-Trace dialect has no
-    # null log, so exports round-trip exactly.
-    evaluation = {"status": result["status"], "log": result.get("log") or "",
+    # null log, so exports round-trip exactly. No seed: the inputs came from secret seeds.
+    evaluation = {"status": result["status"], "log": protocol.text(result.get("log") or "", 16000),
                   "correctness": result.get("correctness"), "performance": result.get("performance"),
                   "environment": environment, "timestamp": _now()}
-    if pair.workload.seed is not None:
-        evaluation["seed"] = pair.workload.seed
     if evaluation["status"] != "PASSED":
         evaluation["performance"] = None
     if evaluation["status"] not in ("PASSED", "INCORRECT_NUMERICAL"):
@@ -101,18 +122,24 @@ def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
 
 
 class Remote:
-    """The trusted side of one worker: every reply is parsed as untrusted input."""
+    """The trusted side of one worker: every reply is parsed as untrusted input, every write has a deadline."""
 
     def __init__(self, opts: Options, load: dict, who: str, worker: Optional[Worker] = None):
         self.who = who
-        self.device = opts.device
+        self.names = list(load["output_names"])
         self.worker = worker or Worker(opts.device, opts.sandbox)
-        self.ping_ms = 0.0
         try:
             # Starting Python and importing torch is not the solution's time: a generous limit of its own.
-            self.recv(("hello",), time.monotonic() + STARTUP_S, "starting the worker (Python and torch)",
-                      timeout_s=STARTUP_S)
-            protocol.send(self.worker.to_child, load)
+            # No solution code has run yet: a worker that cannot get this far is the environment's failure.
+            self.recv(("hello",), time.monotonic() + STARTUP_S, "starting (Python and torch, before any "
+                      "solution code)", timeout_s=STARTUP_S)
+        except Failed as exc:
+            self.worker.kill()
+            raise HarnessError(f"a worker process could not start, so nothing can be measured here: {exc.log}\n"
+                               "Check that this Python can import torch (and, with the sandbox, that bwrap can "
+                               "run it); no trace was written for this pair.") from None
+        try:
+            self.send(load, deadline=time.monotonic() + 60)
             header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
                                   "building the solution", timeout_s=opts.timeout_s)
         except Failed:
@@ -120,7 +147,7 @@ class Remote:
             raise
         if header["op"] == "compile_error":
             self.worker.kill()
-            raise Failed("COMPILE_ERROR", str(header.get("log", ""))[-protocol.MAX_HEADER:])
+            raise (ReferenceFailed if who == "reference" else Failed)("COMPILE_ERROR", protocol.text(header.get("log")))
 
     def _fail(self, exc: Exception, doing: str, timeout_s: float = 0) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed
@@ -134,7 +161,7 @@ class Remote:
         self.worker.kill()
         how = self.worker.how_it_ended()
         if isinstance(exc, protocol.Closed):
-            why = f"the {self.who}'s process ended ({how}) during this workload"
+            why = f"the {self.who}'s process ended ({how}) while {doing}"
         else:
             why = f"the {self.who}'s process sent a bad message ({exc}); it was killed"
         return cls("RUNTIME_ERROR", f"{why}\n{self.worker.log.text()}")
@@ -145,62 +172,61 @@ class Remote:
         except (protocol.ProtocolError, protocol.Timeout) as exc:
             raise self._fail(exc, doing, timeout_s) from None
 
-    def send(self, header: dict, payload: bytes = b"") -> None:
+    def send(self, header: dict, payload: bytes = b"", deadline: float = 0.0, timeout_s: float = 0) -> None:
         try:
-            protocol.send(self.worker.to_child, header, payload)
+            protocol.send(self.worker.to_child, header, payload, deadline=deadline)
+        except protocol.Timeout as exc:  # it stopped reading its pipe
+            raise self._fail(exc, "reading its input", timeout_s) from None
         except OSError as exc:  # the worker is gone: its pipe is closed
-            raise self._fail(protocol.Closed(str(exc)), "this workload") from None
+            raise self._fail(protocol.Closed(str(exc)), "reading its input") from None
 
-    def ping(self, deadline: float, timeout_s: float) -> None:
-        best = float("inf")
-        for _ in range(PINGS):
-            t0 = time.perf_counter()
-            self.send({"op": "ping"})
-            self.recv(("pong",), deadline, "this workload", timeout_s=timeout_s)
-            best = min(best, (time.perf_counter() - t0) * 1e3)
-        self.ping_ms = best
+    def workload(self, header: dict, payload: bytes, deadline: float, timeout_s: float) -> None:
+        self.send(header, payload, deadline, timeout_s)
+        self.recv(("ready",), deadline, "receiving the workload", timeout_s=timeout_s)
 
-    def call(self, header: dict, payload: bytes, keep: bool, deadline: float, out_bytes: int,
-             timeout_s: float) -> tuple[float, float, Optional[dict]]:
-        """(reported ms, wall-clock lower bound ms, outputs if kept) of one call."""
-        self.send(header, payload)
-        self.recv(("ready",), deadline, "this workload", timeout_s=timeout_s)
+    def batch(self, calls: list, deadline: float, timeout_s: float) -> tuple[list[float], list[list[str]], float]:
+        """(reported ms per call, committed digests per call, wall-clock ms of the batch seen from here)."""
         t0 = time.perf_counter()
-        self.send({"op": "go"})
-        reply, _ = self.recv(("done", "error"), deadline, "this workload", timeout_s=timeout_s)
+        self.send({"op": "batch", "calls": calls}, deadline=deadline, timeout_s=timeout_s)
+        reply, _ = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls", timeout_s=timeout_s)
         wall = (time.perf_counter() - t0) * 1e3
-        if reply["op"] == "error":
-            raise self._call_failed("RUNTIME_ERROR", reply)
-        try:
-            ms = protocol.number(reply, "ms")
-        except protocol.ProtocolError as exc:
-            raise self._fail(exc, "this workload") from None
-        self.send({"op": "keep" if keep else "drop"})
-        reply, payload = self.recv(("outputs", "dropped", "cheat", "error"), deadline, "this workload",
-                                   max_payload=2 * out_bytes + (1 << 20) if keep else 0, timeout_s=timeout_s)
-        if reply["op"] in ("cheat", "error"):
+        if reply["op"] != "done":
             raise self._call_failed("REWARD_HACK" if reply["op"] == "cheat" else "RUNTIME_ERROR", reply)
-        if (reply["op"] == "outputs") != keep:
-            raise self._fail(protocol.ProtocolError(f"{reply['op']!r} after {'keep' if keep else 'drop'}"),
-                             "this workload")
-        outputs = None
-        if keep:
-            try:
-                outputs = protocol.unpack(payload)
-            except protocol.ProtocolError as exc:
-                raise self._fail(exc, "this workload") from None
-        return ms, max(wall - self.ping_ms, 0.0), outputs
+        try:
+            return (protocol.numbers(reply, "ms", len(calls)),
+                    protocol.digests(reply, len(calls), len(self.names)), wall)
+        except protocol.ProtocolError as exc:
+            raise self._fail(exc, "running a batch of calls") from None
+
+    def reveal(self, calls: list[int], inputs: bool, max_payload: int, deadline: float,
+               timeout_s: float) -> dict[int, dict[str, dict]]:
+        """{call: {"out": {name: tensor}, "in": {name: tensor}}} of the calls asked for."""
+        self.send({"op": "reveal", "calls": calls, "inputs": inputs}, deadline=deadline, timeout_s=timeout_s)
+        _, payload = self.recv(("revealed",), deadline, "revealing outputs", max_payload=max_payload,
+                               timeout_s=timeout_s)
+        out: dict[int, dict[str, dict]] = {i: {"out": {}, "in": {}} for i in calls}
+        try:
+            tensors = protocol.unpack(payload)
+            for key, value in tensors.items():
+                index, kind, name = key.split("/", 2)
+                if int(index) not in out or kind not in ("out", "in"):
+                    raise protocol.ProtocolError(f"a revealed tensor {key[:80]!r} that was not asked for")
+                out[int(index)][kind][name] = value
+        except (protocol.ProtocolError, ValueError) as exc:
+            raise self._fail(exc if isinstance(exc, protocol.ProtocolError) else protocol.ProtocolError(str(exc)),
+                             "revealing outputs") from None
+        return out
 
     def _call_failed(self, status: str, reply: dict) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed
         output = self.worker.log.text()
-        return cls(status, str(reply.get("log"))[-8000:] + (f"\noutput of the process:\n{output}" if output else ""),
+        return cls(status, protocol.text(reply.get("log")) + (f"\noutput of the process:\n{output}" if output else ""),
                    worker_lost=False)
 
     def close(self) -> None:
         try:
-            protocol.send(self.worker.to_child, {"op": "exit"})
-        except OSError:
+            protocol.send(self.worker.to_child, {"op": "exit"}, deadline=time.monotonic() + 1)
+        except (OSError, protocol.Timeout):
             pass
         self.worker.kill()
 
@@ -217,42 +243,94 @@ class WorkloadRun:
         self.outs = [{"name": n, "shape": list(shape_of(s, self.axes)), "dtype": s["dtype"]}
                      for n, s in self.definition["outputs"].items()]
         self.out_bytes = sum(_numel(o["shape"]) * TORCH_DTYPES[o["dtype"]].itemsize for o in self.outs)
+        self.in_bytes = sum(_numel(shape_of(s, self.axes)) * TORCH_DTYPES[s["dtype"]].itemsize
+                            for s in self.definition["inputs"].values())
         self.deadline = time.monotonic() + opts.timeout_s
-        self.index = 0  # input sets used so far; every call gets a new one
         self.cfg = timing.TimingConfig(**opts.timing)
         self.sampling = self.definition["type"] == "sampling"
+        self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)
         self.worst = Verdict("PASSED")
+        self.scalars: dict = {}
         self.verified = 0
+        self.batches = 0
         self.notes: list[str] = []
 
-    def message(self, index: int) -> tuple[dict, bytes, dict]:
-        inputs = make_inputs(self.definition, self.workload, self.root, index, "cpu")
+    # -- inputs ------------------------------------------------------------------------------------
+    def workload_message(self) -> tuple[dict, bytes]:
+        """The inputs that are the same in every call (scalars, blobs), sent once per pair."""
         import torch
 
-        tensors = {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-        header = {"op": "call", "order": list(inputs), "outs": self.outs,
-                  "scalars": {k: v for k, v in inputs.items() if k not in tensors}}
-        return header, protocol.pack(tensors), inputs
+        recipes = input_recipes(self.definition, self.workload, seed=0)
+        scalars = self.scalars = {n: r["value"] for n, r in recipes.items() if r["type"] == "scalar"}
+        blobs = {n: load_blob(self.root, r["path"], r["tensor_key"]).to(TORCH_DTYPES[self.definition["inputs"][n]["dtype"]])
+                 for n, r in recipes.items() if r["type"] == "safetensors"}
+        # The reference's worker makes (and NaN-fills) output buffers too when the solution gets them, so the
+        # harness work measured on it (charge) is the solution's.
+        header = {"op": "workload", "order": list(recipes), "scalars": scalars, "outs": self.outs,
+                  "buffers": bool(self.pair.solution.data["spec"].get("destination_passing_style"))}
+        return header, protocol.pack({k: v for k, v in blobs.items() if isinstance(v, torch.Tensor)})
 
-    def both(self, index: int, keep: bool, sol_first: bool) -> tuple[tuple, tuple, dict]:
-        header, payload, inputs = self.message(index)
+    def secret_call(self) -> dict:
+        """One call's random input recipes, seeded from a secret drawn now."""
+        seed = self.rng.getrandbits(62)
+        recipes = input_recipes(self.definition, self.workload, seed=seed)
+        return {"recipes": {n: r for n, r in recipes.items() if r["type"] == "random"}}
+
+    def calls(self, n: int) -> list[dict]:
+        if self.sampling:  # draws of one input set: a sample of one distribution per batch
+            call = self.secret_call()
+            return [call] * n
+        return [self.secret_call() for _ in range(n)]
+
+    # -- one batch on both sides ----------------------------------------------------------------------
+    def batch(self, n: int, reveal_all: bool, sol_first: bool) -> tuple[list[float], list[float], float, float]:
+        """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
+        calls = self.calls(n)
         t = self.opts.timeout_s
-        order = (self.sol, self.ref) if sol_first else (self.ref, self.sol)
-        results = {}
-        for remote in order:
-            results[remote.who] = remote.call(header, payload, keep, self.deadline, self.out_bytes, t)
-        return results["solution"], results["reference"], inputs
-
-    def verify(self, sol_out: dict, ref_out: dict, inputs: dict, what: str) -> None:
-        import torch
-
+        runs = {}
+        for remote in ((self.sol, self.ref) if sol_first else (self.ref, self.sol)):
+            runs[remote.who] = remote.batch(calls, self.deadline, t)
+        self.batches += 1
+        (sol_ms, sol_digests, sol_wall), (ref_ms, _, ref_wall) = runs["solution"], runs["reference"]
+        # The choice is made after both committed: nothing in the solution's process can know it earlier.
+        small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
+        chosen = list(range(n)) if reveal_all or small or n <= MIN_CHECKED else sorted(self.rng.sample(range(n), MIN_CHECKED))
+        limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
+        sol_out = self.sol.reveal(chosen, False, limit, self.deadline, t)
+        ref_out = self.ref.reveal(chosen, self.sampling, limit + (len(chosen) * 2 * self.in_bytes if self.sampling else 0),
+                                  self.deadline, t)
+        self.check_commitments(chosen, sol_out, sol_digests)
+        label = "the first batch" if reveal_all else f"batch {self.batches} (timed; checked after every answer was committed)"
         if self.sampling:
-            v = compare(self.definition, sol_out, ref_out, self.axes)
-            if v.status in ("INCORRECT_SHAPE", "INCORRECT_DTYPE", "REWARD_HACK"):
-                raise Failed(v.status, f"{what}: {v.message}", worker_lost=False)
-            v = check_support(self.definition, sol_out, inputs.get("probs") if isinstance(inputs.get("probs"), torch.Tensor) else None)
+            self.verify_draws([sol_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
+                              {**self.scalars, **ref_out[chosen[0]]["in"]}, label)
         else:
-            v = compare(self.definition, sol_out, ref_out, self.axes)
+            for i in chosen:
+                self.verify(sol_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
+        return sol_ms, ref_ms, sol_wall, ref_wall
+
+    def check_commitments(self, chosen: list[int], revealed: dict, committed: list[list[str]]) -> None:
+        names = [o["name"] for o in self.outs]
+        for i in chosen:
+            for k, name in enumerate(names):
+                value = revealed[i]["out"].get(name)
+                if value is not None and protocol.digest(value) != committed[i][k]:
+                    raise Failed("REWARD_HACK", f"call {i + 1}: output {name!r} revealed after the batch is not the one "
+                                                "committed when it ended (an answer changed after the clock stopped)",
+                                 worker_lost=True)
+
+    def verify(self, sol_out: dict, ref_out: dict, what: str) -> None:
+        self.record(compare(self.definition, sol_out, ref_out, self.axes), what)
+
+    def verify_draws(self, sol_draws: list, ref_draws: list, inputs: dict, what: str) -> None:
+        for k, draw in enumerate(sol_draws):
+            v = compare(self.definition, draw, ref_draws[k], self.axes)
+            if v.status in ("INCORRECT_SHAPE", "INCORRECT_DTYPE", "REWARD_HACK"):
+                self.record(v, f"{what}, draw {k + 1}")
+            self.record(check_support(self.definition, draw, inputs), f"{what}, draw {k + 1}")
+        self.record(compare_samples(self.definition, sol_draws, ref_draws, inputs), what)
+
+    def record(self, v: Verdict, what: str) -> None:
         self.verified += 1
         if not v.ok:
             self.worst = v
@@ -264,78 +342,65 @@ class WorkloadRun:
         if v.atol is not None:
             w.atol, w.rtol = max(w.atol or 0.0, v.atol), v.rtol
 
-    def correctness(self) -> None:
-        if self.sampling:  # one input set, many draws from both: compare the distributions
-            sol_draws, ref_draws, inputs = [], [], {}
-            header, payload, inputs = self.message(0)
-            for i in range(SAMPLING_DRAWS):
-                s = self.sol.call(header, payload, True, self.deadline, self.out_bytes, self.opts.timeout_s)
-                r = self.ref.call(header, payload, True, self.deadline, self.out_bytes, self.opts.timeout_s)
-                if i == 0:
-                    self.verify(s[2], r[2], inputs, "the first call")
-                sol_draws.append(s[2])
-                ref_draws.append(r[2])
-            v = compare_samples(self.definition, sol_draws, ref_draws, inputs.get("probs"))
-            if not v.ok:
-                self.worst = v
-                raise Failed(v.status, v.message, worker_lost=False, correctness=self.correctness_record())
-            self.index = 1
-            return
-        for i in range(CORRECTNESS_SETS):
-            s, r, inputs = self.both(self.index, True, sol_first=i % 2 == 0)
-            self.index += 1
-            self.verify(s[2], r[2], inputs, f"input set {i + 1}")
+    # -- the pair -----------------------------------------------------------------------------------
+    def batch_size(self, first_ms: float) -> int:
+        if self.sampling:
+            return SAMPLING_DRAWS
+        per_call = 2 * self.in_bytes + 2 * self.out_bytes  # input sets, their snapshots, outputs and buffers
+        by_memory = BATCH_BYTES["cpu" if self.opts.device == "cpu" else "cuda"] // max(per_call, 1)
+        by_time = (self.cfg.budget_s * 1e3 / 4) / max(first_ms, 1e-3)  # a few batches fit the budget
+        return int(max(1, min(by_memory, by_time, MAX_BATCH, self.cfg.max_samples // MIN_TIMED_BATCHES)))
 
-    def timed(self) -> tuple[dict, dict]:
-        """Interleaved timed calls of the solution and the reference, each on a fresh input set."""
-        cfg = self.cfg
-        sol, ref, sol_wall, ref_wall = [], [], [], []
+    def timed(self, n: int) -> tuple[list[float], list[float]]:
+        """Batches until both sides have enough samples (timing.enough) over at least MIN_TIMED_BATCHES
+        batches, alternating who goes first; then the outside bound (charge)."""
+        sol: list[list[float]] = []
+        ref: list[float] = []
+        sol_gaps: list[float] = []  # per call: the solution's batch time outside its reported calls
+        harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         started = time.perf_counter()
-        timed_verified = 0
-        n = 0
-        while True:
-            enough = (n >= cfg.warmup + 1 and _enough(sol[cfg.warmup:], cfg, started)
-                      and _enough(ref[cfg.warmup:], cfg, started))
-            if enough and timed_verified >= MIN_TIMED_VERIFIED:
-                break
-            if enough and n > cfg.warmup + cfg.max_samples + 40:
-                break  # the verification quota is best effort past this
-            keep = self.rng.random() < VERIFY_P
-            s, r, inputs = self.both(self.index, keep, sol_first=n % 2 == 0)
-            self.index += 1
-            n += 1
-            if keep:
-                self.verify(s[2], r[2], inputs, f"timed call {n} (its outputs were checked after it returned)")
-                timed_verified += 1
-            sol.append(s[0])
-            ref.append(r[0])
-            sol_wall.append(s[1])
-            ref_wall.append(r[1])
-        w = cfg.warmup
-        return (self.stats(sol[w:], sol_wall[w:], "solution"), self.stats(ref[w:], ref_wall[w:], "reference"))
+        while len(sol) < MIN_TIMED_BATCHES or not (timing.enough([x for b in sol for x in b], self.cfg, started)
+                                                   and timing.enough(ref, self.cfg, started)):
+            s, r, s_wall, r_wall = self.batch(n, False, sol_first=self.batches % 2 == 0)
+            sol.append(s)
+            ref += r
+            sol_gaps.append((s_wall - sum(s)) / n)
+            harness.append(max(r_wall - sum(r), 0.0) / n)
+        return self.charge(sol, sol_gaps, statistics.median(harness)), ref
 
-    def stats(self, samples: list, walls: list, who: str) -> dict:
-        timer = "cuda_event_cold_l2" if self.opts.device.startswith("cuda") else "host_perf_counter"
-        stats = timing.summarize(samples, timer)
-        # The fastest call seen from outside, less the fastest empty round trip: no call took less.
-        bound = min(walls) if walls else 0.0
-        if stats["latency_ms"] < bound:
-            self.notes.append(f"the {who}'s process reported a median of {stats['latency_ms']:.4g} ms, but the "
-                              f"wall clock outside it saw no call faster than {bound:.4g} ms: its samples are "
-                              "raised to that bound")
-            stats = timing.summarize([max(x, bound) for x in samples], "wall_clock_outside_process")
-        return stats
+    def charge(self, batches: list[list[float]], gaps: list[float], harness: float) -> list[float]:
+        """The outside bound: a batch's time per call outside the solution's reported calls, beyond the
+        harness's own work there (the median over the reference's batches, plus a tolerance), is added to
+        that batch's calls. Noise in a few batches moves the median latency little; work hidden in most
+        batches is charged to them."""
+        per_batch = BATCH_SLACK_MS["cpu" if self.opts.device == "cpu" else "cuda"]
+        out: list[float] = []
+        reported: list[float] = []
+        for calls, gap in zip(batches, gaps):
+            allowed = harness * (1 + GAP_SHARE) + GAP_SLACK_MS + per_batch / len(calls)
+            out += [x + max(gap - allowed, 0.0) for x in calls]
+            reported += calls
+        before, after = statistics.median(reported), statistics.median(out)
+        if after > before * 1.02:
+            self.notes.append(f"the solution's batches took longer, outside its reported calls, than the harness's "
+                              f"own work ({harness:.4g} ms per call, measured on the reference's worker): that time "
+                              f"was charged to their calls (median {before:.4g} ms reported, {after:.4g} ms charged)")
+        return out
 
     def run(self) -> dict:
-        self.sol.ping(self.deadline, self.opts.timeout_s)
-        self.ref.ping(self.deadline, self.opts.timeout_s)
-        self.correctness()
+        header, payload = self.workload_message()
+        for remote in (self.sol, self.ref):
+            remote.workload(header, payload, self.deadline, self.opts.timeout_s)
+        # The first batch: every call compared; its times (compilation, autotuning, first touches) are dropped.
+        first = SAMPLING_DRAWS if self.sampling else CORRECTNESS_CALLS
+        s, r, _, _ = self.batch(first, True, sol_first=True)
         result: dict[str, Any] = {"status": "PASSED"}
         if not self.opts.correctness_only:
-            sol, ref = self.timed()
+            n = self.batch_size(max(statistics.median(s), statistics.median(r)))
+            sol, ref = self.stats(*self.timed(n))
             if timing.unstable(sol) or timing.unstable(ref):
                 self.notes.append("the first measurement was unstable (busy host); measured again")
-                sol, ref = self.timed()
+                sol, ref = self.stats(*self.timed(n))
                 if timing.unstable(sol) or timing.unstable(ref):
                     sol["unstable"] = True
                     self.notes.append("still unstable: recorded with unstable: true, not ranked")
@@ -346,6 +411,14 @@ class WorkloadRun:
         result["log"] = "\n".join(self.notes)
         return result
 
+    def stats(self, sol: list[float], ref: list[float]) -> tuple[dict, dict]:
+        timer = "cuda_event_cold_l2" if self.opts.device.startswith("cuda") else "host_perf_counter"
+        if self.floor_ms and min(sol) < self.floor_ms:
+            self.notes.append(f"reported calls below the speed-of-light time of this workload here "
+                              f"({self.floor_ms:.4g} ms) were raised to it")
+            sol = [max(x, self.floor_ms) for x in sol]
+        return timing.summarize(sol, timer), timing.summarize(ref, timer)
+
     def correctness_record(self) -> dict:
         w = self.worst
         record = {"max_absolute_error": _finite(w.max_absolute_error), "max_relative_error": _finite(w.max_relative_error),
@@ -355,7 +428,7 @@ class WorkloadRun:
         return record
 
 
-def _numel(shape: list) -> int:
+def _numel(shape) -> int:
     n = 1
     for s in shape:
         n *= int(s)
@@ -363,18 +436,7 @@ def _numel(shape: list) -> int:
 
 
 def _finite(x: float) -> float:
-    return min(x, 1.7976931348623157e308)  # JSON has no inf
-
-
-def _enough(samples: list, cfg: timing.TimingConfig, started: float) -> bool:
-    n = len(samples)
-    if n >= cfg.max_samples:
-        return True
-    if n < cfg.min_samples:
-        return time.perf_counter() - started > cfg.budget_s * 4  # a very slow call: take what we have
-    mean = statistics.fmean(samples)
-    rse = statistics.stdev(samples) / n ** 0.5 / mean if mean > 0 else 0.0
-    return rse < cfg.target_rse or time.perf_counter() - started > cfg.budget_s
+    return x if math.isfinite(x) else 1.7976931348623157e308  # JSON has no inf
 
 
 def _load_message(pair: Pair, device: str, reference: bool) -> dict:
@@ -390,15 +452,18 @@ def _load_message(pair: Pair, device: str, reference: bool) -> dict:
 def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
              on_outcome: Callable[[Outcome], None] = lambda o: None) -> list[Outcome]:
     """Run every pair of the plan; return the outcomes in the order they finished."""
-    by_solution: dict[str, list[Pair]] = {}
+    groups: list[list[Pair]] = []  # consecutive pairs of one solution share its worker
     for pair in plan.pairs:
-        by_solution.setdefault(pair.solution.name, []).append(pair)
+        if groups and groups[-1][0].solution.name == pair.solution.name:
+            groups[-1].append(pair)
+        else:
+            groups.append([pair])
     outcomes: list[Outcome] = []
-    rng = random.SystemRandom()  # which timed calls are checked: nothing a solution could predict
+    rng = random.SystemRandom()  # input seeds and checked calls: nothing a solution could predict
 
     def finish(pair: Pair, result: dict) -> None:
         record = None
-        if not opts.correctness_only:
+        if not opts.correctness_only and result["status"] != NOT_MEASURED:
             record = make_trace(pair, result, environment)
             s = pair.solution
             write_trace(trace_path(opts.out, s.author, pair.definition.type, pair.definition.name), record)
@@ -409,7 +474,6 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
     refs: dict[str, Remote] = {}
     spare: list[Worker] = []  # a started worker waiting for the next solution (prefetch)
     try:
-        groups = list(by_solution.values())
         for k, pairs in enumerate(groups):
             definition = pairs[0].definition.name
             for name in [n for n in refs if n != definition]:  # the plan is grouped by definition
@@ -430,6 +494,8 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
     definition = pairs[0].definition.name
     try:
         for i, pair in enumerate(pairs):
+            if opts.deadline is not None and time.monotonic() > opts.deadline:
+                return  # the run's time budget is spent: the rest is for a --resume
             try:
                 if definition not in refs:
                     refs[definition] = Remote(opts, _load_message(pair, opts.device, True), "reference")
@@ -440,10 +506,14 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                         spare.append(Worker(opts.device, opts.sandbox))
                 result = WorkloadRun(pair, opts, root, sol, refs[definition], rng).run()
             except ReferenceFailed as exc:
-                ref = refs.pop(definition, None)  # None: the reference's worker failed before it answered once
+                # Not the solution's failure: the pair is not measured and gets no trace; the run goes on.
+                ref = refs.pop(definition, None)
                 if ref is not None:
                     ref.worker.kill()
-                result = {"status": "RUNTIME_ERROR", "log": f"the definition's reference failed: {exc.log}"}
+                if exc.worker_lost is False and sol is not None:  # the solution's batch may be half answered
+                    sol.worker.kill()
+                    sol = None
+                result = {"status": NOT_MEASURED, "log": f"the definition's reference failed ({exc.status}): {exc.log}"}
             except Failed as exc:
                 if exc.status == "COMPILE_ERROR":
                     for p in pairs[i:]:
@@ -457,7 +527,3 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
     finally:
         if sol is not None:
             sol.close()
-
-
-def warn(text: str) -> None:
-    print(f"kerneltrace bench: {text}", file=sys.stderr)

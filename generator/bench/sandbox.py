@@ -1,8 +1,10 @@
 """Start a worker process in a bubblewrap sandbox, read its log with a bounded tail, and kill it.
 
 Inside the sandbox (`bwrap`): its own PID, network, IPC and mount namespaces; a root holding only
-/usr, /etc, the Python installation and the `generator` package, all read-only; a private /tmp
-(tmpfs, gone with the process); /dev, /proc, and on CUDA the GPU device nodes. It cannot see the
+/usr, the few files of /etc a Python process needs (ETC), the Python installation and the `generator`
+package, all read-only; a private /tmp (tmpfs of TMP_BYTES, gone with the process); /dev, /proc, and
+on CUDA the GPU device nodes; limits on file size, processes and (CPU) memory; no environment of the
+bench's, not even in its PID 1 (bwrap itself). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
 (--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
@@ -45,8 +47,54 @@ def _pdeathsig() -> None:
         pass
 
 
+def _limits(device: str, processes: int) -> None:
+    """In the child before exec (inherited by the sandbox and the worker): file size, processes, and on
+    the CPU the address space. A worker over them fails its own call (MemoryError, EAGAIN, EFBIG)."""
+    import resource
+
+    wanted = [(resource.RLIMIT_FSIZE, FILE_BYTES), (resource.RLIMIT_NPROC, processes + PROCESSES)]
+    if device == "cpu":
+        wanted.append((resource.RLIMIT_AS, MEMORY_BYTES))
+    for which, value in wanted:
+        try:
+            soft, hard = resource.getrlimit(which)
+            value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+            resource.setrlimit(which, (value, value if hard == resource.RLIM_INFINITY else hard))
+        except (ValueError, OSError):
+            pass
+
+
+def _user_processes() -> int:
+    """Threads of this user now (RLIMIT_NPROC counts them all, across the machine)."""
+    uid, n = os.getuid(), 0
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if fields.get("Uid", "").split()[:1] == [str(uid)]:
+            n += int(fields.get("Threads", "1").strip() or 1)
+    return n
+
+
+# What a worker needs of /etc: the dynamic linker's cache (torch's and the driver's libraries, and
+# Triton's `ldconfig -p` lookup of libcuda), the alternatives behind /usr/bin/cc (Triton compiles its
+# launcher on GPUs), and the user and group names Python asks for. Nothing else: no shadow file, no
+# host keys, no package manager or network configuration.
+ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
+       "localtime")
+TMP_BYTES = 256 << 20  # the private /tmp of a worker (a tmpfs: memory; Triton's cache fits)
+MEMORY_BYTES = 32 << 30  # address space of a CPU worker (RLIMIT_AS; not on GPUs: CUDA reserves far more)
+FILE_BYTES = 1 << 30  # largest file a worker may write (RLIMIT_FSIZE)
+PROCESSES = 4096  # processes and threads of the worker's user beyond those running when it starts
+
+
 def _binds(device: str) -> list[str]:
-    args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+    args = ["--ro-bind", "/usr", "/usr", "--dir", "/etc"]
+    for name in ETC:
+        if os.path.lexists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     for name in ("bin", "lib", "lib64", "sbin"):
         p = Path("/" + name)
         if p.is_symlink():
@@ -55,7 +103,7 @@ def _binds(device: str) -> list[str]:
             args += ["--ro-bind", str(p), str(p)]
     # The private /tmp comes before the Python binds: bwrap mounts in order, so a tmpfs laid later would
     # hide a virtual environment that lives under /tmp (the interpreter then fails to exec).
-    args += ["--tmpfs", "/tmp"]
+    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
     for prefix in sorted(prefixes):
         if not str(prefix).startswith("/usr"):
@@ -73,7 +121,8 @@ def _binds(device: str) -> list[str]:
 
 
 def bwrap_command(argv: list[str], device: str) -> list[str]:
-    return (["bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"] + _binds(device)
+    # The absolute path: the sandbox is started with an environment of its own, whose PATH may not hold it.
+    return ([shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"] + _binds(device)
             + ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "PYTHONPATH", INSIDE_PACKAGE,
                "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "PYTHONHASHSEED", "0"]
@@ -150,7 +199,9 @@ class Worker:
         argv = [sys.executable, "-m", "generator.bench.worker", "3", "4"]
         self.sandboxed = mode == "bwrap"
         if mode == "bwrap":
-            cmd, env = bwrap_command(argv, device), None
+            # bwrap itself is the sandbox's PID 1, readable there as /proc/1/environ: it gets no environment
+            # of ours (--clearenv and --setenv give the worker its own).
+            cmd, env = bwrap_command(argv, device), {"PATH": "/usr/bin:/bin"}
         else:
             self.tmp = tempfile.mkdtemp(prefix="kt-worker-")
             cmd = argv
@@ -160,8 +211,11 @@ class Worker:
         # The child sees the two message pipes as fds 3 and 4 whatever their numbers are here.
         fds = {3: to_child_r, 4: from_child_w}
 
+        processes = _user_processes()
+
         def setup() -> None:
             _pdeathsig()
+            _limits(device, processes)
             for target, source in fds.items():
                 os.dup2(source, target + 100)
             for target in fds:
@@ -174,6 +228,7 @@ class Worker:
                                      pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
         for fd in (to_child_r, from_child_w, log_w):
             os.close(fd)
+        os.set_blocking(self.to_child, False)  # the trusted side's writes have deadlines (protocol.send)
         self.log = Tail(log_r)
 
     def kill(self) -> None:

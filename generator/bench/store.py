@@ -130,6 +130,21 @@ def read_traces(path: Path) -> Iterator[dict]:
                 continue
 
 
+def repair_tails(root: Path) -> list[tuple[Path, int]]:
+    """Cut the torn last line of every trace file under `root` (each under its lock); (path, bytes cut)."""
+    cut = []
+    for path in sorted(root.glob(CANONICAL["traces"].glob)):
+        with locked(path):
+            fd = os.open(path, os.O_RDWR)
+            try:
+                n = _repair_tail(fd)
+            finally:
+                os.close(fd)
+        if n:
+            cut.append((path, n))
+    return cut
+
+
 def done_keys(root: Path) -> set[tuple[str, str, str]]:
     keys = set()
     for path in sorted(root.glob(CANONICAL["traces"].glob)):

@@ -1,13 +1,15 @@
 """Clocks and statistics.
 
-`timed_call` is what the worker times one call with: the host clock on the CPU; on CUDA, device
-events around the call, after the worker flushed the L2 (a buffer twice its size written). The clock
-functions are bound when this module is imported, before any solution is loaded; the trusted
-process (runner.py) also measures each call from outside, so a patched clock cannot make a number
-smaller than the wall clock allows.
+`time_calls` is what the worker times a batch of calls with: the host clock on the CPU; on CUDA,
+as triton.testing.do_bench does, the L2 flush (a buffer twice its size written) and the start event
+queued ahead of each call and the end event after it, back to back with one synchronisation at the
+end, so the GPU is never left idle waiting for the host (the interval holds the call's device work
+and whatever launch cost the flush does not hide). The clock functions are bound when this module is
+imported, before any solution is loaded; the trusted process (runner.py) also bounds each batch from
+outside, so a patched clock cannot make a number smaller than the wall clock allows.
 
-`summarize` turns samples into the trace's statistics; `unstable` says when their spread shows the
-host was busy. `measure` (a loop in one process) is kept for tests/benchmarks/bench_harness.py.
+`summarize` turns samples into the trace's statistics; `enough` says when to stop; `unstable` says
+when their spread shows the host was busy.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import math
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 import torch
 
@@ -58,18 +60,27 @@ def synchronize() -> None:
         _synchronize()
 
 
-def timed_call(fn: Callable, args: list, outs: list, device: str) -> tuple[float, object]:
-    """(milliseconds, result) of one call fn(*args, *outs)."""
+def time_calls(fn: Callable, sets: list, buffers: list, device: str, flush: Optional[Callable],
+               convert: Callable[[object, list], dict]) -> tuple[list[float], list[dict]]:
+    """(milliseconds, outputs) of fn(*sets[i], *buffers[i]) for each i, timed back to back;
+    `convert(result, buffers)` turns a result into plain outputs inside the timed interval."""
+    results: list[dict] = []
     if device.startswith("cuda"):
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        start.record()
-        result = fn(*args, *outs)
-        end.record()
+        events = [(_Event(enable_timing=True), _Event(enable_timing=True)) for _ in sets]
+        for args, outs, (start, end) in zip(sets, buffers, events):
+            if flush is not None:
+                flush()
+            start.record()
+            results.append(convert(fn(*args, *outs), outs))
+            end.record()
         _synchronize()
-        return start.elapsed_time(end), result
-    t0 = _perf_counter()
-    result = fn(*args, *outs)
-    return (_perf_counter() - t0) * 1e3, result
+        return [start.elapsed_time(end) for start, end in events], results
+    ms = []
+    for args, outs in zip(sets, buffers):
+        t0 = _perf_counter()
+        results.append(convert(fn(*args, *outs), outs))
+        ms.append((_perf_counter() - t0) * 1e3)
+    return ms, results
 
 
 def unstable(stats: dict) -> bool:
@@ -77,27 +88,17 @@ def unstable(stats: dict) -> bool:
     return spread_is_unstable(stats["latency_ms"], stats["p20_ms"], stats["p80_ms"], stats["min_ms"])
 
 
-def _done(samples: list[float], cfg: TimingConfig, started: float) -> bool:
+def enough(samples: list[float], cfg: TimingConfig, started: float) -> bool:
+    """Whether `samples` (timed since `started`, perf_counter seconds) settle the median: max_samples,
+    or min_samples with a relative standard error under target_rse, or the budget spent."""
     n = len(samples)
     if n >= cfg.max_samples:
         return True
     if n < cfg.min_samples:
         return _perf_counter() - started > cfg.budget_s * 4  # a very slow call: take what we have
     mean = statistics.fmean(samples)
-    rse = statistics.stdev(samples) / math.sqrt(n) / mean if mean > 0 else 0.0
+    rse = statistics.stdev(samples) / math.sqrt(n) / mean if mean > 0 and n > 1 else 0.0
     return rse < cfg.target_rse or _perf_counter() - started > cfg.budget_s
-
-
-def time_cpu(fn: Callable[[], object], cfg: TimingConfig) -> dict:
-    for _ in range(cfg.warmup):
-        fn()
-    samples: list[float] = []
-    started = _perf_counter()
-    while not samples or not _done(samples, cfg, started):
-        t0 = _perf_counter()
-        fn()
-        samples.append((_perf_counter() - t0) * 1e3)
-    return summarize(samples, "host_perf_counter")
 
 
 class L2Flusher:
@@ -110,27 +111,3 @@ class L2Flusher:
 
     def __call__(self) -> None:
         self.buffer.zero_()
-
-
-def time_cuda(fn: Callable[[], object], cfg: TimingConfig, device: torch.device) -> dict:
-    flush = L2Flusher(device)
-    for _ in range(cfg.warmup):
-        fn()
-    _synchronize()
-    samples: list[float] = []
-    started = _perf_counter()
-    while not samples or not _done(samples, cfg, started):
-        flush()
-        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        _synchronize()
-        samples.append(start.elapsed_time(end))
-    return summarize(samples, "cuda_event_cold_l2")
-
-
-def measure(fn: Callable[[], object], cfg: TimingConfig, device: str) -> dict:
-    if device.startswith("cuda"):
-        return time_cuda(fn, cfg, torch.device(device))
-    return time_cpu(fn, cfg)

@@ -1,20 +1,27 @@
 """The process that runs one solution (or the reference): `python -m generator.bench.worker 3 4`.
 
-It holds nothing worth stealing: no seed, no job file, no dataset path, no reference (unless it is
-the reference's worker), no expected outputs. It reads messages from fd 3 and writes to fd 4
-(protocol.py) and knows only what each message says:
+It holds nothing worth stealing: no seed of a call before that call's batch, no job file, no dataset
+path, no reference (unless it is the reference's worker), no expected outputs. It reads messages
+from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says:
 
-    load {sources, entry_point, dps, device}      -> loaded | compile_error {log}
-    call {order, scalars, outs} + input tensors   -> ready          (inputs built, cache flushed)
-    go                                            -> done {ms} | error {log}
-    keep | drop                                   -> outputs + tensors | dropped | cheat {log} | error {log}
-    ping                                          -> pong
+    load {sources, entry_point, dps, device}          -> loaded | compile_error {log}
+    workload {order, scalars, blobs, outs} + blobs     -> ready
+    batch {calls: [{recipes}], commit}                 -> done {ms, digests} | error {log} | cheat {log}
+    reveal {calls, inputs}                             -> revealed + tensors
+    exit
 
-Every call is the same call: the same code path, fresh inputs from the trusted process, fresh
-NaN-poisoned output buffers for destination-passing solutions; whether its outputs are copied out
-is decided by the trusted process after the call returned. The timer and synchronisation were bound
-(timing.py) before the solution was imported; the trusted side also bounds the reported time from
-below with its own wall clock, so patching them here gains nothing.
+A batch is a list of calls, each with the generator seeds of its own fresh input set (secret seeds
+drawn by the trusted process for this run). The worker draws every set on the device, then times
+the calls back to back as triton.testing.do_bench does (CUDA: the L2 flush and the start event are
+queued ahead of each call, one synchronisation at the end; CPU: the host clock), turning each
+result into plain tensors inside the timed interval. Before it answers it commits to every call's
+outputs (a digest per output, protocol.digest): the trusted process then chooses which calls to
+reveal and compare, and recomputes the digests of what is revealed. So work done after "done"
+cannot change an answer, and the choice of checked calls is made after every answer is fixed.
+
+Nothing here is trusted: the solution can patch any of it. The trusted process (runner.py) bounds
+the batch from outside: the wall clock from sending the batch to receiving the commitments, less
+the same harness work measured on the reference's worker, is charged to the solution.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Any, Callable, Mapping
 from . import timing  # noqa: I001
 from . import protocol
 from .guards import check_output_types, inputs_snapshot, mutated_input, poison, watched_patched
-from .inputs import TORCH_DTYPES
+from .inputs import TORCH_DTYPES, draw
 
 import torch
 
@@ -65,12 +72,15 @@ def load_reference(code: str, name: str) -> Callable:
 
 
 def as_outputs(result: Any, names: list[str]) -> dict:
+    """The call's result as {output name: value}; plain dict, list and tuple copies, so a lazy
+    container computes here (inside the timed interval), not when the outputs are read later."""
     if isinstance(result, Mapping):
-        return dict(result)
+        return {k: result[k] for k in list(result.keys())}
     if isinstance(result, (tuple, list)):
-        if len(result) != len(names):
-            raise ValueError(f"returned {len(result)} values for the {len(names)} outputs {names}")
-        return dict(zip(names, result))
+        values = list(result)
+        if len(values) != len(names):
+            raise ValueError(f"returned {len(values)} values for the {len(names)} outputs {names}")
+        return dict(zip(names, values))
     if len(names) != 1:
         raise ValueError(f"returned one value for the outputs {names}")
     return {names[0]: result}
@@ -83,47 +93,70 @@ class Session:
         self.names = list(load["output_names"])
         self.flush = timing.L2Flusher(torch.device(self.device)) if self.device.startswith("cuda") else None
         self.fn: Callable = None  # type: ignore[assignment]
+        self.order: list[str] = []
+        self.fixed: dict[str, Any] = {}  # scalars and blob tensors: the same in every input set
+        self.outs: list[dict] = []
+        self.kept: list[dict] = []  # the last batch's outputs (and inputs), until the next batch
+        self.make_buffers = self.dps
 
-    def call(self, header: dict, payload: bytes) -> None:
-        tensors = protocol.unpack(payload)
-        args = [header["scalars"][n] if n in header["scalars"] else tensors[n].to(self.device) for n in header["order"]]
-        outs = {}
-        if self.dps:
-            outs = {o["name"]: torch.empty(o["shape"], dtype=TORCH_DTYPES[o["dtype"]], device=self.device)
-                    for o in header["outs"]}
-            poison(outs)
-        before = inputs_snapshot(args)
-        if self.flush is not None:
-            self.flush()
-            timing.synchronize()
-        threads = set(threading.enumerate())
+    def workload(self, header: dict, payload: bytes) -> None:
+        blobs = protocol.unpack(payload)
+        self.order = list(header["order"])
+        self.outs = list(header["outs"])
+        self.make_buffers = self.dps or bool(header.get("buffers"))
+        self.fixed = {**header["scalars"], **{k: v.to(self.device) for k, v in blobs.items()}}
+        self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
-        protocol.recv(IN_FD, ("go",))
+
+    def inputs(self, recipes: dict) -> list:
+        return [self.fixed[n] if n in self.fixed else draw(recipes[n], self.device) for n in self.order]
+
+    def buffers(self) -> list:
+        if not self.make_buffers:
+            return []
+        outs = {o["name"]: torch.empty(o["shape"], dtype=TORCH_DTYPES[o["dtype"]], device=self.device)
+                for o in self.outs}
+        poison(outs)
+        return list(outs.values())
+
+    def batch(self, header: dict) -> None:
+        sets = [self.inputs(call["recipes"]) for call in header["calls"]]
+        buffers = [self.buffers() for _ in sets]  # made by the reference's worker too (same harness work)
+        before = [inputs_snapshot(args) for args in sets]
+        threads = set(threading.enumerate())
+        self.kept = []
         try:
-            ms, result = timing.timed_call(self.fn, args, list(outs.values()), self.device)
+            ms, results = timing.time_calls(self.fn, sets, buffers if self.dps else [[] for _ in sets], self.device, self.flush,
+                                             lambda r, outs: dict(zip(self.names, outs)) if self.dps else
+                                             as_outputs(r, self.names))
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return
-        protocol.send(OUT_FD, {"op": "done", "ms": ms})  # first, so the outside clock stops with ours
-        outputs = outs if self.dps else None
-        problem = None
         try:
-            if outputs is None:
-                outputs = as_outputs(result, self.names)
-            problem = (watched_patched() or check_output_types(outputs, self.device)
-                       or mutated_input(args, before) or _threads_left(threads))
+            problem = watched_patched() or _threads_left(threads)
+            for args, snap, outputs in zip(sets, before, results):
+                problem = problem or check_output_types(outputs, self.device) or mutated_input(args, snap)
+            if problem:
+                protocol.send(OUT_FD, {"op": "cheat", "log": problem})
+                return
+            digests = [[protocol.digest(outputs[n]) if n in outputs else "" for n in self.names] for outputs in results]
         except Exception:  # noqa: BLE001
-            problem = traceback.format_exc(limit=-8)
-            header, _ = protocol.recv(IN_FD, ("keep", "drop"))
-            protocol.send(OUT_FD, {"op": "error", "log": problem})
+            protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return
-        header, _ = protocol.recv(IN_FD, ("keep", "drop"))
-        if problem:
-            protocol.send(OUT_FD, {"op": "cheat", "log": problem})
-        elif header["op"] == "keep":
-            protocol.send(OUT_FD, {"op": "outputs"}, protocol.pack(outputs))
-        else:
-            protocol.send(OUT_FD, {"op": "dropped"})
+        self.kept = [{"outputs": outputs, "inputs": dict(zip(self.order, args))} for outputs, args in zip(results, sets)]
+        protocol.send(OUT_FD, {"op": "done", "ms": ms, "digests": digests})
+
+    def reveal(self, header: dict) -> None:
+        tensors = {}
+        for i in header["calls"]:
+            call = self.kept[i]
+            for name, value in call["outputs"].items():
+                tensors[f"{i}/out/{name}"] = value
+            if header.get("inputs"):
+                for name, value in call["inputs"].items():
+                    if isinstance(value, torch.Tensor):
+                        tensors[f"{i}/in/{name}"] = value
+        protocol.send(OUT_FD, {"op": "revealed"}, protocol.pack(tensors))
 
 
 def _threads_left(before: set) -> str | None:
@@ -149,22 +182,22 @@ def main(argv: list[str]) -> int:
         protocol.send(OUT_FD, {"op": "compile_error", "log": traceback.format_exc(limit=-8)})
         return 0
     protocol.send(OUT_FD, {"op": "loaded"})
+    handlers = {"workload": lambda h, p: session.workload(h, p), "batch": lambda h, p: session.batch(h),
+                "reveal": lambda h, p: session.reveal(h)}
     while True:
         try:
-            header, payload = protocol.recv(IN_FD, ("call", "ping", "exit"))
+            header, payload = protocol.recv(IN_FD, ("workload", "batch", "reveal", "exit"))
         except protocol.Closed:
             return 0
         if header["op"] == "exit":
             return 0
-        if header["op"] == "ping":
-            protocol.send(OUT_FD, {"op": "pong"})
-            continue
         try:
             with torch.no_grad():
-                session.call(header, payload)
+                handlers[header["op"]](header, payload)
         except protocol.Closed:
             return 0
         except torch.cuda.OutOfMemoryError:
+            session.kept = []
             torch.cuda.empty_cache()
             protocol.send(OUT_FD, {"op": "error", "log": "CUDA out of memory\n" + traceback.format_exc(limit=-4)})
 
