@@ -52,6 +52,17 @@ def token_ids(g: np.random.Generator, n: int, vocab: int, alpha: float = 1.1) ->
     return g.permutation(vocab)[ranks]
 
 
+def shard_rank(ids: np.ndarray, shard: int) -> int:
+    """The rank a vocabulary-shard workload records: the one holding the step's first token, so that the
+    rank has rows to look up (every rank sees the whole step; a rank that holds none of its tokens only
+    writes zeros). With more than one token the step must also have tokens of other shards (zero rows)."""
+    rank = int(ids[0]) // shard
+    local = np.asarray(ids, dtype=np.int64) - rank * shard
+    outside = int(((local < 0) | (local >= shard)).sum())
+    assert len(ids) == 1 or outside > 0, "every token of the step in one shard: no zero rows to check"
+    return rank
+
+
 def ids_call(seed: int, n: int, vocab: int) -> str:
     return f"g = core.rng({seed}); input_ids = common_kernels.token_ids(g, {n}, {vocab}, alpha=1.1)"
 
@@ -83,11 +94,12 @@ def embedding_workloads() -> Iterator[Spec]:
             if tp == 1:
                 yield Spec(name, f"t{n}", {"num_tokens": n}, {"input_ids": ids, "weight": "random"}, seed, about)
                 continue
-            rank = seed % tp  # the workloads visit different ranks' shards
             shard = vocab // tp
+            rank = shard_rank(ids, shard)
             yield Spec(name, f"t{n}_rank{rank}", {"num_tokens": n},
                        {"input_ids": ids, "weight": "random", "vocab_start": rank * shard}, seed,
-                       f"{about}; rank {rank} of {tp} (vocab_start = {rank} * {shard})")
+                       f"{about}; rank {rank} of {tp} (vocab_start = {rank} * {shard}), the shard of the step's first "
+                       f"token: this rank looks rows up{'' if n == 1 else ' and zeroes the tokens of other shards'}")
 
 
 # --------------------------------------------------------------------------------------------------

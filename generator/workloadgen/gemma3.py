@@ -19,7 +19,7 @@ from typing import Iterator
 
 import numpy as np
 
-from . import core
+from . import common_kernels, core
 from .llama import PREFILL, TOKENS  # the same prefill steps and token counts as the Llama recipe
 from .scenarios import Decode, Prefill
 from .spec import Spec
@@ -62,9 +62,12 @@ def token_workloads() -> Iterator[Spec]:
             yield Spec(f"gemm_n{n}_k{k}", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed, f"{about}; {what_gemm}")
         g = core.rng(seed)
         ids = g.integers(0, VOCAB, size=m)
+        rank = common_kernels.shard_rank(ids, VOCAB // 2)
         yield Spec("embedding_scaled_v131104_h5376", f"t{m}", {"num_tokens": m},
-                   {"input_ids": i32(ids), "weight": "random", "vocab_start": 0}, seed,
-                   f"{about}; rank 0's shard; token ids g.integers(0, {VOCAB}, size={m}) with g = core.rng({seed})")
+                   {"input_ids": i32(ids), "weight": "random", "vocab_start": rank * (VOCAB // 2)}, seed,
+                   f"{about}; rank {rank}'s shard (vocab_start = {rank} * {VOCAB // 2}), the shard of the step's first "
+                   f"token: this rank looks rows up{'' if m == 1 else ' and zeroes the tokens of the other shard'}; "
+                   f"token ids g.integers(0, {VOCAB}, size={m}) with g = core.rng({seed})")
     for seed, (m, what) in enumerate(LM_HEAD_M):
         yield Spec("gemm_n131104_k5376", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
                    f"{what}: logits of {m} sequences ({MODEL}); lm_head, one rank's vocabulary shard")

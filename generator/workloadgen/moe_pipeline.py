@@ -81,11 +81,19 @@ def ds_step(i: int, ep: int = 8) -> tuple[dict, str]:
     g = core.rng(seed)
     bias = deepseek.skewed_bias(g, DS_EXPERTS, spread)
     ids = deepseek.route_ids(g.standard_normal((tokens, DS_EXPERTS)), bias.astype(np.float64))
+    moved = ""
+    if not ((ids >= local_n * rank) & (ids < local_n * (rank + 1))).any():
+        # A rank that holds none of the step's picks only writes zeros (nothing to check): record the rank of
+        # token 0's first pick instead, which has work.
+        moved = f" (rank {rank} holds none of the step's picks: the rank of token 0's first pick)"
+        rank = int(ids[0, 0]) // local_n
     local = ids - local_n * rank
     local = np.where((local >= 0) & (local < local_n), local, -1)
+    assert (local >= 0).any() and (local < 0).any(), "the rank needs local picks and picks of other ranks (zero rows)"
     aligned = align_block_size(local, local_n, block_m(tokens))
     share = float((local >= 0).mean())
-    text = (f"DeepSeek-V3 TP{ep}/EP{ep}, {what}, EP rank {rank} (experts {local_n * rank}..{local_n * rank + local_n - 1}): "
+    text = (f"DeepSeek-V3 TP{ep}/EP{ep}, {what}, EP rank {rank}{moved} (experts {local_n * rank}.."
+            f"{local_n * rank + local_n - 1}): "
             f"g = core.rng({seed}); bias = deepseek.skewed_bias(g, 256, {spread}); ids = deepseek.route_ids("
             f"g.standard_normal(({tokens}, 256)), bias); local ids (others -1); {share:.1%} of the {tokens * TOP_K} picks "
             f"are local (uniform: {1 / ep:.2%}); moe_pipeline.align_block_size(local, {local_n}, {block_m(tokens)}) gives "
