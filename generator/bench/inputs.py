@@ -249,8 +249,12 @@ def draw(recipe: Mapping[str, Any], device: str = "cpu") -> torch.Tensor:
 def _draw(recipe: Mapping[str, Any], g: "torch.Generator", where: dict) -> "torch.Tensor":
     shape, dtype, kind = tuple(recipe["shape"]), recipe["dtype"], recipe["distribution"]
     target = TORCH_DTYPES[dtype]
-    if kind == "normal":
-        x = recipe["mean"] + recipe["std"] * torch.randn(shape, generator=g, **where)
+    if kind == "normal":  # in place: the bench draws a fresh set per call (same values as mean + std * randn)
+        x = torch.randn(shape, generator=g, **where)
+        if recipe["std"] != 1:
+            x.mul_(recipe["std"])
+        if recipe["mean"] != 0:
+            x.add_(recipe["mean"])
         if dtype in FP8_MAX:
             x = x.clamp_(-FP8_MAX[dtype], FP8_MAX[dtype])
     elif kind == "uniform":

@@ -55,7 +55,9 @@ MIN_CHECKED = 8  # calls of a later batch revealed and compared, at least (every
 REVEAL_ALL_BYTES = 16 * 2**20  # reveal every call of a batch whose outputs take at most this in all
 BATCH_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}  # a batch's input sets, snapshots and outputs
 MAX_BATCH = 64
-MIN_TIMED_BATCHES = 5  # the outside bound takes a median over batches: enough of them that noise in a few does not count
+# The outside bound takes a median over batches: enough of them that noise in a few does not count (calls too
+# slow for that many in four times the budget take fewer: noise is small beside them).
+MIN_TIMED_BATCHES = 5
 # Allowed beyond the harness's own work in a batch, for noise: a share of it, plus per call, plus per batch
 # (one wake-up of a process on a busy host; less on the GPU machines, which have cores to spare).
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
@@ -148,6 +150,16 @@ class Remote:
         if header["op"] == "compile_error":
             self.worker.kill()
             raise (ReferenceFailed if who == "reference" else Failed)("COMPILE_ERROR", protocol.text(header.get("log")))
+
+    def reload(self, load: dict, opts: Options) -> None:
+        """Load another definition's reference into this reference's worker."""
+        self.names = list(load["output_names"])
+        self.send(load, deadline=time.monotonic() + 60)
+        header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s, "building the reference",
+                              timeout_s=opts.timeout_s)
+        if header["op"] == "compile_error":
+            self.worker.kill()
+            raise ReferenceFailed("COMPILE_ERROR", protocol.text(header.get("log")))
 
     def _fail(self, exc: Exception, doing: str, timeout_s: float = 0) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed
@@ -359,8 +371,9 @@ class WorkloadRun:
         sol_gaps: list[float] = []  # per call: the solution's batch time outside its reported calls
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         started = time.perf_counter()
-        while len(sol) < MIN_TIMED_BATCHES or not (timing.enough([x for b in sol for x in b], self.cfg, started)
-                                                   and timing.enough(ref, self.cfg, started)):
+        while ((len(sol) < MIN_TIMED_BATCHES and time.perf_counter() - started < self.cfg.budget_s * 4)
+               or not (timing.enough([x for b in sol for x in b], self.cfg, started)
+                       and timing.enough(ref, self.cfg, started))):
             s, r, s_wall, r_wall = self.batch(n, False, sol_first=self.batches % 2 == 0)
             sol.append(s)
             ref += r
@@ -471,13 +484,10 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
         outcomes.append(outcome)
         on_outcome(outcome)
 
-    refs: dict[str, Remote] = {}
+    refs: dict[str, Remote] = {}  # the reference's worker, by the definition it holds now (one at a time)
     spare: list[Worker] = []  # a started worker waiting for the next solution (prefetch)
     try:
         for k, pairs in enumerate(groups):
-            definition = pairs[0].definition.name
-            for name in [n for n in refs if n != definition]:  # the plan is grouped by definition
-                refs.pop(name).close()
             # The last solution starts no spare: nobody would take it (one Python+torch start saved).
             _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare, more=k + 1 < len(groups))
     finally:
@@ -486,6 +496,16 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
         for worker in spare:
             worker.kill()
     return outcomes
+
+
+def _reference(refs: dict, load: dict, opts: Options) -> Remote:
+    """The reference's worker for `load`: the one already started, told to load it (one Python and torch
+    start per run), or a new one."""
+    for name in list(refs):
+        remote = refs.pop(name)
+        remote.reload(load, opts)
+        return remote
+    return Remote(opts, load, "reference")
 
 
 def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list,
@@ -498,7 +518,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 return  # the run's time budget is spent: the rest is for a --resume
             try:
                 if definition not in refs:
-                    refs[definition] = Remote(opts, _load_message(pair, opts.device, True), "reference")
+                    refs[definition] = _reference(refs, _load_message(pair, opts.device, True), opts)
                 if sol is None:
                     sol = Remote(opts, _load_message(pair, opts.device, False), "solution",
                                  spare.pop() if spare else None)

@@ -90,6 +90,7 @@ class Session:
     def __init__(self, load: dict):
         self.device = load["device"]
         self.dps = bool(load.get("dps"))
+        self.reference = bool(load.get("reference"))
         self.names = list(load["output_names"])
         self.flush = timing.L2Flusher(torch.device(self.device)) if self.device.startswith("cuda") else None
         self.fn: Callable = None  # type: ignore[assignment]
@@ -136,7 +137,9 @@ class Session:
             problem = watched_patched() or _threads_left(threads)
             for args, snap, outputs in zip(sets, before, results):
                 problem = problem or check_output_types(outputs, self.device) or mutated_input(args, snap)
-            if problem:
+            # The guards are for solutions; a reference's worker runs them too (the same harness work in both,
+            # which the outside bound relies on) and ignores them: its outputs are compared on the CPU.
+            if problem and not self.reference:
                 protocol.send(OUT_FD, {"op": "cheat", "log": problem})
                 return
             digests = [[protocol.digest(outputs[n]) if n in outputs else "" for n in self.names] for outputs in results]
@@ -164,15 +167,9 @@ def _threads_left(before: set) -> str | None:
     return f"the solution left thread {alive[0].name!r} running after it returned" if alive else None
 
 
-def main(argv: list[str]) -> int:
-    global IN_FD, OUT_FD
-    IN_FD, OUT_FD = int(argv[0]), int(argv[1])
-    torch.manual_seed(0)
-    protocol.send(OUT_FD, {"op": "hello"})
-    header, _ = protocol.recv(IN_FD, ("load",))
+def start(header: dict, workdir: Path) -> Session | None:
+    """A session for a load message, or None after telling the trusted side why it did not build."""
     session = Session(header)
-    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "solution"
-    workdir.mkdir(parents=True, exist_ok=True)
     try:
         if header.get("reference"):
             session.fn = load_reference(header["reference"], header.get("name", "definition"))
@@ -180,20 +177,42 @@ def main(argv: list[str]) -> int:
             session.fn = load_solution(header["sources"], header["entry_point"], workdir)
     except BaseException:  # noqa: BLE001 - any failure to build is the solution's compile error
         protocol.send(OUT_FD, {"op": "compile_error", "log": traceback.format_exc(limit=-8)})
-        return 0
+        return None
     protocol.send(OUT_FD, {"op": "loaded"})
+    return session
+
+
+def main(argv: list[str]) -> int:
+    global IN_FD, OUT_FD
+    IN_FD, OUT_FD = int(argv[0]), int(argv[1])
+    torch.manual_seed(0)
+    protocol.send(OUT_FD, {"op": "hello"})
+    header, _ = protocol.recv(IN_FD, ("load",))
+    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "solution"
+    workdir.mkdir(parents=True, exist_ok=True)
+    session = start(header, workdir)
+    if session is None:
+        return 0
+    # A reference's worker (trusted code only) is reused for the next definition's reference: one Python and
+    # torch start per run instead of one per definition. A solution's worker never loads anything else.
+    ops = ("workload", "batch", "reveal", "exit") + (("load",) if header.get("reference") else ())
     handlers = {"workload": lambda h, p: session.workload(h, p), "batch": lambda h, p: session.batch(h),
                 "reveal": lambda h, p: session.reveal(h)}
     while True:
         try:
-            header, payload = protocol.recv(IN_FD, ("workload", "batch", "reveal", "exit"))
+            header, payload = protocol.recv(IN_FD, ops)
         except protocol.Closed:
             return 0
         if header["op"] == "exit":
             return 0
         try:
             with torch.no_grad():
-                handlers[header["op"]](header, payload)
+                if header["op"] == "load":
+                    if not header.get("reference"):
+                        return 1
+                    session = start(header, workdir) or session
+                else:
+                    handlers[header["op"]](header, payload)
         except protocol.Closed:
             return 0
         except torch.cuda.OutOfMemoryError:
