@@ -926,3 +926,17 @@ def sampled(tmp_path_factory):
 def test_samplers_are_checked_on_every_batch(sampled, name):
     [o] = [o for o in sampled.outcomes if o.pair.solution.name == name]
     assert o.status in SAMPLER_CHEATS[name][1], (name, o.status, o.log[-500:])
+
+
+def test_a_definition_validate_rejects_is_not_run_and_the_bench_says_why(tmp_path, capsys):
+    """A workload missing a var axis once crashed the bench (KeyError: 'batch_size' while making inputs): the
+    bench runs nothing for a definition validate rejects, and names the file, line and field."""
+    from generator import cli
+
+    bad = workloads(2)
+    del bad[1]["workload"]["axes"]["batch_size"]
+    root = write_dataset(tmp_path / "ds", traces=[], workloads=bad)
+    code = cli.main(["bench", "--dataset", str(root), "--device", "cpu", "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0 and "0 pair(s)" in out or "nothing to do" in out, out
+    assert "validate rejects" in out and "workloads/norm/rmsnorm_h128.jsonl:2" in out and "batch_size" in out, out

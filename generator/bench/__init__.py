@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..model.errors import KernelTraceError
-from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, Plan, make_plan, parse_shard
+from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, Plan, make_plan, parse_shard, rejected_definitions
 from .store import MergeSummary, done_keys, merge
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     done = frozenset(done_keys(out)) if resume else frozenset()
     plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
                      shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done,
-                     hardware=environment["hardware"], breadth_first=breadth_first)
+                     hardware=environment["hardware"], breadth_first=breadth_first, rejected=rejected_definitions(ds))
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                    prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,

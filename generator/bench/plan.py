@@ -94,10 +94,12 @@ def runs_on(solution: Solution, device: str) -> bool:
 def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solutions: Iterable[str] = (),
               authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
-              done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False) -> Plan:
+              done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
+              rejected: Optional[dict] = None) -> Plan:
     """The pairs to run, grouped by definition and solution; `breadth_first`: first every solution on
     one representative workload of its definition (the median by bytes per call), then the rest, so a
-    run cut short by its time budget has covered every definition once."""
+    run cut short by its time budget has covered every definition once. `rejected`: definition name ->
+    why validate rejects it (rejected_definitions); their solutions are skipped, saying so."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -113,6 +115,9 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
             continue
         d = ds.definitions.get(sol.definition)
         if d is None:
+            continue
+        if rejected and d.name in rejected:
+            plan.skipped.append((sol.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
             continue
         if not runs_on(sol, device):
             plan.skipped.append((sol.name, f"targets {', '.join(sol.target_hardware)}, not {device}"))
@@ -144,6 +149,20 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
                   [p for p in plan.pairs if first.get(p.definition.name) != p.workload.uuid])
         plan.pairs = rounds[0] + rounds[1]
     return plan
+
+
+def rejected_definitions(ds: Dataset) -> dict[str, str]:
+    """Definition name -> the first error validate finds in it or its workloads (file:line $.path: message):
+    the bench runs nothing for those, since their inputs cannot be made as declared."""
+    from ..validate.definitions import check_definitions
+    from ..validate.workloads import check_workloads
+
+    out: dict[str, str] = {}
+    for diag in [*check_definitions(ds), *check_workloads(ds)]:
+        if diag.is_error:
+            name = diag.file.rsplit("/", 1)[-1].split(".", 1)[0]
+            out.setdefault(name, diag.format_human())
+    return out
 
 
 def representative(workloads: list, definition: Definition) -> str:
