@@ -8,7 +8,11 @@ compared by the bench's compare() with
 - the reference run on inputs with one kernel-specific mistake: a dropped dequantisation scale, a
   dropped last page (or KV token), the wrong EP rank's experts, a dropped norm weight, or the last
   eighth of the largest input's last dimension left out (a missed remainder loop).
-Sampling definitions are checked the way the bench checks them: draws against draws.
+Sampling definitions are checked the way the bench checks them: SAMPLING_DRAWS draws of a wrong sampler
+(all zeros, greedy, the top-k filter dropped) against SAMPLING_DRAWS draws of the reference on one input
+set, by compare_samples (the support check of the definition's filters, then a two-sample chi-square).
+An all-gather's answer is its input laid out whole: there, an input passed through IS the expected output
+(asserted bit for bit, and not counted as a wrong answer).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.bench.check import compare, compare_samples
+from generator.bench.check import SAMPLING_DRAWS, Verdict, check_support, compare, compare_samples
 from generator.bench.inputs import make_inputs
 from generator.bench.plan import call_bytes
 from generator.load import load
@@ -78,7 +82,6 @@ def shrunk(name: str, axes: dict) -> dict:
 # largest left are the DSA indexer's prefill logits (num_q x num_k, from its workload) and the Gemma 3
 # rope caches, both about 64 MiB.
 MAX_CALL_BYTES = 72 * 2**20
-SAMPLING_DRAWS = 64
 
 
 def definition_dict(name: str) -> dict:
@@ -104,10 +107,26 @@ def small_paged_workload(d: dict, w: dict) -> dict:
     return w
 
 
+def filters_active(d: dict, w: dict, which: str) -> bool:
+    """Whether some row of the workload has the sampling filter `which` (top_k / top_p) set."""
+    if which not in d["inputs"]:
+        return False
+    x = make_inputs({**d, "inputs": {which: d["inputs"][which]}},
+                    {**w, "inputs": {which: w["inputs"][which]}}, DATASET, 0, "cpu")
+    v = x[which]
+    return bool((v < d["axes"]["vocab_size"]["value"]).any() if which == "top_k" else (v < 1.0).any())
+
+
 def workload_for(name: str, d: dict) -> dict:
     ws = sorted(_DS.workloads_by_definition[name], key=lambda w: (call_bytes(_DS.definitions[name], w), w.uuid))
     if name.startswith("moe_fp8"):  # enough tokens that some pick a local expert
         ws = sorted(ws, key=lambda w: abs(int(w.axes["seq_len"]) - 32))
+    if "vocab_start" in d["inputs"]:  # a shard with tokens of its own and of other shards (two or more tokens)
+        ws = [w for w in ws if int(w.axes["num_tokens"]) >= 2]
+    if "top_k" in d["inputs"]:
+        # The smallest workload where top-k is set on some row: where every row has top_k = vocab_size
+        # ("not set"), dropping the filter changes nothing, so it cannot show a dropped top-k.
+        ws = [w for w in ws if filters_active(d, w.data["workload"], "top_k")]
     w = ws[0].data["workload"]
     if "kv_indices" in d["inputs"]:
         w = small_paged_workload(d, w)
@@ -182,6 +201,16 @@ def perturbed(d: dict, x: dict) -> tuple[str, dict]:
     if not tensors:
         return "no float input to cut short", None
     largest = max(tensors, key=lambda n: x[n].numel())
+    if "cos_sin" in largest:
+        # A RoPE cache's last columns are the sines of the lowest frequencies: at the positions of a short
+        # step (0..127 in the Llama-3 prefill workloads) they are below 1e-3, so zeroing them alone moves no
+        # output past bf16 rounding (no wrong answer there). A kernel whose head_dim loop stops an eighth
+        # short leaves out the last eighth of every head: of q, k and the cache alike.
+        for n in tensors:
+            t = x[n].clone()
+            t[..., -max(1, t.shape[-1] // 8):] = 0
+            x[n] = t
+        return f"the last eighth of head_dim left out of {', '.join(tensors)} (a missed remainder loop)", x
     t = x[largest].clone()
     t[..., -max(1, t.shape[-1] // 8):] = 0
     x[largest] = t
@@ -209,37 +238,15 @@ def passed_through(d: dict, x: dict, axes: dict) -> dict:
 
 # Wrong answers the check does NOT catch on the bench's inputs for these definitions, each for a stated
 # reason. The test asserts they still pass the check, so an entry goes (and the check is enforced again)
-# the day the workloads or the check change; nothing here is skipped silently.
-_SHARD_ZEROS = ("observed on the chosen workload, cause not yet confirmed: likely token ids outside this vocab shard "
-                "(zero rows in the reference); needs ids drawn inside the shard")
-_SORTED_ZEROS = ("observed on the chosen (shrunk) workload, cause not yet confirmed: likely no sorted pair routed to "
-                 "this rank's experts, so every output row is zero")
-_PEAKED = ("peaked (power-law) next-token probs: 64 draws concentrate on the top token, so this variant's draws "
-           "look like the reference's; needs more draws or a flatter set")
-KNOWN_GAPS = {
-    **{n: {"an input passed through": "an all-gather's answer is its input laid out whole (a pure copy)"}
-       for n in NAMES if n.startswith("allgather_")},
-    **{n: {"all zeros": _SHARD_ZEROS,
-           "the last eighth of weight's last dimension left out (a missed remainder loop)": _SHARD_ZEROS}
-       for n in ("embedding_scaled_v131104_h5376", "embedding_v10240_h7168",
-                                                "embedding_v16160_h7168", "embedding_v37984_h2048",
-                                                "embedding_v8080_h7168")},
-    **{n: {"all zeros": _SORTED_ZEROS, "dropped scale B_scale": _SORTED_ZEROS} for n in (
-        "grouped_gemm_fp8_block128_sorted_e16_n4096_k7168", "grouped_gemm_fp8_block128_sorted_e32_n4096_k7168",
-        "grouped_gemm_fp8_block128_sorted_weighted_e16_n7168_k2048",
-        "grouped_gemm_fp8_block128_sorted_weighted_e32_n7168_k2048")},
-    **{n: {"the last eighth of cos_sin_cache's last dimension left out (a missed remainder loop)":
-           "observed on the chosen workload, cause not yet confirmed (the cut columns change q, k by less than "
-           "the tolerance there)"}
-       for n in ("rope_llama3_h16_kv2_d128", "rope_llama3_h8_kv1_d128")},
-    **{n: {"greedy": _PEAKED, "top-k filter dropped": _PEAKED} for n in (
-        "top_k_sampling_from_probs_v128256", "top_k_top_p_sampling_from_probs_v128256",
-        "top_k_top_p_sampling_from_probs_v262208")},
-    "top_p_sampling_from_probs_v128256": {"greedy": _PEAKED},
-    **{n: {"top-k filter dropped": _PEAKED} for n in (
-        "top_k_sampling_from_probs_v151936", "top_k_top_p_joint_sampling_from_probs_v129280",
-        "top_k_top_p_sampling_from_probs_v131072", "top_k_top_p_sampling_from_probs_v151936")},
-}
+# the day the workloads or the check change; nothing here is skipped silently. Empty: every variant of
+# every definition is caught.
+KNOWN_GAPS: dict[str, dict[str, str]] = {}
+
+# Definitions whose answer is an input laid out whole (an all-gather concatenates the ranks' shards; on the
+# chosen batch-1 workload the shards' bytes in order ARE the gathered row). "An input passed through" is
+# then the right answer, not a wrong one: the test asserts it equals the expected output bit for bit (so
+# the case still proves something: the reference is a pure copy) instead of expecting the check to fail it.
+PASS_THROUGH_IS_ANSWER = {n for n in NAMES if n.startswith("allgather_")}
 
 
 def assert_caught(name: str, label: str, caught: bool) -> None:
@@ -261,26 +268,234 @@ def test_wrong_variants_fail_the_check(name):
     assert size <= MAX_CALL_BYTES, f"{name}: {size / 2**20:.0f} MiB of inputs: add a SHRINK entry"
     what, bad_inputs = perturbed(d, x)
     if d["type"] == "sampling":
-        torch.manual_seed(0)
-        ref = [run_reference(d, x) for _ in range(SAMPLING_DRAWS)]
-        out = next(iter(d["outputs"]))
-        probs = x.get("probs")
-        zeros = [{out: torch.zeros_like(r[out])} for r in ref]
-        greedy = [{out: probs.argmax(-1).to(ref[0][out].dtype)} for _ in ref]
-        unfiltered = [{out: torch.multinomial(probs.float(), 1).squeeze(-1).to(ref[0][out].dtype)} for _ in ref]
-        variants = [("all zeros", zeros), ("greedy", greedy)]
-        if "top_k" in d["inputs"]:
-            # Dropping a top-p filter alone is not detectable this way: with p in [0.5, 1) over 128k
-            # tokens, 64 draws from the nucleus and from the whole distribution look alike.
-            variants.append(("top-k filter dropped", unfiltered))
-        for label, draws in variants:
-            assert_caught(name, label, not compare_samples(d, draws, ref, probs).ok)
+        check_sampling(name, d, x, w)
         return
     expected = run_reference(d, x)
     assert compare(d, expected, expected, axes).ok
     variants = {"all zeros": {k: torch.zeros_like(v) for k, v in expected.items()},
                 "an input passed through": passed_through(d, x, axes)}
+    if name in PASS_THROUGH_IS_ANSWER:  # not a wrong answer here: the very bytes expected (see above)
+        copy_ = variants.pop("an input passed through")
+        assert all(torch.equal(copy_[k], expected[k]) for k in expected), f"{name}: the pass-through is not the answer"
     if bad_inputs is not None:  # kernels with only integer inputs (sorts, alignments) have no such mistake
         variants[what] = run_reference(d, bad_inputs)
+    if "vocab_start" in x:  # a vocabulary shard: the tokens of other shards must come out as zero rows
+        start, shard = int(x["vocab_start"]), d["axes"]["vocab_shard"]["value"]
+        ids = x["input_ids"]
+        mine = (ids >= start) & (ids < start + shard)
+        assert mine.any() and not mine.all(), f"{name}: the workload needs tokens in the shard and outside it"
+        unmasked = dict(x, input_ids=torch.where(mine, ids, torch.full_like(ids, start)))
+        variants["tokens of other shards not zeroed (they read row 0)"] = run_reference(d, unmasked)
     for label, outputs in variants.items():
         assert_caught(name, label, not compare(d, outputs, expected, axes).ok)
+
+
+def some_inputs(d: dict, w: dict, names: tuple, seed: int) -> dict:
+    """Only these inputs of the workload (the index inputs: no large weight drawn), with this seed."""
+    part = {**d, "inputs": {n: d["inputs"][n] for n in names}}
+    return make_inputs(part, {**w, "inputs": {n: w["inputs"][n] for n in names}}, DATASET, 0, "cpu", seed=seed)
+
+
+SEEDS = (0, 1, 7, 123456789)  # the bench draws from a secret per-run seed: the index inputs must not depend on it
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if "vocab_start" in _DS.definitions[n].data["inputs"]])
+def test_every_vocabulary_shard_workload_has_tokens_in_the_shard(name):
+    """All-zeros is a right answer for a shard that holds none of the step's tokens: every workload has
+    tokens in its shard, and (with two or more tokens) tokens of other shards (zero rows), for any seed."""
+    d = _DS.definitions[name].data
+    shard = d["axes"]["vocab_shard"]["value"]
+    for wl in _DS.workloads_by_definition[name]:
+        w = wl.data["workload"]
+        for seed in SEEDS:
+            x = some_inputs(d, w, ("input_ids", "vocab_start"), seed)
+            start = int(x["vocab_start"])
+            mine = (x["input_ids"] >= start) & (x["input_ids"] < start + shard)
+            assert mine.any(), f"{name} {w['uuid']} seed {seed}: no token in [{start}, {start + shard})"
+            assert len(mine) == 1 or not mine.all(), f"{name} {w['uuid']} seed {seed}: no token of another shard"
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if n.startswith("grouped_gemm_fp8_block128_sorted")])
+def test_every_sorted_grouped_gemm_workload_routes_pairs_to_the_rank(name):
+    """All-zeros is a right answer for an EP rank that none of the step's pairs is routed to: every
+    workload has real (non-padding) sorted rows in blocks of a local expert, and every local expert block
+    in use holds at least one real row, for any seed."""
+    d = _DS.definitions[name].data
+    names = ("sorted_token_ids", "expert_ids", "num_tokens_post_padded", "block_size")
+    for wl in _DS.workloads_by_definition[name]:
+        w = wl.data["workload"]
+        pairs = int(w["axes"]["num_pairs"])
+        for seed in SEEDS:
+            x = some_inputs(d, w, names, seed)
+            bs, total = int(x["block_size"]), int(x["num_tokens_post_padded"])
+            rows = x["sorted_token_ids"][:total].reshape(-1, bs)
+            local = x["expert_ids"][:total // bs] >= 0
+            real = (rows < pairs).any(1)
+            assert (local & real).any(), f"{name} {w['uuid']} seed {seed}: no pair routed to this rank"
+            assert real[local].all(), f"{name} {w['uuid']} seed {seed}: a local expert block with no pair"
+
+
+# --------------------------------------------------------------------------------------------------
+# Sampling: draws against draws, as the bench compares them
+# --------------------------------------------------------------------------------------------------
+
+def draws_of(fn, n: int = SAMPLING_DRAWS) -> list[dict]:
+    return [fn() for _ in range(n)]
+
+
+def top_k_kept(probs: torch.Tensor, top_k: torch.Tensor) -> torch.Tensor:
+    """probs with every token below its row's k-th largest zeroed (ties at the pivot kept)."""
+    k = top_k.long().clamp(1, probs.shape[-1])
+    pivot = torch.sort(probs, -1, descending=True).values.gather(1, (k - 1)[:, None])
+    return torch.where(probs >= pivot, probs, torch.zeros_like(probs))
+
+
+# The bench compares a sampler on every batch of SAMPLING_DRAWS calls, each batch on a fresh input set, and
+# checks every draw's support (check_support); the test follows the first batch with this many more.
+LATER_SETS = 3
+
+
+def check_sampling(name: str, d: dict, x: dict, w: dict) -> None:
+    """SAMPLING_DRAWS reference draws (the real reference, seeded) against SAMPLING_DRAWS draws of each
+    wrong sampler on the first input set, through compare_samples with the call's inputs, as the bench's
+    first batch. The workload (workload_for) has top-k set on some row where the definition has top_k:
+    the smallest such (batch 1 with top_k 40 in this dataset); its top_p is 1.0 ("not set"), so a
+    dropped top-p is checked in test_support_check_catches_a_dropped_top_p, on the smallest workload
+    where it is set.
+
+    A greedy sampler (and all zeros) must fail the first batch. A dropped top-k may pass one batch: on a
+    row as peaked as power_law_probs draws them (exponent up to 2.5) the tokens past the 40th hold as
+    little as 0.2% of the mass (input set 0 here), so SAMPLING_DRAWS draws of the unfiltered row often
+    hold none of them and look like the reference's; the bench's later batches (fresh input sets, every
+    draw support-checked) catch it, and so must LATER_SETS of them here."""
+    out = next(iter(d["outputs"]))
+    torch.manual_seed(0)
+    ref = draws_of(lambda: run_reference(d, x))
+    dtype = ref[0][out].dtype
+    for r in ref:  # no false alarm on the reference's own draws
+        assert check_support(d, r, x).ok, f"{name}: a reference draw fails the support check"
+    half = SAMPLING_DRAWS // 2
+    assert compare_samples(d, ref[:half], ref[half:], x).ok, f"{name}: the reference's draws fail against each other"
+
+    def greedy(inputs):
+        return {out: inputs["probs"].argmax(-1).to(dtype)}
+
+    def unfiltered(inputs):
+        return {out: torch.multinomial(inputs["probs"].float(), 1).squeeze(-1).to(dtype)}
+
+    def zeros(inputs):
+        return {out: torch.zeros_like(ref[0][out])}
+
+    variants = [("all zeros", zeros), ("greedy", greedy)]
+    if "top_k" in d["inputs"]:
+        variants.append(("top-k filter dropped", unfiltered))
+    later = [make_inputs(d, w, DATASET, i, "cpu") for i in range(1, LATER_SETS + 1)] if "top_k" in d["inputs"] else []
+    for label, sampler in variants:
+        caught = not compare_samples(d, draws_of(lambda: sampler(x)), ref, x).ok
+        if not caught and label == "top-k filter dropped":
+            caught = any(not check_support(d, sampler(xi), xi).ok for xi in later for _ in range(SAMPLING_DRAWS))
+        assert_caught(name, label, caught)
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if "top_p" in _DS.definitions[n].data["inputs"]])
+def test_support_check_catches_a_dropped_top_p(name):
+    """On the smallest workload where top-p is set on some row: the reference's draws pass the support
+    check, and a sampler that applies top-k (where the definition has it) but drops top-p is caught by it
+    within SAMPLING_DRAWS draws (one bench batch), for several input seeds."""
+    d = definition_dict(name)
+    ws = sorted(_DS.workloads_by_definition[name], key=lambda w: (call_bytes(_DS.definitions[name], w), w.uuid))
+    w = next(wl.data["workload"] for wl in ws if filters_active(d, wl.data["workload"], "top_p"))
+    out = next(iter(d["outputs"]))
+    torch.manual_seed(0)
+    for seed in SEEDS[:2]:
+        x = make_inputs(d, w, DATASET, 0, "cpu", seed=seed)
+        assert check_support(d, run_reference(d, x), x).ok, f"{name}: a reference draw fails the support check"
+        kept = top_k_kept(x["probs"].float(), x["top_k"]) if "top_k" in x else x["probs"].float()
+        draws = (torch.multinomial(kept, SAMPLING_DRAWS, replacement=True).t()).to(torch.int64)
+        caught = [not check_support(d, {out: row}, x).ok for row in draws]
+        assert any(caught), f"{name} seed {seed}: a dropped top-p passes {SAMPLING_DRAWS} support checks"
+
+
+# --------------------------------------------------------------------------------------------------
+# The support check's rules and compare_samples on bad output, on small hand-made rows
+# --------------------------------------------------------------------------------------------------
+
+def sampler(name: str, vocab: int, inputs: tuple = ("probs", "top_k", "top_p")) -> dict:
+    specs = {"probs": {"shape": ["batch_size", "vocab_size"], "dtype": "float32"},
+             "top_k": {"shape": ["batch_size"], "dtype": "int32"}, "top_p": {"shape": ["batch_size"], "dtype": "float32"}}
+    return {"name": name, "type": "sampling", "inputs": {n: specs[n] for n in inputs},
+            "axes": {"batch_size": {"type": "var"}, "vocab_size": {"type": "const", "value": vocab}},
+            "outputs": {"samples": {"shape": ["batch_size"], "dtype": "int64"}}}
+
+
+def ok(d, ids, x) -> bool:
+    return check_support(d, {"samples": torch.tensor(ids, dtype=torch.int64)}, x).ok
+
+
+def test_support_check_top_k_is_by_rank_with_ties_at_the_pivot_kept():
+    d = sampler("top_k_sampling_from_probs_v6", 6, ("probs", "top_k"))
+    probs = torch.tensor([[0.4, 0.2, 0.2, 0.1, 0.1, 0.0]])
+    x = {"probs": probs, "top_k": torch.tensor([2], dtype=torch.int32)}
+    assert ok(d, [0], x) and ok(d, [1], x) and ok(d, [2], x)  # 0.2 ties the 2nd largest: both kept
+    assert not ok(d, [3], x)
+    assert not ok(d, [5], x) and not ok(d, [6], x) and not ok(d, [-1], x)  # probability 0, out of range
+    x["top_k"] = torch.tensor([6], dtype=torch.int32)  # vocab_size: not set
+    assert ok(d, [4], x) and not ok(d, [5], x)
+    x["top_k"][0] = 1  # changed in place: the rules of the input set are worked out again, not reused
+    assert ok(d, [0], x) and not ok(d, [1], x)
+
+
+def test_support_check_top_p_keeps_a_superset_of_the_nucleus():
+    d = sampler("top_p_sampling_from_probs_v5", 5, ("probs", "top_p"))
+    probs = torch.tensor([[0.5, 0.25, 0.125, 0.0625, 0.0625]])
+    x = {"probs": probs, "top_p": torch.tensor([0.7])}  # mass before: 0, 0.5, 0.75, ...
+    assert ok(d, [0], x) and ok(d, [1], x) and not ok(d, [2], x)
+    x["top_p"] = torch.tensor([0.748])  # mass before token 2 is 0.75: out, past the slack (1e-3) too
+    assert not ok(d, [2], x)
+    x["top_p"] = torch.tensor([0.7495])  # within the slack for float sums: kept (a superset)
+    assert ok(d, [2], x)
+    x["top_p"] = torch.tensor([0.8])  # token 3 and 4 tie: mass strictly before either is 0.875: both out
+    assert ok(d, [2], x) and not ok(d, [3], x) and not ok(d, [4], x)
+    x["top_p"] = torch.tensor([0.9])  # either tie may come first in the reference's sort: both kept
+    assert ok(d, [3], x) and ok(d, [4], x)
+
+
+def test_support_check_knows_the_order_of_top_k_and_top_p():
+    probs = torch.tensor([[0.4, 0.3, 0.2, 0.1]])
+    x = {"probs": probs, "top_k": torch.tensor([2], dtype=torch.int32), "top_p": torch.tensor([0.5])}
+    # Top-k first, renormalised (0.4, 0.3) / 0.7: the mass before token 1 is 0.57 >= 0.5: only token 0.
+    seq = sampler("top_k_top_p_sampling_from_probs_v4", 4)
+    assert ok(seq, [0], x) and not ok(seq, [1], x)
+    # Joint, on the raw row: the mass before token 1 is 0.4 < 0.5: kept; token 2 is past top-k.
+    joint = sampler("top_k_top_p_joint_sampling_from_probs_v4", 4)
+    assert ok(joint, [0], x) and ok(joint, [1], x) and not ok(joint, [2], x)
+
+
+def test_compare_samples_fails_bad_solution_output_and_never_raises():
+    d = sampler("top_k_sampling_from_probs_v6", 6, ("probs", "top_k"))
+    x = {"probs": torch.tensor([[0.4, 0.2, 0.2, 0.1, 0.1, 0.0]] * 3), "top_k": torch.tensor([6, 6, 6], dtype=torch.int32)}
+    g = torch.Generator().manual_seed(0)
+    ref = [{"samples": torch.multinomial(x["probs"], 1, generator=g).squeeze(1)} for _ in range(200)]
+    same = [{"samples": torch.multinomial(x["probs"], 1, generator=g).squeeze(1)} for _ in range(200)]
+    assert compare_samples(d, same, ref, x).ok
+
+    class Sub(torch.Tensor):
+        pass
+
+    bad = {
+        "INCORRECT_SHAPE": [{"samples": torch.zeros(2, dtype=torch.int64)}, {"samples": torch.zeros(3, 1, dtype=torch.int64)},
+                            {"other": ref[0]["samples"]}, None],
+        "INCORRECT_DTYPE": [{"samples": torch.zeros(3, dtype=torch.int32)}, {"samples": torch.zeros(3)}],
+        "REWARD_HACK": [{"samples": [0, 1, 2]}, {"samples": ref[0]["samples"].as_subclass(Sub)}],
+    }
+    for status, outputs in bad.items():
+        for o in outputs:
+            for k in (0, 199):  # first or last draw wrong; the others right
+                draws = list(same)
+                draws[k] = o
+                v = compare_samples(d, draws, ref, x)
+                assert isinstance(v, Verdict) and v.status == status and v.message, (status, o, v)
+                if isinstance(o, dict):
+                    assert check_support(d, o, x).status == status
+    assert compare_samples(d, [], ref, x).status == "INCORRECT_SHAPE"
+    assert not compare_samples(d, [{"samples": torch.full((3,), 6, dtype=torch.int64)}] * 200, ref, x).ok  # out of range
