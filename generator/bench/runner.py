@@ -42,9 +42,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import torch
+
 from ..model.errors import KernelTraceError
 from . import protocol, timing
-from .check import SAMPLING_DRAWS, Verdict, check_support, compare, compare_samples
+from .check import (SAMPLES_P_VALUE, SAMPLING_DRAWS, Verdict, check_support, chi2_sf, compare, compare_samples,
+                    two_sample_chi2)
 from .inputs import TORCH_DTYPES, input_recipes, load_blob, shape_of
 from .plan import Pair, Plan
 from .sandbox import Worker
@@ -210,7 +213,7 @@ class Remote:
         except protocol.ProtocolError as exc:
             raise self._fail(exc, "running a batch of calls") from None
 
-    def reveal(self, calls: list[int], inputs: bool, max_payload: int, deadline: float,
+    def reveal(self, calls: list[int], inputs: list[int], max_payload: int, deadline: float,
                timeout_s: float) -> dict[int, dict[str, dict]]:
         """{call: {"out": {name: tensor}, "in": {name: tensor}}} of the calls asked for."""
         self.send({"op": "reveal", "calls": calls, "inputs": inputs}, deadline=deadline, timeout_s=timeout_s)
@@ -263,6 +266,7 @@ class WorkloadRun:
         self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)
         self.worst = Verdict("PASSED")
         self.scalars: dict = {}
+        self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
         self.batches = 0
         self.notes: list[str] = []
@@ -308,14 +312,15 @@ class WorkloadRun:
         small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
         chosen = list(range(n)) if reveal_all or small or n <= MIN_CHECKED else sorted(self.rng.sample(range(n), MIN_CHECKED))
         limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
-        sol_out = self.sol.reveal(chosen, False, limit, self.deadline, t)
-        ref_out = self.ref.reveal(chosen, self.sampling, limit + (len(chosen) * 2 * self.in_bytes if self.sampling else 0),
-                                  self.deadline, t)
+        sol_out = self.sol.reveal(chosen, [], limit, self.deadline, t)
+        # A sampler's calls share one input set: the reference's worker (trusted) shows it, for the support check.
+        with_inputs = chosen[:1] if self.sampling else []
+        ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
         self.check_commitments(chosen, sol_out, sol_digests)
         label = "the first batch" if reveal_all else f"batch {self.batches} (timed; checked after every answer was committed)"
         if self.sampling:
             self.verify_draws([sol_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
-                              {**self.scalars, **ref_out[chosen[0]]["in"]}, label)
+                              {**self.scalars, **ref_out[chosen[0]]["in"]}, label, reveal_all)
         else:
             for i in chosen:
                 self.verify(sol_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
@@ -334,13 +339,28 @@ class WorkloadRun:
     def verify(self, sol_out: dict, ref_out: dict, what: str) -> None:
         self.record(compare(self.definition, sol_out, ref_out, self.axes), what)
 
-    def verify_draws(self, sol_draws: list, ref_draws: list, inputs: dict, what: str) -> None:
-        for k, draw in enumerate(sol_draws):
-            v = compare(self.definition, draw, ref_draws[k], self.axes)
-            if v.status in ("INCORRECT_SHAPE", "INCORRECT_DTYPE", "REWARD_HACK"):
-                self.record(v, f"{what}, draw {k + 1}")
+    def verify_draws(self, sol_draws: list, ref_draws: list, inputs: dict, what: str, first: bool) -> None:
+        """A sampler's batch (draws on one input set): every draw in the definition's support; the first batch's
+        SAMPLING_DRAWS draws compared with the reference's as a distribution, and every timed batch's draws
+        pooled with the others' into one test at the end (timed_samples), as strong as the first batch's."""
+        if first:
+            self.record(compare_samples(self.definition, sol_draws, ref_draws, inputs), what)
+            return
+        for k, draw in enumerate(sol_draws):  # shape, dtype, range, probability and the filters (cached per input set)
             self.record(check_support(self.definition, draw, inputs), f"{what}, draw {k + 1}")
-        self.record(compare_samples(self.definition, sol_draws, ref_draws, inputs), what)
+        name = next(iter(self.definition["outputs"]))
+        stat, dof = two_sample_chi2(torch.stack([d[name].to(torch.int64) for d in sol_draws]),
+                                    torch.stack([d[name].to(torch.int64) for d in ref_draws]))
+        self.pooled = (self.pooled[0] + stat, self.pooled[1] + dof, self.pooled[2] + len(sol_draws), self.pooled[3] + 1)
+
+    def timed_samples(self) -> None:
+        stat, dof, draws, batches = self.pooled
+        p_value = chi2_sf(stat, dof)
+        if p_value < SAMPLES_P_VALUE:
+            self.record(Verdict("INCORRECT_NUMERICAL", f"the timed calls' draws ({draws} over {batches} input sets) do "
+                                                       f"not follow the reference's distribution (chi-square {stat:.1f} "
+                                                       f"on {dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
+                        "the timed batches")
 
     def record(self, v: Verdict, what: str) -> None:
         self.verified += 1
@@ -356,8 +376,8 @@ class WorkloadRun:
 
     # -- the pair -----------------------------------------------------------------------------------
     def batch_size(self, first_ms: float) -> int:
-        if self.sampling:
-            return SAMPLING_DRAWS
+        if self.sampling:  # the timed batches' draws pool into one test of SAMPLING_DRAWS or more (timed_samples)
+            return max(16, -(-SAMPLING_DRAWS // MIN_TIMED_BATCHES))
         per_call = 2 * self.in_bytes + 2 * self.out_bytes  # input sets, their snapshots, outputs and buffers
         by_memory = BATCH_BYTES["cpu" if self.opts.device == "cpu" else "cuda"] // max(per_call, 1)
         by_time = (self.cfg.budget_s * 1e3 / 4) / max(first_ms, 1e-3)  # a few batches fit the budget
@@ -379,6 +399,8 @@ class WorkloadRun:
             ref += r
             sol_gaps.append((s_wall - sum(s)) / n)
             harness.append(max(r_wall - sum(r), 0.0) / n)
+        if self.sampling:
+            self.timed_samples()
         return self.charge(sol, sol_gaps, statistics.median(harness)), ref
 
     def charge(self, batches: list[list[float]], gaps: list[float], harness: float) -> list[float]:

@@ -7,7 +7,7 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
     load {sources, entry_point, dps, device}          -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
     batch {calls: [{recipes}], commit}                 -> done {ms, digests} | error {log} | cheat {log}
-    reveal {calls, inputs}                             -> revealed + tensors
+    reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
     exit
 
 A batch is a list of calls, each with the generator seeds of its own fresh input set (secret seeds
@@ -121,9 +121,15 @@ class Session:
         return list(outs.values())
 
     def batch(self, header: dict) -> None:
-        sets = [self.inputs(call["recipes"]) for call in header["calls"]]
+        sets, before = [], []
+        last = None
+        for call in header["calls"]:
+            if call["recipes"] != last:  # a sampler's batch repeats one input set: drawn (and held) once
+                last, args = call["recipes"], self.inputs(call["recipes"])
+                snapshot = inputs_snapshot(args)
+            sets.append(args)
+            before.append(snapshot)
         buffers = [self.buffers() for _ in sets]  # made by the reference's worker too (same harness work)
-        before = [inputs_snapshot(args) for args in sets]
         threads = set(threading.enumerate())
         self.kept = []
         try:
@@ -155,7 +161,7 @@ class Session:
             call = self.kept[i]
             for name, value in call["outputs"].items():
                 tensors[f"{i}/out/{name}"] = value
-            if header.get("inputs"):
+            if i in header.get("inputs", ()):
                 for name, value in call["inputs"].items():
                     if isinstance(value, torch.Tensor):
                         tensors[f"{i}/in/{name}"] = value
