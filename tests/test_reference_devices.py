@@ -58,17 +58,6 @@ LIKE_FACTORIES = frozenset({"zeros_like", "ones_like", "empty_like", "full_like"
                             "randint_like"})
 HOST_METHODS = frozenset({"cpu", "numpy", "cuda"})
 
-# References another engineer may still be editing: flagged today, left as they are here. Each is asserted
-# to be still flagged, so that the entry is dropped (and the reference checked) once it is fixed.
-_EDITED_ELSEWHERE = "grouped_gemm_fp8_block128_sorted_* is being edited by another engineer"
-LEFT_FLAGGED: dict[str, str] = {name: _EDITED_ELSEWHERE for name in (
-    "grouped_gemm_fp8_block128_sorted_e16_n4096_k7168",
-    "grouped_gemm_fp8_block128_sorted_e32_n4096_k7168",
-    "grouped_gemm_fp8_block128_sorted_e384_n256_k7168",
-    "grouped_gemm_fp8_block128_sorted_weighted_e16_n7168_k2048",
-    "grouped_gemm_fp8_block128_sorted_weighted_e32_n7168_k2048",
-    "grouped_gemm_fp8_block128_sorted_weighted_e384_n7168_k128",
-)}
 
 
 def _is_cpu_literal(node: ast.expr) -> bool:
@@ -134,20 +123,9 @@ def _load(path: Path) -> dict:
 
 @pytest.mark.parametrize("path", DEFINITION_FILES, ids=lambda p: p.stem)
 def test_reference_creates_its_tensors_on_the_inputs_device(path):
-    if path.stem in LEFT_FLAGGED:
-        pytest.skip(f"left flagged: {LEFT_FLAGGED[path.stem]} (test_left_flagged_references_are_still_flagged)")
     findings = device_findings(_load(path)["reference"])
     assert not findings, (f"{path.relative_to(DATASET.parent)}: the reference makes tensors on the default "
                           "device, not its inputs' (give them device=<an input>.device):\n  " + "\n  ".join(findings))
-
-
-@pytest.mark.parametrize("name", sorted(LEFT_FLAGGED))
-def test_left_flagged_references_are_still_flagged(name):
-    [path] = [p for p in DEFINITION_FILES if p.stem == name]
-    d = _load(path)
-    assert device_findings(d["reference"]), f"{name} is no longer flagged: drop it from LEFT_FLAGGED"
-    with pytest.raises((OffDevice, AssertionError)):
-        run_on_other_device(d["reference"], d, *first_input_set(d))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -271,8 +249,6 @@ def one_torch_thread():
 
 @pytest.mark.parametrize("path", DEFINITION_FILES, ids=lambda p: p.stem)
 def test_reference_runs_on_the_inputs_device(path, one_torch_thread):
-    if path.stem in LEFT_FLAGGED:
-        pytest.skip(f"left flagged: {LEFT_FLAGGED[path.stem]} (test_left_flagged_references_are_still_flagged)")
     d = _load(path)
     run_on_other_device(d["reference"], d, *first_input_set(d))
 
