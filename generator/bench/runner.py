@@ -274,8 +274,6 @@ class WorkloadRun:
     # -- inputs ------------------------------------------------------------------------------------
     def workload_message(self) -> tuple[dict, bytes]:
         """The inputs that are the same in every call (scalars, blobs), sent once per pair."""
-        import torch
-
         recipes = input_recipes(self.definition, self.workload, seed=0)
         scalars = self.scalars = {n: r["value"] for n, r in recipes.items() if r["type"] == "scalar"}
         blobs = {n: load_blob(self.root, r["path"], r["tensor_key"]).to(TORCH_DTYPES[self.definition["inputs"][n]["dtype"]])
