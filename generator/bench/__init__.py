@@ -72,7 +72,7 @@ def _check_device(device: str) -> None:
 
 # Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second;
 # GPU runs keep TimingConfig's defaults.
-CPU_TIMING = {"budget_s": 0.3, "min_samples": 5, "max_samples": 40, "target_rse": 0.02}
+CPU_TIMING = {"budget_s": 0.2, "min_samples": 5, "max_samples": 12, "target_rse": 0.02, "min_batches": 3}
 
 
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,

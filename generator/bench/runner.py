@@ -54,18 +54,16 @@ from .sandbox import Worker
 from .store import trace_path, write_trace
 
 CORRECTNESS_CALLS = 3
-MIN_CHECKED = 8  # calls of a later batch revealed and compared, at least (every call when outputs are small)
-REVEAL_ALL_BYTES = 16 * 2**20  # reveal every call of a batch whose outputs take at most this in all
+MIN_CHECKED = 4  # calls of a later batch revealed and compared, at least (every call when outputs are small)
+REVEAL_ALL_BYTES = 2**20  # reveal every call of a batch whose outputs take at most this in all
 BATCH_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}  # a batch's input sets, snapshots and outputs
 MAX_BATCH = 64
-# The outside bound takes a median over batches: enough of them that noise in a few does not count (calls too
-# slow for that many in four times the budget take fewer: noise is small beside them).
-MIN_TIMED_BATCHES = 5
 # Allowed beyond the harness's own work in a batch, for noise: a share of it, plus per call, plus per batch
 # (one wake-up of a process on a busy host; less on the GPU machines, which have cores to spare).
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
 BATCH_SLACK_MS = {"cpu": 1.0, "cuda": 0.1}
 STARTUP_S = 300.0
+ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
 NOT_MEASURED = "NOT_MEASURED"  # an outcome, never a trace status: the reference failed, not the solution
 
 
@@ -294,7 +292,16 @@ class WorkloadRun:
         if self.sampling:  # draws of one input set: a sample of one distribution per batch
             call = self.secret_call()
             return [call] * n
-        return [self.secret_call() for _ in range(n)]
+        calls = [self.secret_call() for _ in range(n)]
+        # Inputs drawn element by element from one distribution (ELEMENTWISE): every call of the batch takes a
+        # window at a secret offset of one stream of twice the input's size, drawn once per batch, instead of a
+        # draw of its own: the same distribution, different values in every call, a fraction of the cost.
+        for name, recipe in calls[0]["recipes"].items():
+            if recipe["distribution"] in ELEMENTWISE and n > 1:
+                numel = _numel(recipe["shape"])
+                for call in calls:
+                    call["recipes"][name] = {**recipe, "window": [self.rng.randrange(numel + 1), 2 * numel]}
+        return calls
 
     # -- one batch on both sides ----------------------------------------------------------------------
     def batch(self, n: int, reveal_all: bool, sol_first: bool) -> tuple[list[float], list[float], float, float]:
@@ -375,28 +382,30 @@ class WorkloadRun:
     # -- the pair -----------------------------------------------------------------------------------
     def batch_size(self, first_ms: float) -> int:
         if self.sampling:  # the timed batches' draws pool into one test of SAMPLING_DRAWS or more (timed_samples)
-            return max(16, -(-SAMPLING_DRAWS // MIN_TIMED_BATCHES))
+            return max(16, -(-SAMPLING_DRAWS // self.cfg.min_batches))
         per_call = 2 * self.in_bytes + 2 * self.out_bytes  # input sets, their snapshots, outputs and buffers
         by_memory = BATCH_BYTES["cpu" if self.opts.device == "cpu" else "cuda"] // max(per_call, 1)
         by_time = (self.cfg.budget_s * 1e3 / 4) / max(first_ms, 1e-3)  # a few batches fit the budget
-        return int(max(1, min(by_memory, by_time, MAX_BATCH, self.cfg.max_samples // MIN_TIMED_BATCHES)))
+        return int(max(1, min(by_memory, by_time, MAX_BATCH, self.cfg.max_samples // self.cfg.min_batches + 1)))
 
     def timed(self, n: int) -> tuple[list[float], list[float]]:
-        """Batches until both sides have enough samples (timing.enough) over at least MIN_TIMED_BATCHES
+        """Batches until both sides have enough samples (timing.enough) over at least cfg.min_batches
         batches, alternating who goes first; then the outside bound (charge)."""
         sol: list[list[float]] = []
         ref: list[float] = []
         sol_gaps: list[float] = []  # per call: the solution's batch time outside its reported calls
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         started = time.perf_counter()
-        while ((len(sol) < MIN_TIMED_BATCHES and time.perf_counter() - started < self.cfg.budget_s * 4)
+        while ((len(sol) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
                or not (timing.enough([x for b in sol for x in b], self.cfg, started)
                        and timing.enough(ref, self.cfg, started))):
             s, r, s_wall, r_wall = self.batch(n, False, sol_first=self.batches % 2 == 0)
-            sol.append(s)
-            ref += r
             sol_gaps.append((s_wall - sum(s)) / n)
             harness.append(max(r_wall - sum(r), 0.0) / n)
+            # The first call of a batch meets threads, caches and (CUDA) a queue that sat idle while the worker
+            # waited for the batch: compared like the others, its time is not a sample.
+            sol.append(s[1:] or s)
+            ref += r[1:] or r
         if self.sampling:
             self.timed_samples()
         return self.charge(sol, sol_gaps, statistics.median(harness)), ref
@@ -537,6 +546,8 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
             if opts.deadline is not None and time.monotonic() > opts.deadline:
                 return  # the run's time budget is spent: the rest is for a --resume
             try:
+                if sol is None and not spare and definition not in refs:
+                    spare.append(Worker(opts.device, opts.sandbox))  # starts while the reference's worker does
                 if definition not in refs:
                     refs[definition] = _reference(refs, _load_message(pair, opts.device, True), opts)
                 if sol is None:

@@ -25,6 +25,7 @@ import torch
 from ..model.stability import spread_is_unstable
 
 _perf_counter = time.perf_counter
+SLOW_BUDGETS = 2  # calls too slow for min_samples in this many budgets stop there with what they have
 _Event = torch.cuda.Event if torch.cuda.is_available() else None
 _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
 
@@ -36,6 +37,9 @@ class TimingConfig:
     max_samples: int = 500
     target_rse: float = 0.01  # relative standard error of the mean
     budget_s: float = 2.0  # wall-clock budget for the timed repetitions of one call
+    # Timed batches at least (unless the calls are too slow for them in SLOW_BUDGETS budgets): the outside bound takes
+    # a median over batches, so that noise in a few does not count.
+    min_batches: int = 5
 
 
 def summarize(samples_ms: list[float], timer: str) -> dict:
@@ -95,7 +99,7 @@ def enough(samples: list[float], cfg: TimingConfig, started: float) -> bool:
     if n >= cfg.max_samples:
         return True
     if n < cfg.min_samples:
-        return _perf_counter() - started > cfg.budget_s * 4  # a very slow call: take what we have
+        return _perf_counter() - started > cfg.budget_s * SLOW_BUDGETS  # a very slow call: take what we have
     mean = statistics.fmean(samples)
     rse = statistics.stdev(samples) / math.sqrt(n) / mean if mean > 0 and n > 1 else 0.0
     return rse < cfg.target_rse or _perf_counter() - started > cfg.budget_s

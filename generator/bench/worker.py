@@ -109,8 +109,22 @@ class Session:
         self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
 
-    def inputs(self, recipes: dict) -> list:
-        return [self.fixed[n] if n in self.fixed else draw(recipes[n], self.device) for n in self.order]
+    def inputs(self, recipes: dict, streams: dict) -> list:
+        return [self.fixed[n] if n in self.fixed else self.draw(recipes[n], streams) for n in self.order]
+
+    def draw(self, recipe: dict, streams: dict):
+        """A recipe's tensor; with a "window" [offset, length], its window of the stream of that length drawn
+        (once per batch, in `streams`) from the recipe's seed."""
+        if "window" not in recipe:
+            return draw(recipe, self.device)
+        offset, length = (int(x) for x in recipe["window"])
+        key = (recipe["seed"], length)
+        if key not in streams:
+            streams[key] = draw({**recipe, "shape": [length]}, self.device)
+        numel = 1
+        for size in recipe["shape"]:
+            numel *= int(size)
+        return streams[key][offset:offset + numel].view(recipe["shape"]).clone()
 
     def buffers(self) -> list:
         if not self.make_buffers:
@@ -122,10 +136,10 @@ class Session:
 
     def batch(self, header: dict) -> None:
         sets, before = [], []
-        last = None
+        last, streams = None, {}
         for call in header["calls"]:
             if call["recipes"] != last:  # a sampler's batch repeats one input set: drawn (and held) once
-                last, args = call["recipes"], self.inputs(call["recipes"])
+                last, args = call["recipes"], self.inputs(call["recipes"], streams)
                 snapshot = inputs_snapshot(args)
             sets.append(args)
             before.append(snapshot)
