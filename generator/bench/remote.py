@@ -1,0 +1,153 @@
+"""The trusted side of one worker process: every reply is parsed as untrusted input, every write has a
+deadline, and every way a worker can fail becomes a Failed (the pair's status) or a HarnessError (the run's).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Optional, TYPE_CHECKING
+
+from ..model.errors import KernelTraceError
+from . import protocol
+from .sandbox import Worker
+
+if TYPE_CHECKING:
+    from .runner import Options
+
+STARTUP_S = 300.0
+
+
+class HarnessError(KernelTraceError):
+    """The harness or its environment failed (not the solution): the run stops, no trace is written."""
+
+
+class Failed(Exception):
+    """The pair ends with this status; `worker_lost` when the worker must be replaced."""
+
+    def __init__(self, status: str, log: str, worker_lost: bool = True, correctness: Optional[dict] = None):
+        super().__init__(log)
+        self.status, self.log, self.worker_lost, self.correctness = status, log, worker_lost, correctness
+
+
+class ReferenceFailed(Failed):
+    pass
+
+
+class Remote:
+    """The trusted side of one worker: every reply is parsed as untrusted input, every write has a deadline."""
+
+    def __init__(self, opts: Options, load: dict, who: str, worker: Optional[Worker] = None):
+        self.who = who
+        self.names = list(load["output_names"])
+        self.worker = worker or Worker(opts.device, opts.sandbox)
+        try:
+            # Starting Python and importing torch is not the solution's time: a generous limit of its own.
+            # No solution code has run yet: a worker that cannot get this far is the environment's failure.
+            self.recv(("hello",), time.monotonic() + STARTUP_S, "starting (Python and torch, before any "
+                      "solution code)", timeout_s=STARTUP_S)
+        except Failed as exc:
+            self.worker.kill()
+            raise HarnessError(f"a worker process could not start, so nothing can be measured here: {exc.log}\n"
+                               "Check that this Python can import torch (and, with the sandbox, that bwrap can "
+                               "run it); no trace was written for this pair.") from None
+        try:
+            self.send(load, deadline=time.monotonic() + 60)
+            header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
+                                  "building the solution", timeout_s=opts.timeout_s)
+        except Failed:
+            self.worker.kill()
+            raise
+        if header["op"] == "compile_error":
+            self.worker.kill()
+            raise (ReferenceFailed if who == "reference" else Failed)("COMPILE_ERROR", protocol.text(header.get("log")))
+
+    def reload(self, load: dict, opts: Options) -> None:
+        """Load another definition's reference into this reference's worker."""
+        self.names = list(load["output_names"])
+        self.send(load, deadline=time.monotonic() + 60)
+        header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s, "building the reference",
+                              timeout_s=opts.timeout_s)
+        if header["op"] == "compile_error":
+            self.worker.kill()
+            raise ReferenceFailed("COMPILE_ERROR", protocol.text(header.get("log")))
+
+    def _fail(self, exc: Exception, doing: str, timeout_s: float = 0) -> Failed:
+        cls = ReferenceFailed if self.who == "reference" else Failed
+        if isinstance(exc, protocol.Timeout):
+            self.worker.kill()
+            return cls("TIMEOUT", f"{doing} ran past the {timeout_s:g} s limit\n{self.worker.log.text()}")
+        try:
+            self.worker.proc.wait(timeout=2)  # it may be exiting: let it say how
+        except Exception:  # noqa: BLE001 - still running: it is killed below
+            pass
+        self.worker.kill()
+        how = self.worker.how_it_ended()
+        if isinstance(exc, protocol.Closed):
+            why = f"the {self.who}'s process ended ({how}) while {doing}"
+        else:
+            why = f"the {self.who}'s process sent a bad message ({exc}); it was killed"
+        return cls("RUNTIME_ERROR", f"{why}\n{self.worker.log.text()}")
+
+    def recv(self, expect: tuple, deadline: float, doing: str, max_payload: int = 0, timeout_s: float = 0):
+        try:
+            return protocol.recv(self.worker.from_child, expect, deadline=deadline, max_payload=max_payload)
+        except (protocol.ProtocolError, protocol.Timeout) as exc:
+            raise self._fail(exc, doing, timeout_s) from None
+
+    def send(self, header: dict, payload: bytes = b"", deadline: float = 0.0, timeout_s: float = 0) -> None:
+        try:
+            protocol.send(self.worker.to_child, header, payload, deadline=deadline)
+        except protocol.Timeout as exc:  # it stopped reading its pipe
+            raise self._fail(exc, "reading its input", timeout_s) from None
+        except OSError as exc:  # the worker is gone: its pipe is closed
+            raise self._fail(protocol.Closed(str(exc)), "reading its input") from None
+
+    def workload(self, header: dict, payload: bytes, deadline: float, timeout_s: float) -> None:
+        self.send(header, payload, deadline, timeout_s)
+        self.recv(("ready",), deadline, "receiving the workload", timeout_s=timeout_s)
+
+    def batch(self, calls: list, deadline: float, timeout_s: float) -> tuple[list[float], list[list[str]], float]:
+        """(reported ms per call, committed digests per call, wall-clock ms of the batch seen from here)."""
+        t0 = time.perf_counter()
+        self.send({"op": "batch", "calls": calls}, deadline=deadline, timeout_s=timeout_s)
+        reply, _ = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls", timeout_s=timeout_s)
+        wall = (time.perf_counter() - t0) * 1e3
+        if reply["op"] != "done":
+            raise self._call_failed("REWARD_HACK" if reply["op"] == "cheat" else "RUNTIME_ERROR", reply)
+        try:
+            return (protocol.numbers(reply, "ms", len(calls)),
+                    protocol.digests(reply, len(calls), len(self.names)), wall)
+        except protocol.ProtocolError as exc:
+            raise self._fail(exc, "running a batch of calls") from None
+
+    def reveal(self, calls: list[int], inputs: list[int], max_payload: int, deadline: float,
+               timeout_s: float) -> dict[int, dict[str, dict]]:
+        """{call: {"out": {name: tensor}, "in": {name: tensor}}} of the calls asked for."""
+        self.send({"op": "reveal", "calls": calls, "inputs": inputs}, deadline=deadline, timeout_s=timeout_s)
+        _, payload = self.recv(("revealed",), deadline, "revealing outputs", max_payload=max_payload,
+                               timeout_s=timeout_s)
+        out: dict[int, dict[str, dict]] = {i: {"out": {}, "in": {}} for i in calls}
+        try:
+            tensors = protocol.unpack(payload)
+            for key, value in tensors.items():
+                index, kind, name = key.split("/", 2)
+                if int(index) not in out or kind not in ("out", "in"):
+                    raise protocol.ProtocolError(f"a revealed tensor {key[:80]!r} that was not asked for")
+                out[int(index)][kind][name] = value
+        except (protocol.ProtocolError, ValueError) as exc:
+            raise self._fail(exc if isinstance(exc, protocol.ProtocolError) else protocol.ProtocolError(str(exc)),
+                             "revealing outputs") from None
+        return out
+
+    def _call_failed(self, status: str, reply: dict) -> Failed:
+        cls = ReferenceFailed if self.who == "reference" else Failed
+        output = self.worker.log.text()
+        return cls(status, protocol.text(reply.get("log")) + (f"\noutput of the process:\n{output}" if output else ""),
+                   worker_lost=False)
+
+    def close(self) -> None:
+        try:
+            protocol.send(self.worker.to_child, {"op": "exit"}, deadline=time.monotonic() + 1)
+        except (OSError, protocol.Timeout):
+            pass
+        self.worker.kill()
