@@ -181,7 +181,7 @@ CHEATS = {
     # Computes every answer while the worker draws the inputs, before the timed calls.
     "computes_before_the_calls": (
         CORRECT + "import sys, time\n_w = sys.modules['__main__']  # the worker runs as python -m generator.bench.worker\n_answers = {}\n_inputs = _w.Session.inputs\n"
-        "def _early(self, recipes):\n    args = _inputs(self, recipes)\n    time.sleep(0.01)\n"
+        "def _early(self, *a):\n    args = _inputs(self, *a)\n    time.sleep(0.01)\n"
         "    _answers[id(args[0])] = compute(*args)\n    return args\n_w.Session.inputs = _early\n\n"
         "def run(input, weight, eps):\n    return _answers.pop(id(input))\n", HONEST, ""),
     # Returns garbage fast and computes the real answers only for the calls the harness asks to see,
