@@ -26,7 +26,7 @@ from generator.load import load
 from generator.validate import validate_path
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
-FAST = {"warmup": 1, "min_samples": 3, "max_samples": 10, "budget_s": 0.05}
+FAST = {"warmup": 1, "min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}
 CORRECT = (
     "import torch\n\n"
     "def compute(input, weight, eps):\n"
@@ -176,7 +176,7 @@ CHEATS = {
     "segfaults": ("import ctypes\n\ndef run(input, weight, eps):\n    ctypes.string_at(0)\n", ("RUNTIME_ERROR",), "signal"),
     "hangs": ("def run(input, weight, eps):\n    while True:\n        pass\n", ("TIMEOUT",), "limit"),
     "does_not_compile": ("def run(input, weight, eps:\n    return input\n", ("COMPILE_ERROR",), "SyntaxError"),
-    # -- work outside the clock (each sleeps 10 ms where it does the work; a latency under 8 ms is unearned:
+    # -- work outside the clock (each sleeps 10 ms where it does the work; a latency under 5 ms is unearned:
     # test_work_outside_the_clock_is_charged_or_caught) --
     # Computes every answer while the worker draws the inputs, before the timed calls.
     "computes_before_the_calls": (
@@ -403,14 +403,15 @@ def test_work_outside_the_clock_is_charged(benched, name):
     """Each of these does 10 ms of work per call where the worker's clock does not see it: before the
     calls (while the inputs are drawn), in a patched clock, when the harness reads a lazy result, on a
     thread joined before the digests. The batch's wall clock outside the process, less the harness's
-    own work measured on the reference's worker, charges it back: no latency under 8 ms."""
+    own work measured on the reference's worker, charges it back beyond the tolerance for a busy host's noise
+    (on the CPU 5 ms a batch, 2.5 ms a call at these batch sizes): no latency under 5 ms."""
     _, summary, _, _ = benched
     outcomes = statuses(summary, name)
     assert outcomes
     for o in outcomes:
         ev = o.record["evaluation"]
         if o.status == "PASSED":
-            assert ev["performance"]["latency_ms"] >= 8.0, (name, ev["performance"], ev["log"])
+            assert ev["performance"]["latency_ms"] >= 5.0, (name, ev["performance"], ev["log"])
         else:
             assert o.status == "REWARD_HACK", (name, o.status, ev["log"])
 
@@ -898,7 +899,7 @@ SAMPLER_CHEATS = {
 
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory):
-    from generator.bench.check import SAMPLING_DRAWS
+    from generator.bench.check import sampling_draws
 
     root = write_dataset(tmp_path_factory.mktemp("sampler"), traces=[], workloads=workloads(1))
     d = json.loads((DATASET / "definitions/sampling/top_k_sampling_from_probs_v128256.json").read_text())
@@ -914,7 +915,7 @@ def sampled(tmp_path_factory):
     (root / f"einsums/sampling/{SAMPLER}.yaml").write_text(
         (DATASET / "einsums/sampling/top_k_sampling_from_probs_v128256.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     for name, (source, _) in SAMPLER_CHEATS.items():
-        add_solution(root, name, source.replace("FIRST", str(SAMPLING_DRAWS)), author="cheat", definition=SAMPLER)
+        add_solution(root, name, source.replace("FIRST", str(sampling_draws(4))), author="cheat", definition=SAMPLER)
         sol = root / f"solutions/cheat/norm/{SAMPLER}/{name}.json"
         target = root / f"solutions/cheat/sampling/{SAMPLER}/{name}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
