@@ -58,7 +58,9 @@ RAW = ("import os, struct, time\n\ndef _raw(head):\n    os.write(4, struct.pack(
        "def run(input, weight, eps):\n")
 WAIT = "    time.sleep(3600)\n"
 HONEST = ("PASSED",)  # a sniffing cheat that finds nothing to sniff computes honestly every call
-CAUGHT_OR_HONEST = ("PASSED", "INCORRECT_NUMERICAL")
+# A cached answer is wrong in its values, or, when the address was last used by another workload's input, in
+# its shape.
+CAUGHT_OR_HONEST = ("PASSED", "INCORRECT_NUMERICAL", "INCORRECT_SHAPE")
 GARBAGE = "        return torch.empty_like(input).fill_(7.0)\n"
 CHEATS = {
     # name: (source, allowed statuses, words the log must contain when not PASSED)
@@ -68,11 +70,11 @@ CHEATS = {
     # returns a stale answer, which a checked call catches.
     "caches_on_data_ptr": (CORRECT + "_cache = {}\n\ndef run(input, weight, eps):\n    key = input.data_ptr()\n"
                            "    if key not in _cache:\n        _cache[key] = compute(input, weight, eps)\n"
-                           "    return _cache[key]\n", CAUGHT_OR_HONEST, "within atol"),
+                           "    return _cache[key]\n", CAUGHT_OR_HONEST, ("within atol", "has shape")),
     "caches_on_values": (CORRECT + "_cache = {}\n\ndef run(input, weight, eps):\n"
                          "    key = (input.data_ptr(), input._version, float(input[0, 0]), float(input[-1, -1]))\n"
                          "    if key not in _cache:\n        _cache[key] = compute(input, weight, eps)\n"
-                         "    return _cache[key]\n", CAUGHT_OR_HONEST, "within atol"),
+                         "    return _cache[key]\n", CAUGHT_OR_HONEST, ("within atol", "has shape")),
     # The sandbox holds no dataset: the definition file (with the reference) and the workloads (seeds)
     # are not there to read.
     "calls_reference_file": (
@@ -394,8 +396,9 @@ def test_planted_problem_is_caught(benched, name):
     for o in outcomes:
         log = o.record["evaluation"]["log"] or ""
         assert o.status in allowed, f"{name}: {o.status} ({log[-500:]})"
-        if o.status != "PASSED":
-            assert words in log, f"{name}: log does not say {words!r}: {log[-500:]}"
+        if o.status != "PASSED":  # `words`: what the log says (one of them, where a cheat can be caught two ways)
+            assert any(w in log for w in ((words,) if isinstance(words, str) else words)), \
+                f"{name}: log does not say {words!r}: {log[-500:]}"
 
 
 @pytest.mark.parametrize("name", OUTSIDE_THE_CLOCK)

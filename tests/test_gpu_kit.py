@@ -111,10 +111,12 @@ def test_kit_run_on_the_cpu_installs_describes_tests_benches_and_packs(tmp_path)
     fake_wheel(kit / "wheels")
     dataset = write_dataset(tmp_path / "ds", traces=[], workloads=[WORKLOAD, MORE_WORKLOADS[0]])
     t = time.monotonic()
-    proc = run_kit(kit, out, "--budget-s", "100", "--dataset", str(dataset), "--work", str(work), "--skip", "harness")
+    # A budget that leaves the tests step (a share of it) room for pytest's start on a loaded 2-core host; the
+    # run ends when its steps do, not at the budget.
+    proc = run_kit(kit, out, "--budget-s", "300", "--dataset", str(dataset), "--work", str(work), "--skip", "harness")
     took = time.monotonic() - t
     assert proc.returncode == 0, proc.stdout
-    assert took < 100 + 10, took
+    assert took < 300 + 10, took
 
     # The wheelhouse went into <kit>/site, and that is on the bench's path.
     assert (kit / "site/kt_kit_probe/__init__.py").is_file()

@@ -429,7 +429,8 @@ TRACES = Config(
                derive=lambda t, ds: is_unstable(t.data["evaluation"].get("performance") or {})),
         Column("timer", pa.string(), "What timed the calls (`host_perf_counter` on a CPU, device events on a GPU).",
                derive=_evaluation("performance", "timer")),
-        Column("seed", pa.int64(), "Seed of the workload's inputs in this run.", derive=_evaluation("seed")),
+        Column("seed", pa.int64(), "Seed the run's inputs came from (traces of the earlier bench; null since "
+                                   "the bench draws a secret seed per call).", derive=_evaluation("seed")),
         Column("workload_uuid", pa.string(), "Id of the workload (`workload.uuid`).",
                derive=lambda t, ds: t.workload_uuid),
         Column("timestamp", pa.string(), "When it ran, ISO 8601 (`evaluation.timestamp`).",
