@@ -241,7 +241,7 @@ CHEATS = {
         ("INCORRECT_NUMERICAL",), "within atol"),
     # -- untrusted messages: each writes one bad message where "done" is due, then waits to be killed --
     "message_nested_deep": (RAW + "    _raw(b'{\"op\": \"error\", \"log\": ' + b'[' * 100000 + b']' * 100000 + b'}')\n"
-                            + WAIT, ("RUNTIME_ERROR",), "nested more than"),
+                            + WAIT, ("RUNTIME_ERROR",), "nested too deep"),
     "message_huge_float": (RAW + "    _raw(b'{\"op\": \"done\", \"ms\": [1' + b'0' * 400 + b'], \"digests\": [[\"\"]]}')\n"
                            + WAIT, ("RUNTIME_ERROR",), "bad message"),
     "message_huge_integer": (RAW + "    _raw(b'{\"op\": \"done\", \"ms\": [' + b'7' * 5000 + b'], \"digests\": [[\"\"]]}')\n"
