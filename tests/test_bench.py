@@ -26,7 +26,7 @@ from generator.load import load
 from generator.validate import validate_path
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
-FAST = {"warmup": 1, "min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}
+FAST = {"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}
 CORRECT = (
     "import torch\n\n"
     "def compute(input, weight, eps):\n"

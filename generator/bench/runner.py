@@ -48,7 +48,7 @@ import torch
 from . import protocol, timing
 from .check import (SAMPLES_P_VALUE, Verdict, check_support, chi2_sf, compare, compare_samples, sampling_draws,
                     two_sample_chi2)
-from .inputs import TORCH_DTYPES, input_recipes, load_blob, shape_of
+from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
 from .plan import Pair, Plan
 from .remote import Failed, ReferenceFailed, Remote
 from .sandbox import Worker
@@ -333,13 +333,6 @@ class WorkloadRun:
         if w.atol is not None:
             record.update(atol=w.atol, rtol=w.rtol)
         return record
-
-
-def _numel(shape) -> int:
-    n = 1
-    for s in shape:
-        n *= int(s)
-    return n
 
 
 def _finite(x: float) -> float:

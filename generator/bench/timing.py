@@ -32,7 +32,6 @@ _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
 
 @dataclass(frozen=True)
 class TimingConfig:
-    warmup: int = 3
     min_samples: int = 10
     max_samples: int = 500
     target_rse: float = 0.01  # relative standard error of the mean
@@ -57,11 +56,6 @@ def summarize(samples_ms: list[float], timer: str) -> dict:
     return {"latency_ms": statistics.median(ordered), "mean_ms": mean, "min_ms": ordered[0],
             "max_ms": ordered[-1], "p20_ms": quantile(0.2), "p80_ms": quantile(0.8),
             "stderr_ms": stderr, "samples": n, "timer": timer}
-
-
-def synchronize() -> None:
-    if _synchronize is not None:
-        _synchronize()
 
 
 def time_calls(fn: Callable, sets: list, buffers: list, device: str, flush: Optional[Callable],

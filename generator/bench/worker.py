@@ -38,7 +38,7 @@ from typing import Any, Callable, Mapping
 from . import timing  # noqa: I001
 from . import protocol
 from .guards import check_output_types, inputs_snapshot, mutated_input, poison, watched_patched
-from .inputs import TORCH_DTYPES, draw
+from .inputs import TORCH_DTYPES, _numel, draw
 
 import torch
 
@@ -121,10 +121,7 @@ class Session:
         key = (recipe["seed"], length)
         if key not in streams:
             streams[key] = draw({**recipe, "shape": [length]}, self.device)
-        numel = 1
-        for size in recipe["shape"]:
-            numel *= int(size)
-        return streams[key][offset:offset + numel].view(recipe["shape"]).clone()
+        return streams[key][offset:offset + _numel(recipe["shape"])].view(recipe["shape"]).clone()
 
     def buffers(self) -> list:
         if not self.make_buffers:
