@@ -282,15 +282,19 @@ OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "computes_before_the_calls
                      "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest")
 
 
-def add_once_definition(root: Path) -> None:
+def copy_definition(root: Path, name: str, workload: dict) -> None:
+    """A copy of rmsnorm_h128 (definition and Einsum cascade) named `name`, with this one workload."""
     d = json.loads((root / "definitions/norm/rmsnorm_h128.json").read_text())
-    dump(root / f"definitions/norm/{ONCE_DEFINITION}.json", {**d, "name": ONCE_DEFINITION})
-    [w] = workloads(1)
-    w["definition"] = ONCE_DEFINITION
-    w["workload"].update(uuid="wl-once", seed=200)
-    dump_lines(root / f"workloads/norm/{ONCE_DEFINITION}.jsonl", [w])
+    dump(root / f"definitions/norm/{name}.json", {**d, "name": name})
+    dump_lines(root / f"workloads/norm/{name}.jsonl", [{**workload, "definition": name}])
     einsum = root / "einsums/norm/rmsnorm_h128.yaml"
-    (einsum.parent / f"{ONCE_DEFINITION}.yaml").write_text(einsum.read_text(encoding="utf-8"), encoding="utf-8")
+    (einsum.parent / f"{name}.yaml").write_text(einsum.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def add_once_definition(root: Path) -> None:
+    [w] = workloads(1)
+    w["workload"].update(uuid="wl-once", seed=200)
+    copy_definition(root, ONCE_DEFINITION, w)
 
 
 BLOB_DEFINITION = "rmsnorm_h128_blob"
@@ -300,18 +304,13 @@ def add_blob_definition(root: Path) -> None:
     """A copy of the definition whose one workload reads its input from a 256 KiB blob."""
     from safetensors.torch import save_file
 
-    d = json.loads((root / "definitions/norm/rmsnorm_h128.json").read_text())
-    dump(root / f"definitions/norm/{BLOB_DEFINITION}.json", {**d, "name": BLOB_DEFINITION})
     blob = f"blob/workloads/norm/{BLOB_DEFINITION}/wl-blob.safetensors"
     (root / blob).parent.mkdir(parents=True, exist_ok=True)
     save_file({"input": torch.randn(1024, 128).half()}, str(root / blob))
     [w] = workloads(1)
-    w["definition"] = BLOB_DEFINITION
     w["workload"].update(uuid="wl-blob", axes={"batch_size": 1024}, seed=300)
     w["workload"]["inputs"]["input"] = {"type": "safetensors", "path": blob, "tensor_key": "input"}
-    dump_lines(root / f"workloads/norm/{BLOB_DEFINITION}.jsonl", [w])
-    einsum = root / "einsums/norm/rmsnorm_h128.yaml"
-    (einsum.parent / f"{BLOB_DEFINITION}.yaml").write_text(einsum.read_text(encoding="utf-8"), encoding="utf-8")
+    copy_definition(root, BLOB_DEFINITION, w)
 
 
 def definition_of(name: str) -> str:

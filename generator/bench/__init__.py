@@ -36,15 +36,15 @@ class BenchSummary:
         return out
 
 
-def floors_ms(ds, plan: Plan, hardware: str) -> dict:
+def floors_ms(ds, plan: Plan, hardware: str, cache: dict) -> dict:
     """(definition, workload uuid) -> the workload's speed-of-light time on `hardware`, in ms: the physical
-    floor no reported latency may go below. Empty where the dataset has no spec of this hardware."""
+    floor no reported latency may go below. Empty where the dataset has no spec of this hardware. `cache`: the
+    Einsum counts the plan already made (its CPU FLOP limit counts the same workloads)."""
     from ..einsum import workload_counts
     from ..einsum.speed_of_light import speed_of_light
 
     spec = ds.hardware_spec(hardware)
     floors: dict = {}
-    cache: dict = {}
     if spec is None:
         return floors
     for pair in plan.pairs:
@@ -112,14 +112,16 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
         max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
     done = frozenset(done_keys(out)) if resume else frozenset()
+    einsum_counts: dict = {}  # per workload: the CPU limit and the physical floor both use them
     plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
                      shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done,
-                     hardware=environment["hardware"], breadth_first=breadth_first, rejected=rejected_definitions(ds))
+                     hardware=environment["hardware"], breadth_first=breadth_first, rejected=rejected_definitions(ds),
+                     counts_cache=einsum_counts)
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                    prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
                    timing=timing or (CPU_TIMING if device == "cpu" else {}),
-                   floors_ms=floors_ms(ds, plan, environment["hardware"]),
+                   floors_ms=floors_ms(ds, plan, environment["hardware"], einsum_counts),
                    deadline=None if budget_s is None else started + budget_s)
     bar = None
     if progress and plan.pairs:

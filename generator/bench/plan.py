@@ -95,11 +95,12 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
               authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
               done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
-              rejected: Optional[dict] = None) -> Plan:
+              rejected: Optional[dict] = None, counts_cache: Optional[dict] = None) -> Plan:
     """The pairs to run, grouped by definition and solution; `breadth_first`: first every solution on
     one representative workload of its definition (the median by bytes per call), then the rest, so a
     run cut short by its time budget has covered every definition once. `rejected`: definition name ->
-    why validate rejects it (rejected_definitions); their solutions are skipped, saying so."""
+    why validate rejects it (rejected_definitions); their solutions are skipped, saying so. `counts_cache`:
+    the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -107,7 +108,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         raise KernelTraceError(f"--solutions: no solution named {name!r} in {ds.root}")
     plan = Plan()
     workloads = ds.workloads_by_definition
-    counts_cache: dict = {}
+    counts_cache = {} if counts_cache is None else counts_cache
     for sol in sorted(ds.solutions.values(), key=lambda s: (s.definition, s.name)):
         if definitions and sol.definition not in definitions:
             continue

@@ -38,7 +38,6 @@ class Remote:
 
     def __init__(self, opts: Options, load: dict, who: str, worker: Optional[Worker] = None):
         self.who = who
-        self.names = list(load["output_names"])
         self.worker = worker or Worker(opts.device, opts.sandbox)
         try:
             # Starting Python and importing torch is not the solution's time: a generous limit of its own.
@@ -50,26 +49,18 @@ class Remote:
             raise HarnessError(f"a worker process could not start, so nothing can be measured here: {exc.log}\n"
                                "Check that this Python can import torch (and, with the sandbox, that bwrap can "
                                "run it); no trace was written for this pair.") from None
-        try:
-            self.send(load, deadline=time.monotonic() + 60)
-            header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
-                                  "building the solution", timeout_s=opts.timeout_s)
-        except Failed:
-            self.worker.kill()
-            raise
-        if header["op"] == "compile_error":
-            self.worker.kill()
-            raise (ReferenceFailed if who == "reference" else Failed)("COMPILE_ERROR", protocol.text(header.get("log")))
+        self.load(load, opts)
 
-    def reload(self, load: dict, opts: Options) -> None:
-        """Load another definition's reference into this reference's worker."""
+    def load(self, load: dict, opts: Options) -> None:
+        """Build the solution (or the reference) of `load` in this worker; a reference's worker is told to load
+        the next definition's reference the same way. A failure kills the worker (_fail, or here)."""
         self.names = list(load["output_names"])
         self.send(load, deadline=time.monotonic() + 60)
-        header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s, "building the reference",
-                              timeout_s=opts.timeout_s)
+        header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
+                              f"building the {self.who}", timeout_s=opts.timeout_s)
         if header["op"] == "compile_error":
             self.worker.kill()
-            raise ReferenceFailed("COMPILE_ERROR", protocol.text(header.get("log")))
+            raise (ReferenceFailed if self.who == "reference" else Failed)("COMPILE_ERROR", protocol.text(header.get("log")))
 
     def _fail(self, exc: Exception, doing: str, timeout_s: float = 0) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed

@@ -390,7 +390,7 @@ def _reference(refs: dict, load: dict, opts: Options) -> Remote:
     start per run), or a new one."""
     for name in list(refs):
         remote = refs.pop(name)
-        remote.reload(load, opts)
+        remote.load(load, opts)
         return remote
     return Remote(opts, load, "reference")
 
