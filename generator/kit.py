@@ -844,7 +844,7 @@ def run_kit(kit: Path, *, out: Path, budget_s: float, repo: Optional[Path] = Non
         else:
             s = r.step("harness", min(harness_s if harness_s is not None else 0.15 * budget_s,
                                       r.left() - r.reserve - floor))
-            r.timed(s, [python, harness, "--device", device], out / "harness.log")
+            r.timed(s, [python, harness, "--device", device, "--json", str(out / "harness.json")], out / "harness.log")
 
         # -- the bench ---------------------------------------------------------------------------
         if "bench" in skipped:

@@ -104,12 +104,13 @@ def main() -> int:
             ours = in_process_ms(o.pair, device, Path(tmp))
             rows.append({"definition": o.pair.definition.name, "solution": o.pair.solution.name,
                          "axes": dict(o.pair.workload.axes), "status": o.status, "harness_ms": perf.get("latency_ms"),
-                         "in_process_ms": ours, "reference_ms": perf.get("reference_latency_ms")})
+                         "in_process_ms": ours, "reference_ms": perf.get("reference_latency_ms"),
+                         "performance": perf, "log": o.log or (o.record or {}).get("evaluation", {}).get("log", "")})
     print(f"{'solution':58} {'axes':24} {'harness us':>11} {'in-proc us':>11} {'ratio':>7}  bar")
     for r in rows:
         h, p = r["harness_ms"], r["in_process_ms"]
         if h is None:
-            print(f"{r['solution']:58} {json.dumps(r['axes']):24} {r['status']}")
+            print(f"{r['solution']:58} {json.dumps(r['axes']):24} {r['status']}: {r['log'][:300]}")
             continue
         ok = abs(h - p) <= max(0.05 * p, 1e-3)
         print(f"{r['solution']:58} {json.dumps(r['axes']):24} {h * 1e3:11.1f} {p * 1e3:11.1f} {h / p:7.3f}  "
