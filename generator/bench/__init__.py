@@ -70,9 +70,11 @@ def _check_device(device: str) -> None:
         raise KernelTraceError(f"--device {device!r}: use cpu or cuda (or cuda:N)")
 
 
-# Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second;
-# GPU runs keep TimingConfig's defaults.
+# Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second.
 CPU_TIMING = {"budget_s": 0.2, "min_samples": 5, "max_samples": 12, "target_rse": 0.02, "min_batches": 3}
+# GPUs: do_bench's median settles within ~100 samples; 0.5 s a pair's timed loop (both sides) keeps a ten-minute
+# GPU window for hundreds of pairs.
+CUDA_TIMING = {"budget_s": 0.5, "min_samples": 10, "max_samples": 200, "target_rse": 0.01, "min_batches": 5}
 
 
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
@@ -120,7 +122,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                    prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
-                   timing=timing or (CPU_TIMING if device == "cpu" else {}),
+                   timing=timing or (CPU_TIMING if device == "cpu" else CUDA_TIMING),
                    floors_ms=floors_ms(ds, plan, environment["hardware"], einsum_counts),
                    deadline=None if budget_s is None else started + budget_s)
     bar = None

@@ -64,9 +64,22 @@ def inputs_snapshot(args: list) -> list:
     return [_bits(a).clone() if isinstance(a, torch.Tensor) else a for a in args]
 
 
-def mutated_input(args: list, before: list) -> Optional[str]:
-    for i, (a, b) in enumerate(zip(args, before)):
-        if isinstance(a, torch.Tensor) and not torch.equal(_bits(a), b):
+def mutated_input(sets: list[list], before: list[list]) -> Optional[str]:
+    """A message if any call's input differs from its snapshot. The comparisons are queued on the device and
+    read back once (one synchronisation per batch, not one per input: the harness's work stays small and steady)."""
+    pairs = [(i, a, b) for args, snap in zip(sets, before) for i, (a, b) in enumerate(zip(args, snap))
+             if isinstance(a, torch.Tensor)]
+    if not pairs:
+        return None
+    flags = []
+    for _, a, b in pairs:
+        bits = _bits(a)
+        same_layout = bits.shape == b.shape and bits.dtype == b.dtype and bits.device == b.device
+        flags.append((bits != b).any().to(pairs[0][2].device) if same_layout
+                     else torch.ones((), dtype=torch.bool, device=pairs[0][2].device))
+    differs = torch.stack(flags).cpu()
+    for (i, _, _), bad in zip(pairs, differs.tolist()):
+        if bad:
             return f"the solution modified its input number {i + 1} in place"
     return None
 

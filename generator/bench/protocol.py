@@ -23,6 +23,7 @@ import os
 import select
 import struct
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Optional
 
 import torch
@@ -70,6 +71,28 @@ def digest(value: Any) -> str:
     if t.numel():
         h.update(t.reshape(-1).view(torch.uint8).numpy().data)
     return h.hexdigest()
+
+
+_HASHERS: Optional[ThreadPoolExecutor] = None
+
+
+def digest_rows(rows: list[list[Any]]) -> list[list[str]]:
+    """digest() of every value of every row, hashed on a few threads (blake2b releases the GIL on large
+    buffers): the outputs of a batch of large calls cost their copy and hash, spread over the cores."""
+    global _HASHERS
+    flat = [v for row in rows for v in row]
+    big = sum(v.numel() * v.element_size() for v in flat if type(v) is torch.Tensor)  # noqa: E721
+    if big < 4 * 2**20 or len(flat) < 2:
+        hashed = [digest(v) for v in flat]
+    else:
+        if _HASHERS is None:
+            _HASHERS = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="kt-digest")
+        hashed = list(_HASHERS.map(digest, flat))
+    out, k = [], 0
+    for row in rows:
+        out.append(hashed[k:k + len(row)])
+        k += len(row)
+    return out
 
 
 def send(fd: int, header: dict, payload: bytes = b"", deadline: Optional[float] = None) -> None:

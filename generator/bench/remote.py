@@ -38,6 +38,7 @@ class Remote:
 
     def __init__(self, opts: Options, load: dict, who: str, worker: Optional[Worker] = None):
         self.who = who
+        self.phases: list[float] = []  # the worker's own account of its last batch (diagnostics only)
         self.worker = worker or Worker(opts.device, opts.sandbox)
         try:
             # Starting Python and importing torch is not the solution's time: a generous limit of its own.
@@ -105,6 +106,10 @@ class Remote:
         wall = (time.perf_counter() - t0) * 1e3
         if reply["op"] != "done":
             raise self._call_failed("REWARD_HACK" if reply["op"] == "cheat" else "RUNTIME_ERROR", reply)
+        try:
+            self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
+        except protocol.ProtocolError:
+            self.phases = []
         try:
             return (protocol.numbers(reply, "ms", len(calls)),
                     protocol.digests(reply, len(calls), len(self.names)), wall)

@@ -80,6 +80,9 @@ class Options:
     prefetch: bool = False
     floors_ms: dict = field(default_factory=dict)  # (definition, workload uuid) -> speed-of-light ms here
     deadline: Optional[float] = None  # time.monotonic() after which no new pair starts (--budget-s)
+    # Diagnostics in the trace's log: every timed batch's time outside the calls on both sides, with each
+    # worker's own (untrusted) account of it. For studying the harness (tests/benchmarks/bench_harness.py).
+    diagnostics: bool = False
 
 
 @dataclass
@@ -267,6 +270,12 @@ class WorkloadRun:
             s, r, s_wall, r_wall = self.batch(n, False, sol_first=self.batches % 2 == 0)
             sol_gaps.append((s_wall - sum(s)) / n)
             harness.append(max(r_wall - sum(r), 0.0) / n)
+            if self.opts.diagnostics:
+                phases = "/".join(f"{x:.3g}" for x in self.sol.phases) + " vs " + "/".join(f"{x:.3g}" for x in self.ref.phases)
+                self.notes.append(f"diagnostics: batch {self.batches} of {n}: outside the calls {sol_gaps[-1]:.4g} vs "
+                                  f"{harness[-1]:.4g} ms per call (solution vs reference); reported median "
+                                  f"{statistics.median(s):.4g} vs {statistics.median(r):.4g} ms; workers' phases "
+                                  f"(inputs/timed/guards/digests, ms) {phases}")
             # The first call of a batch meets threads, caches and (CUDA) a queue that sat idle while the worker
             # waited for the batch: compared like the others, its time is not a sample.
             sol.append(s[1:] or s)

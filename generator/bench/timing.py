@@ -25,6 +25,7 @@ import torch
 from ..model.stability import spread_is_unstable
 
 _perf_counter = time.perf_counter
+now = _perf_counter  # the worker's own clock for its phases (diagnostics only)
 SLOW_BUDGETS = 2  # calls too slow for min_samples in this many budgets stop there with what they have
 _Event = torch.cuda.Event if torch.cuda.is_available() else None
 _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
