@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -416,6 +417,22 @@ def test_work_outside_the_clock_is_charged(benched, name):
             assert ev["performance"]["latency_ms"] >= 5.0, (name, ev["performance"], ev["log"])
         else:
             assert o.status == "REWARD_HACK", (name, o.status, ev["log"])
+
+
+def test_the_outside_bound_charges_beyond_the_harness_noise_only():
+    """charge() on GPU-like numbers: a harness whose work varies by milliseconds a call (copying and hashing
+    large outputs) charges no honest batch, while work hidden in every batch beyond that noise is charged."""
+    from types import SimpleNamespace
+
+    from generator.bench.runner import WorkloadRun
+
+    run = SimpleNamespace(opts=SimpleNamespace(device="cuda"), notes=[])
+    harness = [6.6, 9.0, 7.7, 8.3, 7.1]  # the reference's gaps, ms a call
+    calls = [[0.08] * 40 for _ in harness]  # an 80 us kernel
+    honest = WorkloadRun.charge(run, calls, [8.9, 6.9, 9.2, 7.4, 8.0], harness)
+    assert statistics.median(honest) == pytest.approx(0.08) and not run.notes
+    hiding = WorkloadRun.charge(run, calls, [g + 5.0 for g in (8.9, 6.9, 9.2, 7.4, 8.0)], harness)
+    assert statistics.median(hiding) > 1.0 and "charged" in run.notes[-1]
 
 
 def test_honest_solutions_are_not_distorted(tmp_path):
