@@ -210,7 +210,8 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                         "(default on the CPU: 64; no limit on GPUs)")
     p.add_argument("--max-gflop", type=float, metavar="GFLOP",
                    help="skip workloads whose Einsum cascade counts more than GFLOP per call "
-                        "(default on the CPU: 5; no limit on GPUs)")
+                        "(default on the CPU: 5; no limit on GPUs). Samplers, whose cost no Einsum counts, "
+                        "run on the CPU up to batch 8 (2.1M probabilities per call)")
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds one workload (or building a solution) may take (default: 300)")
     p.add_argument("--breadth-first", action="store_true",

@@ -808,6 +808,23 @@ def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):
     assert "GFLOP per call > limit" in plan.skipped[0][1]
 
 
+def test_cpu_sampler_limit_skips_large_batches_saying_why():
+    """Samplers' references draw row by row, a cost the Einsum FLOP limit does not see: on the CPU a sampling
+    workload runs up to the probabilities limit (batch 8 of the bundled vocabularies), the rest are skipped
+    with the reason; other definitions are untouched."""
+    from generator.bench.plan import DEFAULT_CPU_MAX_SAMPLER_ELEMENTS
+
+    ds = load(Path(__file__).resolve().parents[1] / "dataset")
+    names = ["sampling_from_probs_v201088", "top_k_top_p_sampling_from_probs_v262208", "rmsnorm_h4096"]
+    every = make_plan(ds, "cpu", definitions=names)
+    plan = make_plan(ds, "cpu", definitions=names, max_sampler_elements=DEFAULT_CPU_MAX_SAMPLER_ELEMENTS)
+    kept = {(p.definition.name, p.workload.axes.get("batch_size")) for p in plan.pairs}
+    assert {b for d, b in kept if d != "rmsnorm_h4096"} == {1, 8}
+    assert {p.key for p in every.pairs if p.definition.name == "rmsnorm_h4096"} == \
+        {p.key for p in plan.pairs if p.definition.name == "rmsnorm_h4096"}
+    assert any("probabilities per call > limit" in why and "'batch_size': 64" in what for what, why in plan.skipped)
+
+
 def test_bad_selection_and_device_are_clear_errors(tmp_path, capsys):
     from generator import cli
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..model.errors import KernelTraceError
-from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, Plan, make_plan, parse_shard, rejected_definitions
+from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, DEFAULT_CPU_MAX_SAMPLER_ELEMENTS, Plan, make_plan, parse_shard, rejected_definitions
 from .store import MergeSummary, done_keys, merge
 
 if TYPE_CHECKING:
@@ -113,12 +113,13 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     if device == "cpu":
         max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
         max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
+    sampler_limit = DEFAULT_CPU_MAX_SAMPLER_ELEMENTS if device == "cpu" else None
     done = frozenset(done_keys(out)) if resume else frozenset()
     einsum_counts: dict = {}  # per workload: the CPU limit and the physical floor both use them
     plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
-                     shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops, done=done,
-                     hardware=environment["hardware"], breadth_first=breadth_first, rejected=rejected_definitions(ds),
-                     counts_cache=einsum_counts)
+                     shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops,
+                     max_sampler_elements=sampler_limit, done=done, hardware=environment["hardware"],
+                     breadth_first=breadth_first, rejected=rejected_definitions(ds), counts_cache=einsum_counts)
     summary = BenchSummary(plan, hardware=environment["hardware"])
     opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                    prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,

@@ -22,6 +22,11 @@ if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this packa
 # checks and timing of one pair stay within seconds.
 DEFAULT_CPU_MAX_BYTES = 64 * 2**20
 DEFAULT_CPU_MAX_FLOPS = 5e9
+# Samplers cost what no Einsum counts: their references draw row by row (a sort of the vocabulary per row), and
+# a pair compares hundreds of draws as distributions. On a 2-core CPU a batch-64 sampler over 201k tokens took
+# past 300 s; a CPU run takes a sampling workload of at most this many probabilities per call (batch 8 at
+# vocabularies up to 262k).
+DEFAULT_CPU_MAX_SAMPLER_ELEMENTS = 8 * 262208
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,19 @@ def call_flops(ds: Dataset, d: Definition, w: Workload, cache: dict) -> Optional
         return None
 
 
+def sampler_elements(d: Definition, w: Workload) -> Optional[int]:
+    """Elements of a sampling definition's largest input in one call (its probabilities); None for other types."""
+    if d.type != "sampling":
+        return None
+    axes = {n: a.value for n, a in d.axes.items() if a.kind == "const"}
+    axes.update(w.axes)
+    sizes = [1] * len(d.inputs)
+    for k, spec in enumerate(d.inputs.values()):
+        for a in spec.shape:
+            sizes[k] *= int(axes.get(a, 1))
+    return max(sizes, default=0)
+
+
 def runs_on(solution: Solution, device: str) -> bool:
     targets = {t.lower() for t in solution.target_hardware}
     if device == "cpu":
@@ -94,7 +112,7 @@ def runs_on(solution: Solution, device: str) -> bool:
 def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solutions: Iterable[str] = (),
               authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
-              done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
+              max_sampler_elements: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
               rejected: Optional[dict] = None, counts_cache: Optional[dict] = None) -> Plan:
     """The pairs to run, grouped by definition and solution; `breadth_first`: first every solution on
     one representative workload of its definition (the median by bytes per call), then the rest, so a
@@ -137,6 +155,12 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
                     plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
                                          f"{flops / 1e9:.1f} GFLOP per call > limit {max_flops / 1e9:g} GFLOP"))
                     continue
+            elements = sampler_elements(d, w) if max_sampler_elements is not None else None
+            if elements is not None and elements > max_sampler_elements:
+                plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
+                                     f"{elements:,d} probabilities per call > limit {max_sampler_elements:,d} for "
+                                     "samplers on this device (their references draw row by row)"))
+                continue
             if (sol.name, w.uuid, hardware) in done:
                 plan.already_done += 1
                 continue
