@@ -238,6 +238,10 @@ CASES = [
          "'normalization' is not an allowed value of 'type'"),
     Case("def-bad-dtype", put(DEF, "/inputs/weight/dtype", "complex64"), DEF, At('"weight"', '"dtype"'),
          "/inputs/weight/dtype", "'complex64' is not an allowed value of 'dtype'"),
+    # Short spellings (the legacy Kernel Signature's bf16, fp16 ...) are not the FlashInfer-Trace dialect either:
+    # the same error as any misspelling, with the canonical name as the fix.
+    Case("def-short-dtype-bf16", put(DEF, "/inputs/weight/dtype", "bf16"), DEF, At('"weight"', '"dtype"'),
+         "/inputs/weight/dtype", "'bf16' is not an allowed value of 'dtype'"),
     # Any namespace is allowed (arch:hopper, fi_api:...); a tag with a space is not a tag.
     Case("def-bad-tag-namespace", put(DEF, "/tags/1", "arch: hopper"), DEF, At('"arch: hopper"'), "/tags/1",
          "'arch: hopper' is not a valid value of item 1 of 'tags'"),
@@ -633,6 +637,7 @@ def test_hints_name_the_fix(tmp_path: Path) -> None:
     assert "take the definition's inputs in order" in diag("sol-wrong-param-count").hint
     assert "'<source path>::<function>'" in diag("sol-bad-entry-point").hint
     assert "did you mean 'hidden_size'?" in diag("def-undeclared-axis").hint
+    assert diag("def-short-dtype-bf16").hint.startswith("did you mean 'bfloat16'?")
     assert "float32" in diag("hw-bad-peak-dtype").hint
     assert "identifier" in diag("def-axis-name-not-identifier").hint
     assert "'namespace:value'" in diag("def-bad-tag-namespace").hint

@@ -18,6 +18,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from ..model.dtypes import SHORT_NAMES
 from ..model.layout import CANONICAL, Folder
 from ..model.schemas import DEFINITION_TYPE_ALIASES
 from .common import (DEF_FIELDS, DTYPE_SET, DTYPE_SPELLINGS, Normalised, canonical_axes, finish_definition,
@@ -134,7 +135,9 @@ def looks_flashinfer(data: dict) -> bool:
                 if spec.get("shape", []) is None or spec.get("description", "") is None:
                     return True
                 d = spec.get("dtype")
-                if isinstance(d, str) and d not in DTYPE_SET and d in DTYPE_SPELLINGS:
+                # torch's spellings (float8_e4m3fn ...), not the Kernel Signature's short ones (bf16 ...),
+                # which FlashInfer-Trace does not use either: those stay, for the schema check to report.
+                if isinstance(d, str) and d not in DTYPE_SET and d in DTYPE_SPELLINGS and d not in SHORT_NAMES:
                     return True
     axes = data.get("axes")
     if isinstance(axes, dict) and any(isinstance(a, dict) and "type" not in a for a in axes.values()):
