@@ -485,6 +485,18 @@ CASES = [
                put(TR, "/0/evaluation/performance/speedup_factor", 0.05 / 1e-06)), TR, 1,
          "/evaluation/performance/latency_ms",
          "latency_ms 1e-06 is below this workload's speed-of-light time on test_cpu, 4.616e-05 ms"),
+    # Provenance: measured means by this project's bench, which names its version and run.
+    Case("tr-provenance-measured-by-other-tool",
+         put(TR, "/0/evaluation/environment/provenance", {"kind": "measured", "tool": "my-script", "version": "1",
+                                                          "run_id": "r1"}), TR, 1,
+         "/evaluation/environment/provenance/tool",
+         "provenance 'measured' names the tool 'my-script': measured means by kerneltrace bench"),
+    Case("tr-provenance-measured-without-run",
+         put(TR, "/0/evaluation/environment/provenance", {"kind": "measured", "tool": "kerneltrace bench",
+                                                          "version": "0.1.0"}), TR, 1,
+         "/evaluation/environment/provenance/run_id", "missing required field 'run_id'"),
+    Case("tr-provenance-bad-kind", put(TR, "/0/evaluation/environment/provenance", {"kind": "guessed"}), TR, 1,
+         "/evaluation/environment/provenance/kind", "'guessed' is not an allowed value of 'kind'"),
     # A hardware name with no spec (the bench names an unknown CPU after its model): said once per file.
     Case("tr-unknown-hardware",
          chain(put(TR, "/0/evaluation/environment/hardware", "CPU_Intel_R_Xeon_R_Processor_2T"),

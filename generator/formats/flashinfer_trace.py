@@ -28,7 +28,10 @@ FLASHINFER_TRACE = "FlashInfer-Trace"
 
 _TRACE_TOP = frozenset({"definition", "workload", "solution", "evaluation"})
 _EVAL_FIELDS = frozenset({"status", "log", "correctness", "performance", "environment", "timestamp", "seed"})
-_ENV_FIELDS = frozenset({"hardware", "libs", "cpu", "driver"})
+_ENV_FIELDS = frozenset({"hardware", "libs", "cpu", "driver", "provenance"})
+# A trace read from the dialect was measured elsewhere unless it says it was measured by our bench (an export of
+# ours read back): environment.provenance says so (generator/model/schema/trace.json).
+RECORDED = {"kind": "recorded", "tool": "FlashInfer-Trace"}
 _CORRECTNESS_FIELDS = frozenset({"max_absolute_error", "max_relative_error", "matched_ratio", "atol", "rtol",
                                  "input_sets"})
 _PERFORMANCE_FIELDS = frozenset({"latency_ms", "reference_latency_ms", "speedup_factor", "mean_ms", "min_ms",
@@ -328,7 +331,9 @@ def _environment(env: dict, notes: list[str]) -> dict:
             notes.append(f"environment.{k} dropped: the canonical environment has no such field")
     if isinstance(e.get("libs"), dict):
         e["libs"] = {k: v for k, v in e["libs"].items()}
-    return {k: e[k] for k in ("hardware", "libs", "cpu", "driver") if k in e}
+    if not isinstance(e.get("provenance"), dict):
+        e["provenance"] = dict(RECORDED)
+    return {k: e[k] for k in ("hardware", "libs", "cpu", "driver", "provenance") if k in e}
 
 
 def _correctness(corr: dict, notes: list[str]) -> dict:

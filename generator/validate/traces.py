@@ -14,7 +14,7 @@ from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.layout import CANONICAL
-from ..model.records import Trace
+from ..model.records import BENCH_TOOL, Trace
 from ..model.records import Definition
 from .common import error, orphan_error, path_parts, warning
 
@@ -57,6 +57,7 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
                             "a trace's solution must implement its definition")
             yield from check_location(t, s.author, d.type if d else None)
         yield from check_evaluation(t)
+        yield from check_provenance(t)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -100,6 +101,17 @@ def check_evaluation(t: Trace) -> Iterator[Diagnostic]:
             yield error(t, "/evaluation/performance/speedup_factor",
                         f"speedup_factor {t.speedup_factor:g} is not reference_latency_ms / latency_ms = {expected:g}",
                         "store speedup_factor = reference_latency_ms / latency_ms")
+
+
+def check_provenance(t: Trace) -> Iterator[Diagnostic]:
+    """Three provenances (Trace.provenance): measured by this project's bench, recorded from elsewhere, or unknown
+    (none: the traces written before the bench recorded it, all of them by this bench on a CPU, read as unknown
+    because nothing in them shows it). The schema checks the record's form; here, that 'measured' is the bench's."""
+    p = t.provenance_record
+    if p and p.get("kind") == "measured" and p.get("tool") != BENCH_TOOL:
+        yield error(t, "/evaluation/environment/provenance/tool",
+                    f"provenance 'measured' names the tool {p.get('tool')!r}: measured means by {BENCH_TOOL}",
+                    f"use kind 'recorded' for results measured by another tool, or measure it with {BENCH_TOOL}")
 
 
 class Floors:
