@@ -977,3 +977,29 @@ def test_a_definition_validate_rejects_is_not_run_and_the_bench_says_why(tmp_pat
     out = capsys.readouterr().out
     assert code == 0 and "0 pair(s)" in out or "nothing to do" in out, out
     assert "validate rejects" in out and "workloads/norm/rmsnorm_h128.jsonl:2" in out and "batch_size" in out, out
+
+
+def test_every_trace_says_how_it_was_produced(monkeypatch):
+    """make_trace writes environment.provenance: measured by kerneltrace bench, its version, the checkout's commit
+    where there is one, the run, and the CI workflow run from GITHUB_REPOSITORY / GITHUB_RUN_ID; run_bench's one
+    per run is kept as given, and a caller that brings none gets the process's own."""
+    from types import SimpleNamespace
+
+    from generator import __version__
+    from generator.bench import runner
+    from generator.bench.environment import provenance
+
+    monkeypatch.setenv("GITHUB_REPOSITORY", "org/kerneltrace")
+    monkeypatch.setenv("GITHUB_RUN_ID", "123")
+    run = provenance()
+    assert run["kind"] == "measured" and run["tool"] == "kerneltrace bench" and run["version"] == __version__
+    assert run["ci"] == {"repository": "org/kerneltrace", "run_id": "123"} and len(run["run_id"]) == 32
+    assert provenance()["run_id"] != run["run_id"]  # one id per run
+    pair = SimpleNamespace(definition=SimpleNamespace(name="rmsnorm_h128"), workload=SimpleNamespace(data=WORKLOAD),
+                           solution=SimpleNamespace(name="rmsnorm_h128_torch"))
+    result = {"status": "RUNTIME_ERROR", "log": "boom"}
+    given = runner.make_trace(pair, result, {"hardware": "test_cpu", "provenance": run})
+    assert given["evaluation"]["environment"]["provenance"] is run
+    own = [runner.make_trace(pair, result, {"hardware": "test_cpu"})["evaluation"]["environment"]["provenance"]
+           for _ in range(2)]
+    assert own[0]["kind"] == "measured" and own[0]["run_id"] == own[1]["run_id"]  # the process's run

@@ -215,7 +215,8 @@ def test_flashinfer_trace_new_and_old_fields():
     assert "extra" not in new.data["evaluation"]["correctness"]
     assert any("time zone" in n for n in new.notes)
     ev = old.data["evaluation"]
-    assert ev["environment"] == {"hardware": "NVIDIA H100 80GB HBM3", "libs": {"torch": "2.6.0"}}
+    assert ev["environment"] == {"hardware": "NVIDIA H100 80GB HBM3", "libs": {"torch": "2.6.0"},
+                                 "provenance": {"kind": "recorded", "tool": "FlashInfer-Trace"}}  # not measured here
     assert ev["log"] == "log file: logs/torch_fp8_gemm/fp8-m8.log" and "log_file" not in ev
     assert any("log_file" in n and "content is not carried over" in n for n in old.notes)
     for n in (new, old):
@@ -228,7 +229,8 @@ def test_flashinfer_trace_unknown_fields_dropped_with_notes():
     trace["evaluation"]["correctness"]["extra"] = {"matched_ratio": 0.99, "cosine": 0.9}
     trace["run_id"] = 7
     norm = dialects.normalise_trace(trace)
-    assert norm.data["evaluation"]["environment"] == {"hardware": "A100"}
+    assert norm.data["evaluation"]["environment"] == {"hardware": "A100",
+                                                      "provenance": {"kind": "recorded", "tool": "FlashInfer-Trace"}}
     assert norm.data["evaluation"]["correctness"]["matched_ratio"] == 0.99
     assert "run_id" not in norm.data
     text = " ".join(norm.notes)
@@ -372,7 +374,8 @@ def test_benchmark_result_passed():
     assert t["definition"] == "gemm_n64_k32" and t["solution"] == "flashinfer_gemm_n64_k32"
     assert t["workload"] == {"uuid": "gemm_n64_k32_m16", "axes": {}, "inputs": {}}
     ev = t["evaluation"]
-    assert ev["status"] == "PASSED" and ev["environment"] == {"hardware": "NVIDIA A100-SXM4-80GB"}
+    assert ev["status"] == "PASSED" and ev["environment"] == {"hardware": "NVIDIA A100-SXM4-80GB",
+                                                  "provenance": {"kind": "recorded", "tool": "benchmark-result records"}}
     assert ev["performance"] == {"latency_ms": 0.25, "reference_latency_ms": 0.5, "speedup_factor": 2.0}
     assert ev["timestamp"] == "1970-01-01T00:00:00Z"
     # only max_diff was recorded: the relative error is left out, not invented, and the log says so

@@ -312,3 +312,36 @@ def test_workloads_fit_their_definition(path):
                 assert spec["type"] in ("random", "safetensors"), name
         for constraint in d.get("constraints", []):
             assert eval(constraint, {}, {**consts, **w["axes"]}), f"{w['uuid']} breaks {constraint!r}"
+
+
+def test_gemma_embedding_normaliser_is_rounded_to_bfloat16():
+    """Gemma scales its embedding by sqrt(hidden_size) held in bfloat16: 73.5, not 73.32 for 5376. The two
+    differ by 0.24%, inside the bfloat16 tolerance of the general check, so that check cannot tell them apart;
+    but a bfloat16 row times 73.5 (8 significant bits each) is exact in float32, so the output is exactly one
+    rounding of it, and the reference and every Python solution must match that bit for bit. The inputs are
+    checked to have teeth: many elements round differently with the unrounded normaliser."""
+    import math
+    name = "embedding_scaled_v131104_h5376"
+    [path] = [p for p in DEFINITION_FILES if p.stem == name]
+    sets = InputSets(load_definition(path))
+    axes, inputs, _ = sets[2]
+    ids = inputs["input_ids"].long() - int(inputs["vocab_start"])
+    in_shard = ((ids >= 0) & (ids < axes["vocab_shard"]))[:, None]
+    rows = inputs["weight"].double()[ids.clamp(0, axes["vocab_shard"] - 1)]
+    exact = math.sqrt(axes["hidden_size"])
+    rounded = float(torch.tensor(exact, dtype=torch.bfloat16))
+    assert rounded == 73.5 != exact
+    want = torch.where(in_shard, rows * rounded, 0.0).bfloat16()
+    unrounded = torch.where(in_shard, rows * exact, 0.0).bfloat16()
+    scaled_elements = in_shard.sum().item() * axes["hidden_size"]
+    assert (want != unrounded).sum().item() > scaled_elements // 4, "the inputs do not tell the normalisers apart"
+    who = {"reference": sets.reference_outputs(2)["output"]}
+    for sol_path in python_solutions_of(name):
+        sol = json.loads(sol_path.read_text(encoding="utf-8"))
+        file, function = sol["spec"]["entry_point"].split("::")
+        run = exec_function({s["path"]: s["content"] for s in sol["sources"]}[file], f"{sol['name']}/{file}", function)
+        who[sol["name"]] = as_output_dict(run(*inputs.values()), sets.definition)["output"]
+    for label, output in who.items():
+        differ = (output != want).sum().item()
+        assert differ == 0, (f"{label}: {differ} of {want.numel()} elements are not bf16(row * 73.5): the normaliser "
+                             "must be sqrt(hidden_size) rounded to bfloat16, as Gemma stores it")

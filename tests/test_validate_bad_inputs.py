@@ -238,6 +238,10 @@ CASES = [
          "'normalization' is not an allowed value of 'type'"),
     Case("def-bad-dtype", put(DEF, "/inputs/weight/dtype", "complex64"), DEF, At('"weight"', '"dtype"'),
          "/inputs/weight/dtype", "'complex64' is not an allowed value of 'dtype'"),
+    # Short spellings (the legacy Kernel Signature's bf16, fp16 ...) are not the FlashInfer-Trace dialect either:
+    # the same error as any misspelling, with the canonical name as the fix.
+    Case("def-short-dtype-bf16", put(DEF, "/inputs/weight/dtype", "bf16"), DEF, At('"weight"', '"dtype"'),
+         "/inputs/weight/dtype", "'bf16' is not an allowed value of 'dtype'"),
     # Any namespace is allowed (arch:hopper, fi_api:...); a tag with a space is not a tag.
     Case("def-bad-tag-namespace", put(DEF, "/tags/1", "arch: hopper"), DEF, At('"arch: hopper"'), "/tags/1",
          "'arch: hopper' is not a valid value of item 1 of 'tags'"),
@@ -474,6 +478,31 @@ CASES = [
     Case("tr-speedup-inconsistent", put(TR, "/0/evaluation/performance/speedup_factor", 3.0), TR, 1,
          "/evaluation/performance/speedup_factor",
          "speedup_factor 3 is not reference_latency_ms / latency_ms = 2.5"),
+    # A hand-written trace that is self-consistent (speedup = reference / latency) but faster than the machine
+    # can be: the workload's speed-of-light time on test_cpu is 4.6e-05 ms.
+    Case("tr-latency-below-speed-of-light",
+         chain(put(TR, "/0/evaluation/performance/latency_ms", 1e-06),
+               put(TR, "/0/evaluation/performance/speedup_factor", 0.05 / 1e-06)), TR, 1,
+         "/evaluation/performance/latency_ms",
+         "latency_ms 1e-06 is below this workload's speed-of-light time on test_cpu, 4.616e-05 ms"),
+    # Provenance: measured means by this project's bench, which names its version and run.
+    Case("tr-provenance-measured-by-other-tool",
+         put(TR, "/0/evaluation/environment/provenance", {"kind": "measured", "tool": "my-script", "version": "1",
+                                                          "run_id": "r1"}), TR, 1,
+         "/evaluation/environment/provenance/tool",
+         "provenance 'measured' names the tool 'my-script': measured means by kerneltrace bench"),
+    Case("tr-provenance-measured-without-run",
+         put(TR, "/0/evaluation/environment/provenance", {"kind": "measured", "tool": "kerneltrace bench",
+                                                          "version": "0.1.0"}), TR, 1,
+         "/evaluation/environment/provenance/run_id", "missing required field 'run_id'"),
+    Case("tr-provenance-bad-kind", put(TR, "/0/evaluation/environment/provenance", {"kind": "guessed"}), TR, 1,
+         "/evaluation/environment/provenance/kind", "'guessed' is not an allowed value of 'kind'"),
+    # A hardware name with no spec (the bench names an unknown CPU after its model): said once per file.
+    Case("tr-unknown-hardware",
+         chain(put(TR, "/0/evaluation/environment/hardware", "CPU_Intel_R_Xeon_R_Processor_2T"),
+               edit(TR, lambda lines: lines + [{**lines[0], "workload": {**lines[0]["workload"]}}])), TR, 1,
+         "/evaluation/environment/hardware",
+         "hardware 'CPU_Intel_R_Xeon_R_Processor_2T' names no hardware spec", WARNING),
 
     # ---- kernel calling record -----------------------------------------------------------------
     Case("model-unknown-kernel", put(MODEL, "/kernels/0/id", "rmsnorm_h64"), MODEL, At('"id"'), "/kernels/0/id",
@@ -633,6 +662,9 @@ def test_hints_name_the_fix(tmp_path: Path) -> None:
     assert "take the definition's inputs in order" in diag("sol-wrong-param-count").hint
     assert "'<source path>::<function>'" in diag("sol-bad-entry-point").hint
     assert "did you mean 'hidden_size'?" in diag("def-undeclared-axis").hint
+    assert diag("def-short-dtype-bf16").hint.startswith("did you mean 'bfloat16'?")
+    assert "add hardware/CPU_Intel_R_Xeon_R_Processor_2T.json" in diag("tr-unknown-hardware").hint
+    assert "kerneltrace bench" in diag("tr-latency-below-speed-of-light").hint
     assert "float32" in diag("hw-bad-peak-dtype").hint
     assert "identifier" in diag("def-axis-name-not-identifier").hint
     assert "'namespace:value'" in diag("def-bad-tag-namespace").hint

@@ -86,7 +86,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     import time
 
     from ..load import load
-    from .environment import describe
+    from .environment import describe, provenance
     from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
     from .store import repair_tails
 
@@ -101,6 +101,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
         raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
     environment = describe(device)
+    environment["provenance"] = provenance()  # one run id for the run's traces
     from .sandbox import sandbox_mode
 
     mode, why = sandbox_mode(device)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import importlib.metadata
+import os
 import platform
 import re
 import subprocess
+import uuid
+from pathlib import Path
+
+from ..model.records import BENCH_TOOL
 
 # Marketing names torch reports -> hardware spec names in dataset/hardware/.
 GPU_NAMES = [
@@ -65,3 +70,37 @@ def describe(device: str) -> dict:
         env["hardware"] = cpu_hardware_name(torch.get_num_threads())
     env["libs"] = libs
     return env
+
+
+def _git(*args: str) -> str | None:
+    """Output of a git command in the checkout this package runs from; None where it is not one (an
+    installed wheel), git is missing or slow."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def provenance(environ=None) -> dict:
+    """evaluation.environment.provenance of one bench run's traces: measured by this bench, its version, the
+    commit of the checkout it runs from (and whether generator/ had uncommitted changes), an id shared by the
+    run's traces, and the GitHub Actions workflow run when it runs in one (GITHUB_REPOSITORY, GITHUB_RUN_ID)."""
+    from .. import __version__
+
+    environ = os.environ if environ is None else environ
+    record: dict = {"kind": "measured", "tool": BENCH_TOOL, "version": __version__}
+    commit = _git("rev-parse", "HEAD")
+    if commit and re.fullmatch(r"[0-9a-f]{7,40}", commit):
+        record["commit"] = commit
+        status = _git("status", "--porcelain", "--untracked-files=no", "--", "generator")
+        if status is not None:
+            record["dirty"] = bool(status)
+    record["run_id"] = uuid.uuid4().hex
+    if environ.get("GITHUB_RUN_ID") and environ.get("GITHUB_REPOSITORY"):
+        ci = {"repository": environ["GITHUB_REPOSITORY"], "run_id": environ["GITHUB_RUN_ID"]}
+        if environ.get("GITHUB_RUN_ATTEMPT"):
+            ci["run_attempt"] = environ["GITHUB_RUN_ATTEMPT"]
+        record["ci"] = ci
+    return record

@@ -35,6 +35,7 @@ cannot start at all (a broken environment) stops the run (HarnessError).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 import random
 import statistics
@@ -48,6 +49,7 @@ import torch
 from . import protocol, timing
 from .check import (SAMPLES_P_VALUE, Verdict, check_support, chi2_sf, compare, compare_samples, sampling_draws,
                     two_sample_chi2)
+from .environment import provenance
 from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
 from .plan import Pair, Plan
 from .remote import Failed, ReferenceFailed, Remote
@@ -97,9 +99,18 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+@functools.lru_cache(maxsize=1)
+def process_provenance() -> dict:
+    return provenance()
+
+
 def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
     # log is "" rather than null when there is nothing to say: the FlashInfer-Trace dialect has no
     # null log, so exports round-trip exactly. No seed: the inputs came from secret seeds.
+    # Every trace says how it was produced: environment.provenance (run_bench makes one per run; a caller
+    # that brings none gets this process's). The FlashInfer-Trace export keeps it and the import reads it back.
+    if "provenance" not in environment:
+        environment = {**environment, "provenance": process_provenance()}
     evaluation = {"status": result["status"], "log": protocol.text(result.get("log") or "", 16000),
                   "correctness": result.get("correctness"), "performance": result.get("performance"),
                   "environment": environment, "timestamp": _now()}

@@ -34,7 +34,7 @@ def trace_from_benchmark_result(data: dict, workload_uuid: Optional[str]) -> Nor
         hardware = "unknown"
         notes.append("device.name missing: environment.hardware is 'unknown'")
     ev = _evaluation(data, notes)
-    ev["environment"] = {"hardware": hardware}
+    ev["environment"] = {"hardware": hardware, "provenance": {"kind": "recorded", "tool": "benchmark-result records"}}
     ev["timestamp"] = UNKNOWN_TIMESTAMP
     notes.append(f"timestamp unknown (benchmark results carry none): set to {UNKNOWN_TIMESTAMP}")
     uuid = workload_uuid or UNKNOWN_WORKLOAD

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..model.dtypes import TORCH_NAMES
+from ..model.dtypes import SHORT_NAMES, TORCH_NAMES
 from ..model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES, DTYPES, closest_definition_types
 from .rewrite import axis_value
 
@@ -28,13 +28,8 @@ class Normalised:
 # Other spellings of the canonical dtypes. None: a lossless rename. A string: the note that
 # says what is lost.
 DTYPE_SPELLINGS: dict[str, tuple[str, Optional[str]]] = {
-    # Kernel Signature (seed 001)
-    "fp32": ("float32", None),
-    "fp16": ("float16", None),
-    "bf16": ("bfloat16", None),
-    "fp8_e4m3": ("float8_e4m3", None),
-    "fp8_e5m2": ("float8_e5m2", None),
-    "fp4_e2m1": ("float4_e2m1", None),
+    # Kernel Signature (seed 001): fp32, bf16 ...
+    **{short: (canonical, None) for short, canonical in SHORT_NAMES.items()},
     # FlashInfer-Trace: DType.FLOAT8_E4M3FN = "float8_e4m3fn" (the torch name); the canonical
     # float8_e4m3 means the same OCP e4m3 "fn" encoding (no infinities).
     "float8_e4m3fn": ("float8_e4m3", None),

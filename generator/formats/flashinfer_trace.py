@@ -18,6 +18,7 @@ import ast
 import re
 from typing import Any, Optional
 
+from ..model.dtypes import SHORT_NAMES
 from ..model.layout import CANONICAL, Folder
 from ..model.schemas import DEFINITION_TYPE_ALIASES
 from .common import (DEF_FIELDS, DTYPE_SET, DTYPE_SPELLINGS, Normalised, canonical_axes, finish_definition,
@@ -27,7 +28,10 @@ FLASHINFER_TRACE = "FlashInfer-Trace"
 
 _TRACE_TOP = frozenset({"definition", "workload", "solution", "evaluation"})
 _EVAL_FIELDS = frozenset({"status", "log", "correctness", "performance", "environment", "timestamp", "seed"})
-_ENV_FIELDS = frozenset({"hardware", "libs", "cpu", "driver"})
+_ENV_FIELDS = frozenset({"hardware", "libs", "cpu", "driver", "provenance"})
+# A trace read from the dialect was measured elsewhere unless it says it was measured by our bench (an export of
+# ours read back): environment.provenance says so (generator/model/schema/trace.json).
+RECORDED = {"kind": "recorded", "tool": "FlashInfer-Trace"}
 _CORRECTNESS_FIELDS = frozenset({"max_absolute_error", "max_relative_error", "matched_ratio", "atol", "rtol",
                                  "input_sets"})
 _PERFORMANCE_FIELDS = frozenset({"latency_ms", "reference_latency_ms", "speedup_factor", "mean_ms", "min_ms",
@@ -134,7 +138,9 @@ def looks_flashinfer(data: dict) -> bool:
                 if spec.get("shape", []) is None or spec.get("description", "") is None:
                     return True
                 d = spec.get("dtype")
-                if isinstance(d, str) and d not in DTYPE_SET and d in DTYPE_SPELLINGS:
+                # torch's spellings (float8_e4m3fn ...), not the Kernel Signature's short ones (bf16 ...),
+                # which FlashInfer-Trace does not use either: those stay, for the schema check to report.
+                if isinstance(d, str) and d not in DTYPE_SET and d in DTYPE_SPELLINGS and d not in SHORT_NAMES:
                     return True
     axes = data.get("axes")
     if isinstance(axes, dict) and any(isinstance(a, dict) and "type" not in a for a in axes.values()):
@@ -325,7 +331,9 @@ def _environment(env: dict, notes: list[str]) -> dict:
             notes.append(f"environment.{k} dropped: the canonical environment has no such field")
     if isinstance(e.get("libs"), dict):
         e["libs"] = {k: v for k, v in e["libs"].items()}
-    return {k: e[k] for k in ("hardware", "libs", "cpu", "driver") if k in e}
+    if not isinstance(e.get("provenance"), dict):
+        e["provenance"] = dict(RECORDED)
+    return {k: e[k] for k in ("hardware", "libs", "cpu", "driver", "provenance") if k in e}
 
 
 def _correctness(corr: dict, notes: list[str]) -> dict:

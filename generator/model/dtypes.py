@@ -63,3 +63,8 @@ SAFETENSORS_DTYPES = {d.safetensors: d.name for d in _TABLE if d.safetensors}  #
 TORCH_NAMES = {d.name: f"torch.{d.torch}" for d in _TABLE if d.torch}
 # dtype -> torch attribute of the dtype a tensor of the definition's shape holds it in (packed float4 has none).
 TORCH_TENSOR_DTYPES = {d.name: d.torch for d in _TABLE if d.torch and not d.torch_packed}
+# Short spellings of the canonical dtypes (the legacy Kernel Signature format writes them): its reader renames them,
+# and a canonical or FlashInfer-Trace file that uses one gets the schema's error with the canonical name as the fix
+# (neither format has them).
+SHORT_NAMES = MappingProxyType({"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3",
+                                "fp8_e5m2": "float8_e5m2", "fp4_e2m1": "float4_e2m1"})

@@ -217,6 +217,28 @@ class Trace:
     def is_passed(self) -> bool:
         return self.status == "PASSED"
 
+    @property
+    def provenance_record(self) -> Optional[dict]:
+        """evaluation.environment.provenance (schema/trace.json), or None (parses the line only if it has one)."""
+        if '"provenance"' not in self.raw:
+            return None
+        env = (self.data.get("evaluation") or {}).get("environment")
+        p = env.get("provenance") if isinstance(env, dict) else None
+        return p if isinstance(p, dict) else None
+
+    @property
+    def provenance(self) -> str:
+        """How the result was produced, one of PROVENANCES: measured (by this project's bench), recorded (read
+        from another tool's records), unknown (no provenance: written before the bench recorded it)."""
+        p = self.provenance_record
+        kind = p.get("kind") if p else None
+        return kind if kind in ("measured", "recorded") else "unknown"
+
+
+# How a trace's result was produced (Trace.provenance); the bench names itself BENCH_TOOL in the measured ones.
+PROVENANCES = ("measured", "recorded", "unknown")
+BENCH_TOOL = "kerneltrace bench"
+
 
 @dataclass(frozen=True)
 class KernelCall:

@@ -15,7 +15,8 @@ from jsonschema import ValidationError
 
 from .diagnostics import ERROR, Diagnostic, make_pointer, pointer_to_path
 from .records import Source
-from .schemas import DEFINITION_TYPES, closest_definition_types, fast_check_for, validator_for
+from .dtypes import SHORT_NAMES
+from .schemas import DEFINITION_TYPES, DTYPES, closest_definition_types, fast_check_for, validator_for
 
 _TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",
                "number": "a number", "boolean": "true or false", "null": "null"}
@@ -48,6 +49,8 @@ def _close(word: str, choices) -> str:
     if tuple(choices) == DEFINITION_TYPES and isinstance(word, str):  # other tools' type names too
         types = closest_definition_types(word)
         return f"did you mean {' or '.join(repr(t) for t in types)}? " if types else ""
+    if tuple(choices) == DTYPES and isinstance(word, str) and word.lower() in SHORT_NAMES:  # bf16, fp16 ...
+        return f"did you mean '{SHORT_NAMES[word.lower()]}'? "
     by_lower = {str(c).lower(): str(c) for c in choices}
     near = difflib.get_close_matches(str(word).lower(), list(by_lower), n=1, cutoff=0.6)
     return f"did you mean '{by_lower[near[0]]}'? " if near else ""

@@ -8,23 +8,32 @@ from __future__ import annotations
 import functools
 from typing import Iterator
 
+from ..einsum import workload_counts
+from ..einsum.speed_of_light import speed_of_light
 from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.layout import CANONICAL
-from ..model.records import Trace
+from ..model.records import BENCH_TOOL, Trace
+from ..model.records import Definition
 from .common import error, orphan_error, path_parts, warning
 
 # Which evaluation parts each status carries: (correctness, performance).
 STATUS_FIELDS = {"PASSED": (True, True), "INCORRECT_NUMERICAL": (True, False)}
 NEITHER = (False, False)
 SPEEDUP_RTOL = 1e-3  # speedups are stored rounded; allow for it
+# A latency may equal its workload's speed-of-light time (the bench raises samples below it to it): only what
+# lies below it by more than float rounding is an error.
+FLOOR_RTOL = 1e-9
+MEASURE_CPU_PEAKS = "tests/benchmarks/measure_cpu_peaks.py"
 
 
 def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
     workloads = {(w.definition, w.uuid): w for w in ds.workloads}
+    floors = Floors(ds)
     for t in ds.traces:
         d = ds.definitions.get(t.definition)
+        yield from floors.check(t, d)
         if d is None:
             if problem := orphan_error(ds, t, "trace"):
                 yield problem
@@ -48,6 +57,7 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
                             "a trace's solution must implement its definition")
             yield from check_location(t, s.author, d.type if d else None)
         yield from check_evaluation(t)
+        yield from check_provenance(t)
 
 
 @functools.lru_cache(maxsize=65536)
@@ -91,3 +101,68 @@ def check_evaluation(t: Trace) -> Iterator[Diagnostic]:
             yield error(t, "/evaluation/performance/speedup_factor",
                         f"speedup_factor {t.speedup_factor:g} is not reference_latency_ms / latency_ms = {expected:g}",
                         "store speedup_factor = reference_latency_ms / latency_ms")
+
+
+def check_provenance(t: Trace) -> Iterator[Diagnostic]:
+    """Three provenances (Trace.provenance): measured by this project's bench, recorded from elsewhere, or unknown
+    (none: the traces written before the bench recorded it, all of them by this bench on a CPU, read as unknown
+    because nothing in them shows it). The schema checks the record's form; here, that 'measured' is the bench's."""
+    p = t.provenance_record
+    if p and p.get("kind") == "measured" and p.get("tool") != BENCH_TOOL:
+        yield error(t, "/evaluation/environment/provenance/tool",
+                    f"provenance 'measured' names the tool {p.get('tool')!r}: measured means by {BENCH_TOOL}",
+                    f"use kind 'recorded' for results measured by another tool, or measure it with {BENCH_TOOL}")
+
+
+class Floors:
+    """The physical checks of traces against the hardware they name: that the dataset has a spec of it (a
+    warning once per file and hardware name: without one the site has no speed of light to show and nothing is
+    checked), and that no latency lies below the workload's speed-of-light time on it (an error: no kernel beats
+    the machine's peak rates; the bench raises samples below it to it). Speed-of-light times come from
+    generator/einsum/speed_of_light.py, as the bench's floors do, one per (definition, workload axes, hardware)."""
+
+    def __init__(self, ds: Dataset):
+        self.ds = ds
+        self.specs: dict = {}  # hardware name -> spec or None
+        self.counts: dict = {}  # workload_counts' cache
+        self.sol_ms: dict = {}  # (definition, axes, hardware) -> ms, or None where it cannot be computed
+        self.unnamed: set = set()  # (file, hardware) already reported
+
+    def spec(self, name: str):
+        if name not in self.specs:
+            self.specs[name] = self.ds.hardware_spec(name)
+        return self.specs[name]
+
+    def check(self, t: Trace, d: Definition | None) -> Iterator[Diagnostic]:
+        spec = self.spec(t.hardware)
+        if spec is None:
+            if (t.source.path, t.hardware) not in self.unnamed:
+                self.unnamed.add((t.source.path, t.hardware))
+                yield warning(t, "/evaluation/environment/hardware",
+                              f"hardware '{t.hardware}' names no hardware spec: the speed of light of its results "
+                              f"cannot be computed (the site shows no SOL%) and their latencies are not checked "
+                              f"against it (every trace of this file on '{t.hardware}')",
+                              f"add {CANONICAL.hardware_file(t.hardware)} with the machine's peak_tflops per dtype and "
+                              f"memory_bandwidth_gb_s (see the specs beside it; {MEASURE_CPU_PEAKS} measures a CPU's), "
+                              f"or list '{t.hardware}' in the aliases of the spec of that machine")
+            return
+        if d is None or not t.latency_ms or d.name not in self.ds.einsums:
+            return
+        floor = self.floor_ms(d, t, spec)
+        if floor is not None and t.latency_ms < floor * (1 - FLOOR_RTOL):
+            yield error(t, "/evaluation/performance/latency_ms",
+                        f"latency_ms {t.latency_ms:.4g} is below this workload's speed-of-light time on {spec.name}, "
+                        f"{floor:.4g} ms ({floor / t.latency_ms:.3g}x the latency): no kernel runs faster than the "
+                        f"machine's peak rates allow",
+                        f"measure it with 'kerneltrace bench' on that machine; if the hardware spec's peaks are too "
+                        f"low, correct {CANONICAL.hardware_file(spec.name)}")
+
+    def floor_ms(self, d: Definition, t: Trace, spec) -> float | None:
+        axes = t.workload_axes if isinstance(t.workload_axes, dict) else {}
+        try:
+            key = (d.name, tuple(sorted(axes.items())), spec.name)
+            if key not in self.sol_ms:
+                self.sol_ms[key] = speed_of_light(workload_counts(self.ds, d, axes, self.counts), spec).t_sol_s * 1e3
+            return self.sol_ms[key]
+        except Exception:  # noqa: BLE001 - a cascade or axes that do not count are reported where they are
+            return None

@@ -19,7 +19,7 @@ def ssu_inputs(d, g):
     for batch, slots, H, G in ((1, 3, 16, 1), (2, 4, 8, 4)):
         dt = torch.randn(batch, H, generator=g) * 4.0
         dt[0, :4] = torch.tensor([30.0, 25.0, -30.0, 0.0])
-        inputs = {"state": bf16(torch.randn(slots, H, P, N, generator=g)),
+        inputs = {"state": torch.randn(slots, H, P, N, generator=g),  # float32, the model's SSM cache dtype
                   "x": bf16(torch.randn(batch, H, P, generator=g)),
                   "dt": bf16(dt),
                   "A": -(1.0 + 15.0 * torch.rand(H, generator=g)),
@@ -38,7 +38,7 @@ def ssu_shapes(d):
     ax = d["axes"]
     H, P, N, G = (ax[n]["value"] for n in ("nheads", "head_dim", "dstate", "ngroups"))
     for batch, slots in ((1, 2), (256, 320)):
-        yield (torch.empty(slots, H, P, N, dtype=torch.bfloat16), torch.empty(batch, H, P, dtype=torch.bfloat16),
+        yield (torch.empty(slots, H, P, N, dtype=torch.float32), torch.empty(batch, H, P, dtype=torch.bfloat16),
                torch.empty(batch, H, dtype=torch.bfloat16), torch.empty(H, dtype=torch.float32),
                torch.empty(batch, G, N, dtype=torch.bfloat16), torch.empty(batch, G, N, dtype=torch.bfloat16),
                torch.empty(H, dtype=torch.bfloat16), torch.empty(H, dtype=torch.bfloat16),
