@@ -25,6 +25,7 @@ RANK = {
     "bench": 4,
     "analyse": 5,
     "site": 6, "export": 6,
+    "kit": 7,  # the GPU kit runs before any wheel is installed: it imports no stage (test_the_kit_needs_only_the_standard_library)
 }
 TOP = 7  # cli.py, __main__.py and the package root: they call every stage
 
@@ -104,6 +105,20 @@ def test_the_imports_are_seen():
     # Known edges: if these are not found, the parser misses imports and the check above proves nothing.
     assert {("load", "formats"), ("validate", "load"), ("export", "validate"), ("site", "analyse"),
             ("load", "model"), ("", "load")} <= found
+
+
+def test_the_kit_needs_only_the_standard_library():
+    # run.py imports the kit on a bare GPU machine, before the kit's own wheels are installed.
+    outside = []
+    for path in sorted((GENERATOR / "kit").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module] if isinstance(node, ast.ImportFrom) else [])
+            outside += [f"kit/{path.name}:{node.lineno}: {n}" for n in names
+                        if n.split(".")[0] not in sys.stdlib_module_names]
+    assert outside == []
 
 
 def _plant(tmp_path: Path, rel: str, text: str) -> Path:
