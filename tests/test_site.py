@@ -453,7 +453,7 @@ def test_charts_are_drawn_by_the_site_itself(results_site):
 
 
 def test_models_page_shows_where_a_step_spends_its_time(tmp_path):
-    from generator.analyse.leaderboard import ModelEstimate
+    from generator.analyse.estimates import ModelEstimate
     from generator.site.render import _environment
 
     estimate = ModelEstimate("decode", "H100_SXM", 2, 3, 5, 6, 3.0, 2.0, 1.5,

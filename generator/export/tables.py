@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterable, Optional
 
 import pyarrow as pa
 
-from ..analyse.leaderboard import is_unstable
+from ..analyse.results import is_unstable
 from ..bench.inputs import input_recipes
 from ..model.dataset import Dataset
 from ..model.dtypes import DTYPE

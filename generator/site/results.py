@@ -18,9 +18,11 @@ from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
 
-from ..analyse.leaderboard import (AuthorRanking, Entry, HardwareSummary, LatestResult, Leaderboard,
-                                   ModelEstimate, Result, WorkloadRow, all_leaderboards, author_rankings,
-                                   hardware_summaries, latest_results, model_estimates)
+from ..analyse.estimates import ModelEstimate, model_estimates
+from ..analyse.hardware import HardwareSummary, hardware_summaries
+from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
+from ..analyse.rankings import AuthorRanking, author_rankings
+from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
 from .escape import escape_html, highlight_html
