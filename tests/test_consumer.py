@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.analyse.leaderboard import all_leaderboards, model_estimates
+from generator.analyse.estimates import model_estimates
+from generator.analyse.leaderboard import all_leaderboards
 from generator.bench import inputs as bench_inputs
 from generator.export import export_dataset
 from generator.load import DEFAULT_DATASET, load

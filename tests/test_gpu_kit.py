@@ -1,4 +1,4 @@
-"""The GPU kit (generator/kit.py, `kerneltrace kit`), tried on the CPU.
+"""The GPU kit (generator/kit/, `kerneltrace kit`), tried on the CPU.
 
 Nothing here downloads: `kit prepare` runs with --no-download and the wheelhouse holds one fake wheel
 built by the test (the real download for cp312 manylinux is checked by hand: `kerneltrace kit prepare

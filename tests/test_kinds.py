@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from generator.export.tables import CONFIG_NAMES
-from generator.load import LOADERS, _Loader
+from generator.load import LOADERS
 from generator.model.dataset import Dataset
 from generator.model.kinds import KIND_OF_FOLDER, KINDS
 from generator.model.layout import CANONICAL
@@ -20,7 +20,7 @@ def test_every_kind_has_its_parts():
         assert (SCHEMA_DIR / f"{kind.name}.json").is_file(), kind.name
         assert kind.folder in CANONICAL.folders and CANONICAL[kind.folder].loaded, kind.name
         assert kind.folder in fields, f"Dataset has no attribute {kind.folder} for {kind.name}"
-        assert callable(getattr(_Loader, LOADERS[kind.name])), kind.name
+        assert callable(LOADERS[kind.name]), kind.name
         assert callable(CHECKS[kind.name]), kind.name
     assert set(LOADERS) == set(CHECKS) == {k.name for k in KINDS}
     # Every folder the loader reads belongs to exactly one kind.

@@ -21,10 +21,13 @@ import math
 
 import pytest
 
-from generator.analyse.leaderboard import (NOT_RUN, all_leaderboards, author_rankings, competition_ranks,
-                                           curve_end, definition_leaderboards, fast_p, fast_p_curve, geomean,
-                                           hardware_summaries, kernel_speedup, latest_results, latest_traces,
-                                           median, model_estimates, solution_boards)
+from generator.analyse.estimates import kernel_speedup, model_estimates
+from generator.analyse.hardware import hardware_summaries
+from generator.analyse.latest import latest_traces
+from generator.analyse.leaderboard import all_leaderboards, definition_leaderboards, latest_results, solution_boards
+from generator.analyse.rankings import author_rankings
+from generator.analyse.results import NOT_RUN
+from generator.analyse.scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
 from generator.load import load
 from dataset_factory import DEFINITION, HARDWARE, SOLUTION, WORKLOAD, dump, dump_lines, write_dataset
 
@@ -224,7 +227,7 @@ def test_per_workload_rows(boards):
 
 
 def test_unstable_timings_are_marked_and_not_ranked(tmp_path):
-    from generator.analyse.leaderboard import is_unstable
+    from generator.analyse.results import is_unstable
 
     assert is_unstable({"latency_ms": 3.9, "p20_ms": 1.27, "p80_ms": 11.3, "min_ms": 1.0})  # host noise
     assert is_unstable({"latency_ms": 48.0, "p20_ms": 40.0, "p80_ms": 50.0, "min_ms": 0.1})  # a far-off fast sample

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from dataset_factory import TRACE, dump_lines, write_dataset
 
-import generator.load as loader
+import generator.load.builder as builder
+import generator.load.parallel as parallel
 from generator.load import LoadCache, load
 from generator.validate import validate
 
@@ -44,11 +45,11 @@ def test_trace_files_read_in_a_helper_process_give_the_same_dataset(tmp_path, mo
     root = traced_dataset(tmp_path / "dataset")
     plain = snapshot(load(root))
     assert any("invalid JSON" in d.message for d in plain[-1]) and any("MAYBE" in d.message for d in plain[-1])
-    monkeypatch.setattr(loader, "PARALLEL_BYTES", 0)
-    monkeypatch.setattr(loader, "_cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "PARALLEL_BYTES", 0)
+    monkeypatch.setattr(parallel, "cpus", lambda: 2)
     here = []  # files read in this process (the helper's own list stays in the helper)
-    real = loader._Loader.read_one
-    monkeypatch.setattr(loader._Loader, "read_one", lambda self, rel, fn: here.append(rel) or real(self, rel, fn))
+    real = builder.read_one
+    monkeypatch.setattr(builder, "read_one", lambda root, rel, *rest: here.append(rel) or real(root, rel, *rest))
     assert snapshot(load(root)) == plain
     traces = [rel for rel in here if rel.startswith("traces/")]
     assert 0 < len(traces) < 4, f"the helper process read none of the 4 trace files: {traces}"

@@ -432,7 +432,7 @@ def test_authors_hardware_and_home_pages(results_site):
 
 
 def test_hardware_names_of_any_kind_get_a_page(tmp_path):
-    from generator.site.results import hardware_slug
+    from generator.site.urls import hardware_slug
     assert hardware_slug("H100_SXM") == "H100_SXM"
     odd = hardware_slug("Intel(R) Xeon(R) Platinum 8480+ / 2 sockets")
     assert re.fullmatch(r"Intel-R-Xeon-R-Platinum-8480-2-sockets-[0-9a-f]{8}", odd)
@@ -453,18 +453,18 @@ def test_charts_are_drawn_by_the_site_itself(results_site):
 
 
 def test_models_page_shows_where_a_step_spends_its_time(tmp_path):
-    from generator.analyse.leaderboard import ModelEstimate
-    from generator.site.render import _environment
+    from generator.analyse.estimates import ModelEstimate
+    from generator.site.templates import environment
 
     estimate = ModelEstimate("decode", "H100_SXM", 2, 3, 5, 6, 3.0, 2.0, 1.5,
                              (("gemm_<x>", 4, 2.0, 1.5), ("norm", 1, 1.0, 0.5)))
-    page = _environment().get_template("models.md.j2").render(
+    page = environment().get_template("models.md.j2").render(
         coverage=[type("M", (), {"model": "m", "name": "m", "framework": "f", "description": "", "kernels": (),
                                  "missing": (), "stages": {}})()][:0], prefix="", estimates={}, dataset="dataset")
     assert "Where a step" not in page  # nothing to show without estimates
     from generator.analyse.coverage import ModelCoverage, StageCoverage
     m = ModelCoverage("m", "M", "f", "", (), {"decode": StageCoverage(1, 1, 1, 1), "prefill": StageCoverage(1, 1, 1, 1)})
-    page = _environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
+    page = environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
                                                                dataset="dataset")
     bar = re.search(r'<div class="kt-timebar-bar"[^>]*>(.*?)</div>', page).group(1)
     widths = re.findall(r'style="width: ([0-9.]+)%" title="([^"]*)"', bar)
@@ -552,7 +552,8 @@ def test_include_markers_in_contributor_code_stay_text(tmp_path):
 
 
 def test_a_formula_block_in_a_description_renders_as_escaped_pre():
-    from generator.site.items import environment, summary
+    from generator.site.prose import summary
+    from generator.site.templates import environment
 
     text = ("Routed experts of one token. Weighted sum.\n\n"
             "    out[t] = Σ_k w[t,k] · W2[e_k] (silu(W1[e_k] x_t) ⊙ W3[e_k] x_t)\n"

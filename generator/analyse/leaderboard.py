@@ -27,269 +27,25 @@ pages all read from here, so no number is computed twice or in a template. The r
   rate; solutions equal on both share a rank (1, 1, 3), listed by name.
 - **Authors.** Per hardware, over all workloads of every definition with results there: on each
   workload an author counts with their best correct solution. Ranked by fast_1, then geomean speedup.
+
+This module builds the boards; beside it: scores.py (the arithmetic), results.py (what a board holds),
+latest.py (which traces count), rankings.py (authors), hardware.py (summaries), estimates.py (models).
 """
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import json
-import math
 from collections import defaultdict
 from dataclasses import dataclass, replace
-from functools import cached_property, lru_cache
-from datetime import datetime
-from typing import Iterable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
-from ..model.layout import CANONICAL
 from ..model.dataset import Dataset
-from ..model.records import HardwareSpec, Trace
-from ..model.stability import spread_is_unstable
-
-BASELINE_AUTHOR = "baseline"
-PASSED = "PASSED"
-NOT_RUN = "NOT_RUN"  # status shown for a workload a solution has no trace for
-# Speedups within this relative tolerance are equal (geomeans of equal ratios can differ in the last bits).
-TIE_TOLERANCE = 1e-9
-# The fast_p curves run from p = 0 to a little past the largest speedup, and at least to this.
-CURVE_MIN_END = 2.0
-CURVE_MARGIN = 1.1
-
-
-# -- scores (pure arithmetic) -------------------------------------------------------------------
-
-def geomean(values: Iterable[float]) -> Optional[float]:
-    """Geometric mean of positive numbers; None for none."""
-    logs = [math.log(v) for v in values]
-    return math.exp(math.fsum(logs) / len(logs)) if logs else None
-
-
-def median(values: Iterable[float]) -> Optional[float]:
-    ordered = sorted(values)
-    n = len(ordered)
-    if not n:
-        return None
-    mid = n // 2
-    return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2
-
-
-def fast_p(speedups: Sequence[Optional[float]], total: int, p: float) -> float:
-    """Share of `total` workloads where the solution is correct and its speedup is > p.
-
-    `speedups` holds one item per workload the solution got right: its speedup, or None where
-    none is known (no baseline result); every other workload of `total` was failed or not run.
-    """
-    if total <= 0:
-        return 0.0
-    return sum(1 for s in speedups if s is not None and s > p) / total
-
-
-def fast_p_curve(speedups: Sequence[Optional[float]], total: int, end: float) -> tuple[tuple[float, float], ...]:
-    """fast_p as a step function of p on [0, end]: (p, fast_p(p)) at 0, at every distinct speedup
-    (where it drops, since the comparison is strict) and at `end`; plot with horizontal-then-vertical steps."""
-    known = sorted(s for s in speedups if s is not None)
-    points = sorted({0.0, *(s for s in known if s < end), end})
-    if total <= 0:
-        return tuple((p, 0.0) for p in points)
-    # fast_p at each point, from the sorted speedups (n log n: speedups are mostly distinct)
-    return tuple((p, (len(known) - bisect.bisect_right(known, p)) / total) for p in points)
-
-
-def curve_end(speedups: Iterable[Optional[float]]) -> float:
-    """Where fast_p curves stop: past the largest speedup, at least CURVE_MIN_END, on a round 0.5 step."""
-    largest = max((s for s in speedups if s is not None), default=0.0)
-    return max(CURVE_MIN_END, math.ceil(largest * CURVE_MARGIN * 2) / 2)
-
-
-def competition_ranks(keys: Sequence[tuple[Optional[float], ...]]) -> list[int]:
-    """Ranks 1, 1, 3, ... for `keys` already in ranking order; equal keys (within TIE_TOLERANCE,
-    None equal to None) share a rank."""
-    ranks: list[int] = []
-    for i, key in enumerate(keys):
-        if i and _same(key, keys[i - 1]):
-            ranks.append(ranks[-1])
-        else:
-            ranks.append(i + 1)
-    return ranks
-
-
-def _same(a: tuple, b: tuple) -> bool:
-    for x, y in zip(a, b):
-        if x is None or y is None:
-            if x is not y:
-                return False
-        elif not math.isclose(x, y, rel_tol=TIE_TOLERANCE, abs_tol=0.0):
-            return False
-    return True
-
-
-# -- records ------------------------------------------------------------------------------------
-
-def is_unstable(performance: Mapping) -> bool:
-    """Whether a trace's timing is too noisy to rank: the bench's own `unstable` mark when present, else
-    the bench's rule applied to the statistics the trace recorded; a trace without them cannot be
-    judged and counts as stable."""
-    if not performance:
-        return False
-    if "unstable" in performance:
-        return bool(performance["unstable"])
-    median, p20, p80, fastest = (performance.get(k) for k in ("latency_ms", "p20_ms", "p80_ms", "min_ms"))
-    if not all(isinstance(v, (int, float)) for v in (median, p20, p80, fastest)):
-        return False
-    return spread_is_unstable(median, p20, p80, fastest)
-
-
-@dataclass(frozen=True)
-class Result:
-    """One solution on one workload on one hardware: what its latest trace says (or that it has none)."""
-
-    solution: str
-    workload: str
-    status: str  # the trace's status, or NOT_RUN
-    latency_ms: Optional[float]  # PASSED only
-    speedup: Optional[float]  # over the baseline: PASSED and stable, and the baseline passed this workload stably
-    max_absolute_error: Optional[float]
-    max_relative_error: Optional[float]
-    samples: Optional[int]  # timing samples behind latency_ms, where the trace recorded them
-    log: str
-    timestamp: str
-    trace_path: str  # where the trace lives, "file:line" ("" when not run)
-    sol_percent: Optional[float] = None  # T_SOL / latency on this hardware (PASSED, with a cascade and a spec)
-    unstable: bool = False  # PASSED, but the timing is too noisy to rank
-    spread: Optional[tuple[float, float]] = None  # (p20, p80) of the timing samples, ms, where recorded
-    environment: tuple[tuple[str, str], ...] = ()  # the trace's environment, flattened ("libs.torch", "2.13")
-    timer: str = ""
-    speedup_recorded: bool = False  # speedup is the trace's own speedup_factor (no baseline result here)
-
-    @property
-    def passed(self) -> bool:
-        return self.status == PASSED
-
-    @property
-    def ran(self) -> bool:
-        return self.status != NOT_RUN
-
-    @property
-    def failed(self) -> bool:
-        return self.status not in (PASSED, NOT_RUN)
-
-    @property
-    def ranked(self) -> bool:
-        """Passed with a timing stable enough to count in scores."""
-        return self.passed and not self.unstable
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One solution's row in a leaderboard."""
-
-    rank: int
-    solution: str
-    author: str
-    language: str
-    is_baseline: bool
-    known: bool  # the dataset has the solution (traces may name one that is gone)
-    workloads: int  # all workloads of the definition on this hardware
-    passed: int
-    failed: int  # ran and did not pass
-    not_run: int
-    pass_rate: Optional[float]  # passed / ran; None when it ran nothing
-    failures: tuple[tuple[str, int], ...]  # (status, count) per failure kind, by status
-    unstable: int  # passed workloads whose timing is too noisy to rank
-    geomean_speedup: Optional[float]
-    fast_1: float
-    best_latency_ms: Optional[float]
-    median_latency_ms: Optional[float]
-    samples: int  # timing samples behind the latencies (a result that did not record it counts once)
-    sol_percent: Optional[float]  # geometric mean of T_SOL / latency over the passed workloads that have one
-    traces: int  # every trace of the solution on this hardware, older ones included
-    updated: str  # timestamp of its newest trace on this hardware
-    curve: tuple[tuple[float, float], ...]
-    recorded_speedups: int = 0  # speedups taken from the traces' own speedup_factor (no baseline result)
-
-
-@dataclass(frozen=True)
-class WorkloadRow:
-    """One workload of a leaderboard: its axes, the baseline's latency, every ranked solution's result."""
-
-    uuid: str
-    axes: tuple[tuple[str, object], ...]  # the definition's variable axes and their values (None: not given)
-    baseline_latency_ms: Optional[float]
-    baseline_stable: bool  # the baseline passed with a stable timing (speedups are known here)
-    results: tuple[Result, ...]  # one per entry, in ranking order
-
-
-@dataclass(frozen=True)
-class Leaderboard:
-    definition: str
-    hardware: str
-    baseline: Optional[str]  # the baseline solution's name; None: no speedups on this hardware
-    workloads: tuple[str, ...]
-    entries: tuple[Entry, ...]
-    rows: tuple[WorkloadRow, ...]
-    curve_end: float
-
-    def entry(self, solution: str) -> Optional[Entry]:
-        return next((e for e in self.entries if e.solution == solution), None)
-
-    def results_of(self, solution: str) -> tuple[Result, ...]:
-        """The solution's result on every workload, in workload order."""
-        index = next((i for i, e in enumerate(self.entries) if e.solution == solution), None)
-        return () if index is None else tuple(row.results[index] for row in self.rows)
-
-    # What the pages over all definitions take from each board, kept with it: a board that did not
-    # change (serve's quick rebuilds keep them) is not gone through again.
-    @cached_property
-    def author_best(self) -> dict[str, tuple[set, dict[tuple[str, str], Optional[float]]]]:
-        """Author -> (their solutions here, (definition, workload) -> best known speedup of theirs, or None
-        when correct without one)."""
-        out: dict[str, tuple[set, dict]] = {}
-        for i, e in enumerate(self.entries):
-            solutions, best = out.setdefault(e.author, (set(), {}))
-            solutions.add(e.solution)
-            for row in self.rows:
-                r = row.results[i]
-                if not r.passed:
-                    continue
-                key = (self.definition, row.uuid)
-                held = best.get(key, "absent")
-                if held == "absent" or (r.speedup is not None and (held is None or r.speedup > held)):
-                    best[key] = r.speedup
-        return out
-
-    @cached_property
-    def kernel_speedup(self) -> Optional[tuple[float, float]]:
-        return kernel_speedup(self)
-
-
-@dataclass(frozen=True)
-class AuthorEntry:
-    rank: int
-    author: str
-    solutions: int  # solutions with results on this hardware
-    definitions: int  # definitions they have results for
-    solved: int  # workloads where one of their solutions is correct
-    workloads: int  # all workloads on this hardware (the same for every author)
-    geomean_speedup: Optional[float]  # over the solved workloads, best solution per workload
-    fast_1: float
-    curve: tuple[tuple[float, float], ...]
-
-
-@dataclass(frozen=True)
-class AuthorRanking:
-    hardware: str
-    definitions: int  # definitions with results on this hardware
-    workloads: int
-    entries: tuple[AuthorEntry, ...]
-    curve_end: float
-
-
-@dataclass(frozen=True)
-class HardwareSummary:
-    name: str
-    spec: Optional[HardwareSpec]
-    traces: int
-    leaderboards: tuple[Leaderboard, ...]  # definitions with results on it, by name
+from ..model.layout import CANONICAL
+from ..model.records import Trace
+from .latest import by_hardware_name, instant, latest_traces, trace_order
+from .results import (BASELINE_AUTHOR, NOT_RUN, PASSED, Entry, Leaderboard, Result, WorkloadRow, is_unstable)
+from .scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
 
 
 @dataclass(frozen=True)
@@ -302,42 +58,7 @@ class LatestResult:
     solutions: int  # in that leaderboard
 
 
-# -- grouping -----------------------------------------------------------------------------------
-
-@lru_cache(maxsize=65536)  # a run's traces share a few timestamps
-def _instant(timestamp: str) -> float:
-    """Seconds since the epoch of an RFC 3339 timestamp (Z or an offset; the schema requires one)."""
-    try:
-        moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        return float("-inf")
-    return moment.timestamp() if moment.tzinfo else float("-inf")
-
-
-def _order(trace: Trace) -> tuple:
-    return (_instant(trace.timestamp), trace.timestamp, trace.source.path, trace.source.line)
-
-
-def hardware_name(ds: Dataset, name: str) -> str:
-    """The name results on `name` are filed under: the hardware spec's name when `name` is one of its aliases."""
-    spec = ds.hardware_spec(name)
-    return spec.name if spec is not None else name
-
-
-def latest_traces(ds: Dataset, traces: Iterable[Trace]) -> dict[tuple[str, str, str], Trace]:
-    """The latest trace per (solution, workload uuid, hardware name)."""
-    latest: dict[tuple[str, str, str], Trace] = {}
-    names: dict[str, str] = {}
-    for t in traces:
-        hw = names.get(t.hardware)
-        if hw is None:
-            hw = names[t.hardware] = hardware_name(ds, t.hardware)
-        key = (t.solution, t.workload_uuid, hw)
-        held = latest.get(key)
-        if held is None or _order(t) > _order(held):
-            latest[key] = t
-    return latest
-
+# -- results ------------------------------------------------------------------------------------
 
 def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     s = ds.solutions.get(solution)
@@ -346,16 +67,12 @@ def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     return CANONICAL.trace_author(trace.source.path) if trace is not None else ""
 
 
-_ENVIRONMENTS: dict[str, tuple[tuple[str, str], ...]] = {}  # most traces share a handful of environments
-
-
-def _environment(env: Mapping) -> tuple[tuple[str, str], ...]:
+def _environment(env: Mapping, seen: dict[str, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+    """`env` flattened; `seen` holds those already flattened (a board's traces share a handful of environments)."""
     key = repr(env)
-    found = _ENVIRONMENTS.get(key)
+    found = seen.get(key)
     if found is None:
-        if len(_ENVIRONMENTS) > 10_000:
-            _ENVIRONMENTS.clear()
-        found = _ENVIRONMENTS[key] = _flatten(env)
+        found = seen[key] = _flatten(env)
     return found
 
 
@@ -370,8 +87,9 @@ def _flatten(env: Mapping) -> tuple[tuple[str, str], ...]:
 
 
 def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: Optional[float],
-            recorded_ok: bool = False) -> Result:
+            environments: dict, recorded_ok: bool = False) -> Result:
     """`baseline_ms`: the baseline's stable latency on this workload (None: no speedup).
+    `environments`: the board's flattened environments so far (see _environment).
     `recorded_ok`: there is no baseline on this hardware at all, so the speedup the trace recorded
     against its own reference run is used (marked)."""
     if trace is None:
@@ -399,7 +117,7 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
         samples=perf.get("samples") if passed else None, log=ev.get("log") or "", timestamp=trace.timestamp,
         trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable,
         spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
-        environment=_environment(ev.get("environment") or {}), timer=str(perf.get("timer", "")),
+        environment=_environment(ev.get("environment") or {}, environments), timer=str(perf.get("timer", "")),
         speedup_recorded=speedup_recorded,
     )
 
@@ -440,14 +158,10 @@ def definition_leaderboards(ds: Dataset, definition: str,
     latest = latest_traces(ds, traces)
     counts: dict[tuple[str, str], int] = defaultdict(int)  # (solution, hardware) -> traces
     newest: dict[tuple[str, str], Trace] = {}
-    names: dict[str, str] = {}
-    for t in traces:
-        hw = names.get(t.hardware)
-        if hw is None:
-            hw = names[t.hardware] = hardware_name(ds, t.hardware)
+    for hw, t in by_hardware_name(ds, traces):
         counts[(t.solution, hw)] += 1
         held = newest.get((t.solution, hw))
-        if held is None or _order(t) > _order(held):
+        if held is None or trace_order(t) > trace_order(held):
             newest[(t.solution, hw)] = t
     updated = {key: t.timestamp for key, t in newest.items()}
     by_hw: dict[str, dict[tuple[str, str], Trace]] = defaultdict(dict)
@@ -522,15 +236,17 @@ def _leaderboard(ds: Dataset, definition: str, hw: str, latest: Mapping[tuple[st
     order = list(axes_of)
     solutions = sorted({s for (s, _) in latest})
     baseline = _baseline(ds, solutions, order, latest)
+    environments: dict = {}
     shown_ms: dict[str, Optional[float]] = {}  # the baseline's latency where it passed
     baseline_ms: dict[str, Optional[float]] = {}  # ... and was stable: the speedups' denominator
     for wl in order:
-        r = _result(baseline, wl, latest.get((baseline, wl)), None) if baseline else None
+        r = _result(baseline, wl, latest.get((baseline, wl)), None, environments) if baseline else None
         shown_ms[wl] = r.latency_ms if r is not None and r.passed else None
         baseline_ms[wl] = shown_ms[wl] if r is not None and r.ranked else None
 
     t_sol = _t_sol_by_workload(ds, definition, hw, axes_of)
-    results = {s: [_with_sol(_result(s, wl, latest.get((s, wl)), baseline_ms[wl], baseline is None), t_sol.get(wl))
+    results = {s: [_with_sol(_result(s, wl, latest.get((s, wl)), baseline_ms[wl], environments, baseline is None),
+                              t_sol.get(wl))
                    for wl in order]
                for s in solutions}
     end = curve_end(r.speedup for rs in results.values() for r in rs)
@@ -557,65 +273,6 @@ def all_leaderboards(ds: Dataset) -> dict[str, tuple[Leaderboard, ...]]:
     return {name: definition_leaderboards(ds, name, by_def.get(name, ())) for name in sorted(ds.definitions)}
 
 
-# -- authors ------------------------------------------------------------------------------------
-
-def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> tuple[AuthorRanking, ...]:
-    """Per hardware (by name), authors ranked over every workload of every definition with results there."""
-    by_hw: dict[str, list[Leaderboard]] = defaultdict(list)
-    for name in sorted(boards):
-        for lb in boards[name]:
-            by_hw[lb.hardware].append(lb)
-    rankings = []
-    for hw in sorted(by_hw):
-        lbs = by_hw[hw]
-        total = sum(len(lb.workloads) for lb in lbs)
-        # author -> (definition, workload) -> best known speedup, or None when correct without one
-        best: dict[str, dict[tuple[str, str], Optional[float]]] = defaultdict(dict)
-        solutions: dict[str, set[str]] = defaultdict(set)
-        definitions: dict[str, set[str]] = defaultdict(set)
-        for lb in lbs:
-            for author, (theirs, speedups) in lb.author_best.items():
-                solutions[author].update(theirs)
-                definitions[author].add(lb.definition)
-                best[author].update(speedups)  # a board's keys are its own definition's
-        all_speedups = [s for per in best.values() for s in per.values()]
-        end = curve_end(all_speedups)
-        unranked = []
-        for author in sorted(solutions):
-            speedups = list(best[author].values())
-            unranked.append(dict(
-                author=author, solutions=len(solutions[author]), definitions=len(definitions[author]),
-                solved=len(speedups), workloads=total,
-                geomean_speedup=geomean(s for s in speedups if s is not None),
-                fast_1=fast_p(speedups, total, 1.0), curve=fast_p_curve(speedups, total, end)))
-        unranked.sort(key=lambda e: (-e["fast_1"], e["geomean_speedup"] is None, -(e["geomean_speedup"] or 0.0),
-                                     e["author"]))
-        ranks = competition_ranks([(e["fast_1"], e["geomean_speedup"]) for e in unranked])
-        entries = tuple(AuthorEntry(rank=r, **e) for r, e in zip(ranks, unranked))
-        rankings.append(AuthorRanking(hw, len(lbs), total, entries, end))
-    return tuple(rankings)
-
-
-# -- hardware, solutions, latest ----------------------------------------------------------------
-
-def hardware_summaries(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> tuple[HardwareSummary, ...]:
-    """Every hardware: each spec in the dataset and each name traces ran on, by name."""
-    traces: dict[str, int] = defaultdict(int)
-    names: dict[str, str] = {}
-    for t in ds.traces:
-        hw = names.get(t.hardware)
-        if hw is None:
-            hw = names[t.hardware] = hardware_name(ds, t.hardware)
-        traces[hw] += 1
-    by_hw: dict[str, list[Leaderboard]] = defaultdict(list)
-    for name in sorted(boards):
-        for lb in boards[name]:
-            by_hw[lb.hardware].append(lb)
-    every = sorted(set(ds.hardware) | set(traces))
-    return tuple(HardwareSummary(hw, ds.hardware.get(hw), traces.get(hw, 0), tuple(by_hw.get(hw, ())))
-                 for hw in every)
-
-
 def solution_boards(boards: Sequence[Leaderboard], solution: str) -> tuple[Leaderboard, ...]:
     """The leaderboards (of its definition) the solution appears in, by hardware."""
     return tuple(lb for lb in boards if lb.entry(solution) is not None)
@@ -624,83 +281,7 @@ def solution_boards(boards: Sequence[Leaderboard], solution: str) -> tuple[Leade
 def latest_results(boards: Mapping[str, Sequence[Leaderboard]], limit: int = 10) -> tuple[LatestResult, ...]:
     """The `limit` (solution, hardware) standings with the newest traces, newest first."""
     every = [(lb, e) for name in sorted(boards) for lb in boards[name] for e in lb.entries]
-    newest = heapq.nlargest(limit, every, key=lambda item: (_instant(item[1].updated), item[1].updated))
+    newest = heapq.nlargest(limit, every, key=lambda item: (instant(item[1].updated), item[1].updated))
     return tuple(LatestResult(lb.definition, lb.hardware, e, len(lb.entries)) for lb, e in newest)
 
 
-# -- models -------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ModelEstimate:
-    """What one step of a model would gain on one hardware if every kernel used its best passing solution.
-
-    Per kernel with a baseline result on the hardware: its time is the median of the baseline's
-    latencies over the workloads, and its speedup the geometric mean over those workloads of the
-    baseline's latency over the best passing latency (the baseline's own when nothing beats it).
-    The step's estimate weighs each kernel's time by how often the step calls it:
-    sum(count x time) / sum(count x time / speedup). Kernels without a baseline result there are
-    left out and counted in `calls` vs `step_calls`.
-    """
-
-    stage: str
-    hardware: str
-    kernels: int  # kernels of the step with a baseline result on this hardware
-    step_kernels: int  # distinct kernels the step calls
-    calls: int  # calls per step those kernels account for
-    step_calls: int
-    baseline_ms: float  # sum of count x baseline time, per step
-    best_ms: float  # the same with every kernel at its best solution
-    speedup: float
-    parts: tuple[tuple[str, int, float, float], ...] = ()  # per kernel: (id, calls, baseline ms, best ms) per step
-
-
-def kernel_speedup(lb: Leaderboard) -> Optional[tuple[float, float]]:
-    """(baseline time in ms, speedup of the best passing solutions) of a definition on one hardware;
-    None without a baseline result."""
-    times, ratios = [], []
-    for row in lb.rows:
-        base = row.baseline_latency_ms
-        if base is None or not row.baseline_stable:
-            continue
-        best = min([base, *(r.latency_ms for r in row.results if r.ranked and r.latency_ms)])
-        times.append(base)
-        ratios.append(base / best)
-    if not times:
-        return None
-    return median(times), geomean(ratios)
-
-
-def model_estimates(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> dict[str, tuple[ModelEstimate, ...]]:
-    """Per calling record (by file stem): an estimate per step (decode, prefill) and hardware with results."""
-    kernel_on: dict[tuple[str, str], tuple[float, float]] = {}
-    for name, lbs in boards.items():
-        for lb in lbs:
-            found = lb.kernel_speedup
-            if found is not None:
-                kernel_on[(name, lb.hardware)] = found
-    hardware = sorted({hw for (_, hw) in kernel_on})
-    out: dict[str, tuple[ModelEstimate, ...]] = {}
-    for record_name, record in sorted(ds.models.items()):
-        estimates = []
-        for stage in ("decode", "prefill"):
-            calls = [(k.id, k.count) for k in record.kernels if k.stage in (None, stage)]
-            step_kernels = len({kid for kid, _ in calls})
-            step_calls = sum(c for _, c in calls)
-            for hw in hardware:
-                known = [(kid, c, kernel_on[(kid, hw)]) for kid, c in calls if (kid, hw) in kernel_on]
-                if not known:
-                    continue
-                base = math.fsum(c * t for _, c, (t, _) in known)
-                best = math.fsum(c * t / s for _, c, (t, s) in known)
-                per_kernel: dict[str, list] = {}
-                for kid, c, (t, s) in known:
-                    part = per_kernel.setdefault(kid, [kid, 0, 0.0, 0.0])
-                    part[1] += c
-                    part[2] += c * t
-                    part[3] += c * t / s
-                parts = tuple(sorted((tuple(p) for p in per_kernel.values()), key=lambda p: (-p[3], p[0])))
-                estimates.append(ModelEstimate(stage, hw, len(per_kernel), step_kernels,
-                                               sum(c for _, c, _ in known), step_calls, base, best,
-                                               base / best if best > 0 else 1.0, parts))
-        out[record_name] = tuple(estimates)
-    return out

@@ -16,8 +16,9 @@ import yaml
 from ..model.dataset import Dataset
 from ..bench.inputs import DISTRIBUTIONS
 from ..model.dtypes import TORCH_TENSOR_DTYPES
-from .roofline_card import roofline_card_section
-from .tables import CONFIGS, Config
+from .columns import Config
+from .roofline_table import roofline_card_section
+from .tables import CONFIGS
 
 LICENSE = "cc-by-4.0"
 TAGS = ("gpu", "kernels", "cuda", "triton", "llm-inference", "benchmark")

@@ -36,7 +36,7 @@ from ..model.fileio import dump_document, dump_line
 from ..model.layout import CANONICAL
 from ..model.records import Definition, Solution, Trace, Workload
 from ..model.schemas import DEFINITION_TYPE_ALIASES
-from .tables import EDITOR_KEYS
+from .columns import EDITOR_KEYS
 
 LANGUAGES = frozenset({"python", "triton", "cpp", "cuda", "tilelang"})
 BINDINGS = frozenset({None, "torch", "tvm-ffi"})

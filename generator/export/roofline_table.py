@@ -4,8 +4,7 @@ One row per workload of every definition with an Einsum cascade, per hardware sp
 peak rate for its dtypes. The numbers come from `analyse.roofline.roofline_rows`, the function
 the site's Speed of light section renders, so the export and the site cannot disagree. This is
 a derived table: its rows are computed from the definitions, workloads, Einsum cascades and
-hardware specs, not read from a record file. Its card section is in roofline_card.py (the card
-cannot import this module: tables.py registers it).
+hardware specs, not read from a record file. The card's section about it is here too.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ import pyarrow as pa
 
 from ..analyse.roofline import roofline_rows
 from ..model.dataset import Dataset
-from .tables import JSON, Column, Config
+from .columns import JSON, Column, Config
 
 
 @dataclass(frozen=True)
@@ -75,3 +74,38 @@ ROOFLINE = Config(
     sort_key=lambda r: (r.data["definition"], r.order, r.data["hardware"]),
     constants={},
 )
+
+
+def roofline_card_section(repo_id: str, has_rows: bool, has_traces: bool) -> str:
+    """The card's "Speed of light" section: what the numbers are, and how to use them ('' without rows)."""
+    if not has_rows:
+        return ""
+    text = f"""## Speed of light
+
+The `roofline` config holds, for every workload and every hardware spec, what the definition's Einsum
+cascade counts (MACs, element-wise operations, FLOPs, minimum bytes) and the speed-of-light time
+`t_sol_s = max(FLOPs / peak rate for each Einsum's dtype, min_bytes / memory bandwidth)`, with the
+bound that binds. It is computed by the same code as the site's Speed of light section and as
+`kerneltrace roofline`; caches, launch overhead and data-dependent control are left out, so no
+kernel can be faster, and real ones are slower.
+
+```python
+from datasets import load_dataset
+
+roofline = load_dataset("{repo_id}", "roofline", split="train").to_pandas()
+print(roofline.groupby("bound").size().to_string())
+print(roofline.sort_values("t_sol_s").tail(3)[["definition", "hardware", "flops", "min_bytes", "t_sol_s", "bound"]])
+```"""
+    if has_traces:
+        text += f"""
+
+A measured latency over `t_sol_s` says how far a solution is from the speed of light (the site's SOL%):
+
+```python
+traces = load_dataset("{repo_id}", "traces", split="train").to_pandas()
+passed = traces[traces["status"] == "PASSED"]
+sol = passed.merge(roofline[["workload_uuid", "hardware", "t_sol_s"]], on=["workload_uuid", "hardware"])
+sol["sol_percent"] = 100 * sol["t_sol_s"] / (sol["latency_ms"] / 1e3)
+print(sol[["definition", "solution", "hardware", "latency_ms", "sol_percent"]].head().to_string())
+```"""
+    return text

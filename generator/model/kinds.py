@@ -1,7 +1,7 @@
 """The registry of record kinds: every list of kinds in the generator is read from KINDS.
 
 A kind is its schema (schema/<name>.json), its record class (records.py), its layout folder
-(layout.CANONICAL), its checks (validate: CHECKS[name]), its loader (load: LOADERS[name]) and
+(layout.CANONICAL), its checks (validate: CHECKS[name]), its loader (load: @loads(name)) and
 one entry here. The schema reference, the loader, the validator and the Hub export take their
 lists of kinds from this table; tests/test_kinds.py checks that every kind has all its parts.
 """

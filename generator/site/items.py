@@ -8,24 +8,18 @@ index one small entry: its name and prose, never its tables.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterator, Mapping, Optional
-from urllib.parse import quote
 
 import jinja2
-from markupsafe import Markup
 
 from ..model.dataset import Dataset
-from .escape import highlight_html
-from .rows import board_rows, fmt_spread, solution_rows, trace_details
-from .results import (DRAFT_TAG, SiteResults, definition_results, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct,
-                      fmt_speedup, fmt_value, fmt_when, hardware_context, hardware_page, html_link, solution_context,
-                      solution_page, sort_key, trend)
+from .prose import paragraphs
+from .results import DRAFT_TAG, SiteResults, definition_results, hardware_context, solution_context
+from .templates import environment
+from .urls import hardware_part_pages, html_link, solution_page
 
 HARDWARE_ROWS_PER_PAGE = 250  # keeps a machine's page small at any dataset size
-_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")  # keeps the next block's indent: 4 spaces mark a formula
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 @dataclass(frozen=True)
@@ -38,53 +32,6 @@ class Item:
     search_text: str  # plain text: name and prose
     boost: float = 1.0  # search ranking weight (drafts below verified kernels)
     definition: str = ""  # the definition whose data it shows ("": a page over all of them)
-
-
-def blocks(text: object) -> list[tuple[bool, str]]:
-    """A contributor's text as (is_formula, text) blocks, blank-line separated. A block whose every line
-    is indented by 4 spaces is a formula (as in Markdown's code blocks): its lines are kept as written,
-    less the indent. Any other block is prose, its lines joined with plain spaces."""
-    value = str(text).replace("\r\n", "\n").replace("\r", "\n").strip("\n").rstrip()
-    out = []
-    for raw in _BLANK_LINES.split(value):
-        lines = [line for line in raw.split("\n") if line.strip()]
-        if lines and all(line.startswith("    ") for line in lines):
-            out.append((True, "\n".join(line[4:].rstrip() for line in lines)))
-        elif lines:
-            out.append((False, " ".join(line.strip() for line in lines)))
-    return out
-
-
-def paragraphs(text: object) -> list[str]:
-    """The prose paragraphs of a contributor's text (formula blocks left out: search and summaries are prose)."""
-    return [p for is_formula, p in blocks(text) if not is_formula]
-
-
-def summary(text: str, limit: int = 100) -> str:
-    """The first sentence of a description (at most `limit` characters)."""
-    first = paragraphs(text)
-    if not first:
-        return ""
-    sentence = _SENTENCE_END.split(first[0], 1)[0]
-    return sentence if len(sentence) <= limit else sentence[:limit - 1].rstrip() + "…"
-
-
-def anchor_id(text: str) -> str:
-    return re.sub(r"[^a-z0-9_-]+", "-", str(text).lower()).strip("-") or "page"
-
-
-def environment() -> jinja2.Environment:
-    from .render import TEMPLATE_DIR
-
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
-                             autoescape=True, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(
-        paragraphs=paragraphs, blocks=blocks, anchorid=anchor_id, url=lambda path: quote(str(path)), ms=fmt_ms, speedup=fmt_speedup,
-        pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key, trend=trend, value=fmt_value,
-        spread=fmt_spread, when=fmt_when, board_rows=board_rows, solution_rows=solution_rows,
-        trace_details=trace_details,
-        highlight=lambda code, path="", language="": Markup(highlight_html(code, path, language)))
-    return env
 
 
 def is_draft(tags) -> bool:
@@ -118,9 +65,8 @@ def hardware_items(ds: Dataset, results: SiteResults, dataset_label: str, env: j
     for summary_ in results.hardware:
         context = hardware_context(ds, summary_)
         rows = context.pop("rows")
-        base = html_link(hardware_page(summary_.name))
         n = max(1, -(-len(rows) // HARDWARE_ROWS_PER_PAGE))
-        parts = [base] + [base[:-5] + f"-{k}.html" for k in range(2, n + 1)]
+        parts = hardware_part_pages(summary_.name, n)
         for k in range(n):
             chunk = rows[k * HARDWARE_ROWS_PER_PAGE:(k + 1) * HARDWARE_ROWS_PER_PAGE]
             body = template.render(root="../", dataset=dataset_label, rows=chunk, total=len(rows), part=k + 1, pages=n,

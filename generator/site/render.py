@@ -13,21 +13,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
-from urllib.parse import quote
-
-import jinja2
 
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
 from ..model.dataset import Dataset
-from ..model.records import Definition, TensorSpec
-from .escape import escape_block, escape_inline, fence_for
-from .items import ItemPlan, is_draft, summary
+from ..model.records import Definition
+from .items import ItemPlan, is_draft
+from .prose import summary
 from .results import analyse as analyse_results
-from .results import install, kernel_filters, result_pages
+from .results import kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
-
-TEMPLATE_DIR = Path(__file__).parent / "templates"
+from .templates import environment
+from .urls import definition_page
 
 
 @dataclass(frozen=True)
@@ -63,33 +60,6 @@ class Totals:
     workloads: int
     solutions: int
     traces: int
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)),
-        undefined=jinja2.StrictUndefined,
-        autoescape=False,  # the output is markdown; contributor text is escaped by the filters below
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["md"] = escape_inline
-    env.filters["md_block"] = escape_block
-    env.filters["fence"] = fence_for
-    env.filters["url"] = lambda path: quote(str(path))
-    env.filters["shape"] = _shape
-    install(env)  # the result pages' filters: raw-HTML escaping, number formats, links
-    return env
-
-
-def _shape(tensor: TensorSpec) -> str:
-    return "[" + ", ".join(tensor.shape) + "]"
-
-
-def definition_page(name: str) -> str:
-    """Its built page, relative to the generated folder (rendered outside markdown: items.py)."""
-    return f"definitions/{name}.html"
 
 
 def kernel_best(boards) -> tuple[KernelBest, ...]:
@@ -131,7 +101,7 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     `dataset_label` is how pages name the dataset folder in file paths (the --dataset given); `boards`
     the leaderboards per definition and `speed_of_light` the sections of analyse.roofline.sol_sections,
     when they are known already (serve's quick rebuilds)."""
-    env = _environment()
+    env = environment()
     # Leaderboards, rankings, per-hardware results and model estimates, computed once (analyse layer).
     results = analyse_results(ds, boards)
     rows = definition_rows(ds, results.boards)

@@ -1,16 +1,15 @@
 """Pages built on benchmark results: solutions, authors, hardware, the home page's summary, and the
 leaderboard part of each definition page.
 
-The numbers come from generator.analyse.leaderboard; this module only arranges them for the
-templates (links, anchors, chart data) and formats them (filters). Contributor text reaches raw
-HTML through `h` (escape_html) and markdown through `md` (escape_inline).
+The numbers come from generator.analyse (leaderboard.py and the modules beside it); this module only
+arranges them for the templates (anchors, chart data) and formats them (the number filters, which
+templates.py registers). Contributor text reaches raw HTML through `h` (escape_html) and markdown
+through `md` (escape_inline).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from datetime import datetime, timezone
@@ -18,12 +17,15 @@ from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
 
-from ..analyse.leaderboard import (AuthorRanking, Entry, HardwareSummary, LatestResult, Leaderboard,
-                                   ModelEstimate, Result, WorkloadRow, all_leaderboards, author_rankings,
-                                   hardware_summaries, latest_results, model_estimates)
+from ..analyse.estimates import ModelEstimate, model_estimates
+from ..analyse.hardware import HardwareSummary, hardware_summaries
+from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
+from ..analyse.rankings import AuthorRanking, author_rankings
+from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
-from .escape import escape_html, highlight_html
+from .escape import escape_html
+from .urls import board_anchor, definition_page, hardware_page, solution_page
 
 LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
 MESSAGE_LIMIT = 20000  # characters of one agent-trace message shown
@@ -87,42 +89,6 @@ def fmt_value(value: object) -> str:
 def sort_key(value: Optional[float]) -> str:
     """A data-sort attribute: the number, or empty (sorts last either way)."""
     return "" if value is None else f"{float(value):.6g}"  # six digits sort as well as seventeen
-
-
-def install(env: jinja2.Environment) -> None:
-    """Add the filters the result templates use to `env`."""
-    env.filters.update(h=escape_html, ms=fmt_ms, speedup=fmt_speedup, pct=fmt_pct, solpct=fmt_sol_pct, err=fmt_err, sortkey=sort_key,
-                       trend=trend, value=fmt_value, hwpage=hardware_page, html_page=html_link, anchor=board_anchor,
-                       when=fmt_when,
-                       jsonattr=lambda items: escape_html(json.dumps(list(items), ensure_ascii=False)),
-                       highlight=lambda code, path="", language="": highlight_html(code, path, language))
-
-
-# -- names and links ----------------------------------------------------------------------------
-
-_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-
-
-def hardware_slug(name: str) -> str:
-    """A file name for a hardware name (traces may name a machine with any characters)."""
-    if _SAFE_NAME.match(name):
-        return name
-    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:60] or "hardware"
-    return f"{base}-{hashlib.sha1(name.encode('utf-8')).hexdigest()[:8]}"
-
-
-def solution_page(name: str) -> str:
-    """Its built page, relative to the generated folder (rendered outside markdown: items.py)."""
-    return f"solutions/{name}.html"
-
-
-def hardware_page(name: str) -> str:
-    return f"hardware/{hardware_slug(name)}.html"
-
-
-def html_link(page: str) -> str:
-    """A page path (relative to the generated folder, .md) as the built page's path (.html)."""
-    return page[:-3] + ".html" if page.endswith(".md") else page
 
 
 # -- charts -------------------------------------------------------------------------------------
@@ -233,10 +199,6 @@ def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]]
             agent[t.solution] = t
     return SiteResults(boards, author_rankings(ds, boards), hardware_summaries(ds, boards),
                        latest_results(boards, LATEST), agent, model_estimates(ds, boards))
-
-
-def board_anchor(hardware: str) -> str:
-    return "results-" + hardware_slug(hardware).lower().replace(".", "-")
 
 
 def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:
@@ -356,12 +318,12 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
     d = ds.definitions.get(s.definition)
     return {"s": s, "boards": tuple(boards),
             "conversation": conversation(agent) if agent is not None else None,
-            "definition_page": f"definitions/{s.definition}.html" if d is not None else None}
+            "definition_page": definition_page(s.definition) if d is not None else None}
 
 
 def hardware_context(ds: Dataset, summary: HardwareSummary) -> dict[str, Any]:
     rows = tuple(HardwareRow(lb, ds.definitions[lb.definition].type, lb.entries[0] if lb.entries else None,
-                             f"definitions/{lb.definition}.html", board_anchor(lb.hardware),
+                             definition_page(lb.definition), board_anchor(lb.hardware),
                              DRAFT_TAG in ds.definitions[lb.definition].tags)
                  for lb in summary.leaderboards)
     rows = tuple(sorted(rows, key=lambda r: r.draft))  # verified kernels first, each group by name
@@ -393,7 +355,6 @@ def kernel_filters(ds: Dataset, rows: Sequence = ()) -> dict[str, Any]:
 def result_pages(ds: Dataset, env: jinja2.Environment, results: SiteResults) -> dict[str, str]:
     """The markdown pages this module owns (authors, the hardware list, the home page's summary):
     {path relative to the generated folder: text}. Per-item pages are HTML: items.py."""
-    install(env)
     pages: dict[str, str] = {}
     pages["authors.md"] = env.get_template("authors.md.j2").render(views=author_views(results.rankings))
     pages["hardware.md"] = env.get_template("hardware.md.j2").render(hardware=results.hardware)

@@ -14,7 +14,7 @@ from typing import Optional, Sequence
 
 from markupsafe import Markup
 
-from ..analyse.leaderboard import Leaderboard, Result, WorkloadRow
+from ..analyse.results import Leaderboard, Result, WorkloadRow
 from .results import LOG_LIMIT, fmt_err, fmt_ms, fmt_speedup, fmt_value, fmt_when, sort_key, trend
 
 

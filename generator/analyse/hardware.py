@@ -1,0 +1,31 @@
+"""Hardware summaries: every spec in the dataset and every name traces ran on, with its boards."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from ..model.dataset import Dataset
+from ..model.records import HardwareSpec
+from .latest import by_hardware_name
+from .results import Leaderboard, boards_by_hardware
+
+
+@dataclass(frozen=True)
+class HardwareSummary:
+    name: str
+    spec: Optional[HardwareSpec]
+    traces: int
+    leaderboards: tuple[Leaderboard, ...]  # definitions with results on it, by name
+
+
+def hardware_summaries(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> tuple[HardwareSummary, ...]:
+    """Every hardware: each spec in the dataset and each name traces ran on, by name."""
+    traces: dict[str, int] = defaultdict(int)
+    for hw, _ in by_hardware_name(ds, ds.traces):
+        traces[hw] += 1
+    by_hw = boards_by_hardware(boards)
+    every = sorted(set(ds.hardware) | set(traces))
+    return tuple(HardwareSummary(hw, ds.hardware.get(hw), traces.get(hw, 0), tuple(by_hw.get(hw, ())))
+                 for hw in every)

@@ -1,0 +1,69 @@
+"""Authors ranked per hardware over every workload of every definition with results there."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Mapping, Optional, Sequence
+
+from ..model.dataset import Dataset
+from .results import Leaderboard, boards_by_hardware
+from .scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean
+
+
+@dataclass(frozen=True)
+class AuthorEntry:
+    rank: int
+    author: str
+    solutions: int  # solutions with results on this hardware
+    definitions: int  # definitions they have results for
+    solved: int  # workloads where one of their solutions is correct
+    workloads: int  # all workloads on this hardware (the same for every author)
+    geomean_speedup: Optional[float]  # over the solved workloads, best solution per workload
+    fast_1: float
+    curve: tuple[tuple[float, float], ...]
+
+
+@dataclass(frozen=True)
+class AuthorRanking:
+    hardware: str
+    definitions: int  # definitions with results on this hardware
+    workloads: int
+    entries: tuple[AuthorEntry, ...]
+    curve_end: float
+
+
+def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> tuple[AuthorRanking, ...]:
+    """Per hardware (by name), authors ranked over every workload of every definition with results there."""
+    by_hw = boards_by_hardware(boards)
+    rankings = []
+    for hw in sorted(by_hw):
+        lbs = by_hw[hw]
+        total = sum(len(lb.workloads) for lb in lbs)
+        # author -> (definition, workload) -> best known speedup, or None when correct without one
+        best: dict[str, dict[tuple[str, str], Optional[float]]] = defaultdict(dict)
+        solutions: dict[str, set[str]] = defaultdict(set)
+        definitions: dict[str, set[str]] = defaultdict(set)
+        for lb in lbs:
+            for author, (theirs, speedups) in lb.author_best.items():
+                solutions[author].update(theirs)
+                definitions[author].add(lb.definition)
+                best[author].update(speedups)  # a board's keys are its own definition's
+        all_speedups = [s for per in best.values() for s in per.values()]
+        end = curve_end(all_speedups)
+        unranked = []
+        for author in sorted(solutions):
+            speedups = list(best[author].values())
+            unranked.append(dict(
+                author=author, solutions=len(solutions[author]), definitions=len(definitions[author]),
+                solved=len(speedups), workloads=total,
+                geomean_speedup=geomean(s for s in speedups if s is not None),
+                fast_1=fast_p(speedups, total, 1.0), curve=fast_p_curve(speedups, total, end)))
+        unranked.sort(key=lambda e: (-e["fast_1"], e["geomean_speedup"] is None, -(e["geomean_speedup"] or 0.0),
+                                     e["author"]))
+        ranks = competition_ranks([(e["fast_1"], e["geomean_speedup"]) for e in unranked])
+        entries = tuple(AuthorEntry(rank=r, **e) for r, e in zip(ranks, unranked))
+        rankings.append(AuthorRanking(hw, len(lbs), total, entries, end))
+    return tuple(rankings)
+
+

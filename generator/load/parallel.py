@@ -1,0 +1,50 @@
+"""Reading many megabytes of trace files in two processes: a forked helper reads the second half."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from pathlib import Path
+
+from .loaders import read_one
+from .reading import FileLoad
+
+# Above this many bytes of trace files to read, a second process reads half of them (1,000 definitions
+# x 10 solutions x 50 workloads is 300 MB); below it, a process start costs more than it saves.
+PARALLEL_BYTES = 32 * 2**20
+
+
+def file_size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def cpus() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def worth_a_helper(kind: str, sizes: list[int]) -> bool:
+    """Whether files of `kind` with these sizes are read faster with a helper process (traces only)."""
+    return not (kind != "trace" or sum(sizes) < PARALLEL_BYTES or cpus() < 2 or
+                "fork" not in multiprocessing.get_all_start_methods())
+
+
+def second_half(todo: list[str], sizes: list[int]) -> list[str]:
+    """The files of `todo` past half of their bytes: the helper's share."""
+    half, total = 0, 0
+    while half < len(todo) and total < sum(sizes) / 2:
+        total += sizes[half]
+        half += 1
+    return todo[half:]
+
+
+def read_share(root: str, rels: list[str]) -> list[FileLoad]:
+    """In a helper process: what each of these trace files gives."""
+    return [read_one(Path(root), rel, "trace") for rel in rels]
+
+
+def helper_pool():
+    """One forked helper process."""
+    return multiprocessing.get_context("fork").Pool(1)

@@ -1,0 +1,59 @@
+"""The one template environment of the site, with the one table of its filters.
+
+Markdown pages (*.md.j2, rendered by render.py and results.py, then built by mkdocs) are not
+autoescaped: contributor text goes through the escaping filters (`md`, `md_block`, `h`). Every
+other template (the HTML item pages of items.py, *.html.j2) is autoescaped: every value from the
+dataset is text, and only what a filter marks safe (Markup) is HTML.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import quote
+
+import jinja2
+from markupsafe import Markup
+
+from ..model.records import TensorSpec
+from .escape import escape_block, escape_html, escape_inline, fence_for, highlight_html
+from .prose import anchor_id, blocks, paragraphs
+from .results import (fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, sort_key, trend)
+from .rows import board_rows, fmt_spread, solution_rows, trace_details
+from .urls import board_anchor, hardware_page, html_link
+
+TEMPLATE_DIR = Path(__file__).parent / "templates"
+MARKDOWN_SUFFIX = ".md.j2"
+
+
+def _shape(tensor: TensorSpec) -> str:
+    return "[" + ", ".join(tensor.shape) + "]"
+
+
+FILTERS = {
+    # contributor text into Markdown and raw HTML (the Markdown pages escape by hand)
+    "md": escape_inline, "md_block": escape_block, "fence": fence_for, "h": escape_html,
+    "jsonattr": lambda items: escape_html(json.dumps(list(items), ensure_ascii=False)),
+    # contributor text in the HTML pages
+    "paragraphs": paragraphs, "blocks": blocks, "anchorid": anchor_id,
+    "highlight": lambda code, path="", language="": Markup(highlight_html(code, path, language)),
+    # links
+    "url": lambda path: quote(str(path)), "hwpage": hardware_page, "html_page": html_link, "anchor": board_anchor,
+    # numbers
+    "shape": _shape, "ms": fmt_ms, "speedup": fmt_speedup, "pct": fmt_pct, "solpct": fmt_sol_pct, "err": fmt_err,
+    "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread,
+    # result tables of the HTML pages (rows.py builds them as Markup)
+    "board_rows": board_rows, "solution_rows": solution_rows, "trace_details": trace_details,
+}
+
+
+def _autoescape(name: str | None) -> bool:
+    """Every template but the Markdown ones (a template made from a string is HTML too)."""
+    return not (name or "").endswith(MARKDOWN_SUFFIX)
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
+                             autoescape=_autoescape, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(FILTERS)
+    return env

@@ -1,0 +1,45 @@
+"""Every page's path and every results anchor of the site, in one place (paths relative to the generated
+folder; the per-item pages are HTML, rendered outside Markdown: items.py)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+def hardware_slug(name: str) -> str:
+    """A file name for a hardware name (traces may name a machine with any characters)."""
+    if _SAFE_NAME.match(name):
+        return name
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:60] or "hardware"
+    return f"{base}-{hashlib.sha1(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+def definition_page(name: str) -> str:
+    return f"definitions/{name}.html"
+
+
+def solution_page(name: str) -> str:
+    return f"solutions/{name}.html"
+
+
+def hardware_page(name: str) -> str:
+    return f"hardware/{hardware_slug(name)}.html"
+
+
+def hardware_part_pages(name: str, parts: int) -> list[str]:
+    """A machine's page and its continuations (-2, -3, ...) when its rows are cut into `parts` pages."""
+    base = html_link(hardware_page(name))
+    return [base] + [base[:-5] + f"-{k}.html" for k in range(2, parts + 1)]
+
+
+def html_link(page: str) -> str:
+    """A page path (relative to the generated folder, .md) as the built page's path (.html)."""
+    return page[:-3] + ".html" if page.endswith(".md") else page
+
+
+def board_anchor(hardware: str) -> str:
+    """The id of a hardware's results section on a page."""
+    return "results-" + hardware_slug(hardware).lower().replace(".", "-")
