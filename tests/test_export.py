@@ -311,7 +311,9 @@ def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[tuple[
     printed, namespace = [], {}  # read top to bottom, as a consumer would: later blocks may use earlier names
     for block in card_blocks(out):
         capsys.readouterr()
-        exec(compile(block.replace('"kerneltrace/kerneltrace"', repr(str(out))), "<card>", "exec"), namespace)
+        # The Hub id, and the export folder of the local-folder example, both mean the exported folder here.
+        code = block.replace('"kerneltrace/kerneltrace"', repr(str(out))).replace('"kerneltrace-export"', repr(str(out)))
+        exec(compile(code, "<card>", "exec"), namespace)
         printed.append((block, capsys.readouterr().out))
     return printed
 
@@ -327,9 +329,13 @@ def test_the_cards_python_examples_run(exports, load_offline, monkeypatch, capsy
     _, out = exports[name]
     blocks = card_blocks(out)
     printed = run_card_blocks(out, load_offline, monkeypatch, capsys)
-    # loading, filtering, blobs, inputs, best solution, per-step estimate, speed of light, SOL%
-    assert len(printed) == len(blocks) == 8
-    assert printed[0][1].split()[0] in {r["name"] for r in load_offline(out, "definitions")}
+    # loading, filtering, blobs, inputs (from the Hub, from a folder), best solution, per-step estimate, speed of
+    # light, SOL%
+    assert len(printed) == len(blocks) == 9
+    shown = printed[0][1].split()[0]
+    assert shown in {r["name"] for r in load_offline(out, "definitions")}
+    # the loading example is a kernel with results (not whichever definition sorts first)
+    assert shown in {r["definition"] for r in load_offline(out, "traces")}
     if name == "factory":
         assert "rmsnorm_h128_torch" in output_of(printed, '"geomean_speedup"')  # the best-solution table
 

@@ -152,6 +152,10 @@ def _loading(ds: Dataset, card: CardInput) -> str:
     example = others[0] if others else "definitions"
     by_type = Counter(d.type for d in ds.definitions.values())
     common_type = min(by_type, key=lambda t: (-by_type[t], t))  # the most common type, ties by name
+    # The example definition: the one with the most results (ties by name), a kernel people benchmark, rather
+    # than whichever sorts first (a draft collective in the bundled dataset).
+    traced = ds.traces_by_definition
+    shown = min(ds.definitions, key=lambda n: (-len(traced.get(n, [])), n)) if ds.definitions else ""
     pandas_example = """df = definitions.to_pandas()
 verified = df[df["status"] == "verified"]
 print(verified[verified["models"].map(len) > 0][["name", "type", "models", "stages"]].to_string())"""
@@ -161,7 +165,7 @@ print(verified[verified["models"].map(len) > 0][["name", "type", "models", "stag
 from datasets import load_dataset
 
 definitions = load_dataset("{repo}", "definitions", split="train")
-d = definitions[0]
+d = definitions.filter(lambda d: d["name"] == "{shown}")[0]
 print(d["name"], d["type"], list(d["inputs"]))  # JSON columns (axes, inputs, ...) come back as dicts
 ```
 
@@ -224,6 +228,20 @@ from kerneltrace_inputs import make_inputs  # needs only torch
 definitions = {{d["name"]: d for d in load_dataset("{repo}", "definitions", split="train")}}
 w = load_dataset("{repo}", "workloads", split="train")[0]
 inputs = make_inputs(definitions[w["definition"]], w, blob_root=local)  # name -> tensor or scalar
+```
+
+From a folder on disk instead of the Hub (what `kerneltrace export --out kerneltrace-export` writes, or a
+clone of this repository), skip the download: `load_dataset` takes the folder's path, and `blob_root` the
+same folder (`snapshot_download` takes only Hub ids):
+
+```python
+local = "kerneltrace-export"  # the export folder
+sys.path.insert(0, local)
+from kerneltrace_inputs import make_inputs
+
+definitions = {{d["name"]: d for d in load_dataset(local, "definitions", split="train")}}
+w = load_dataset(local, "workloads", split="train")[0]
+inputs = make_inputs(definitions[w["definition"]], w, blob_root=local)
 ```
 
 Dtype names are the dataset's: {dtypes} (`kerneltrace_inputs.TORCH_DTYPES`). Distributions: {dists};
