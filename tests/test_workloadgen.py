@@ -57,7 +57,9 @@ def test_render_writes_blobs_and_lines(tmp_path):
     definition = {"name": "toy", "type": "gqa", "axes": {"n": {"type": "var"}, "len_indptr": {"type": "var"}},
                   "inputs": {"x": {"shape": ["n"], "dtype": "bfloat16"},
                              "kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"},
-                             "scale": {"shape": [], "dtype": "float32"}}}
+                             "scale": {"shape": [], "dtype": "float32"}},
+                  "outputs": {"y": {"shape": ["n"], "dtype": "bfloat16"}},
+                  "reference": "def run(x, kv_indptr, scale):\n    return x\n"}
     (tmp_path / "definitions" / "gqa" / "toy.json").write_text(json.dumps(definition))
     spec = Spec("toy", "k1", {"n": 4, "len_indptr": 3},
                 {"scale": 0.5, "x": "random", "kv_indptr": np.array([0, 2, 5])}, seed=9, description="toy")
@@ -73,6 +75,11 @@ def test_render_writes_blobs_and_lines(tmp_path):
     loaded = load_file(str(blob))["kv_indptr"]
     assert loaded.dtype == np.int32 and loaded.tolist() == [0, 2, 5]
     assert render(tmp_path, [spec]) == files  # same bytes every time
+    # stage and num_tokens are workload fields as the recipe states them (never read from prose)
+    stated = Spec("toy", "k2", {"n": 4, "len_indptr": 3}, {"scale": 0.5, "x": "random", "kv_indptr": "random"},
+                  description="a prefill chunk, by its words", stage="decode", num_tokens=7)
+    line = json.loads(render(tmp_path, [stated])[tmp_path / "workloads/gqa/toy.jsonl"])
+    assert (line["workload"]["stage"], line["workload"]["num_tokens"]) == ("decode", 7)
 
 
 def test_committed_recipe_workloads_are_current(capsys):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -14,6 +13,8 @@ from ..model.dtypes import NUMPY_NAMES
 from ..model.errors import KernelTraceError
 from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
+from ..load import load
+from .serving import legacy_stage, legacy_tokens
 from .spec import Spec, as_jsonable
 
 def recipe_modules() -> tuple[str, ...]:
@@ -35,11 +36,8 @@ def all_specs() -> list[Spec]:
 
 
 def _definitions(root: Path) -> dict:
-    out = {}
-    for path in sorted(root.glob(CANONICAL["definitions"].glob)):
-        d = json.loads(path.read_text(encoding="utf-8"))
-        out[d["name"]] = d
-    return out
+    """name -> definition data, read by the one loader (any layout it reads)."""
+    return {name: d.data for name, d in load(root).definitions.items()}
 
 
 def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
@@ -54,7 +52,8 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
         d = definitions.get(spec.definition)
         where = f"recipe {spec.definition}/{spec.key}"
         if d is None:
-            raise KernelTraceError(f"{where}: no definition named {spec.definition!r} under {root / 'definitions'}")
+            raise KernelTraceError(f"{where}: no definition named {spec.definition!r} loads from "
+                                       f"{root / 'definitions'} (`kerneltrace validate` says why if its file is there)")
         if (spec.definition, spec.key) in seen:
             raise KernelTraceError(f"{where}: key used twice")
         seen.add((spec.definition, spec.key))
@@ -79,6 +78,12 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
                 inputs[name] = {"type": "scalar", "value": as_jsonable(value)}
         workload = {"uuid": spec.uuid, "axes": {k: int(v) for k, v in spec.axes.items()}, "inputs": inputs,
                     "seed": spec.seed}
+        stage = spec.stage or legacy_stage(d, spec.description)
+        num_tokens = spec.num_tokens if spec.num_tokens is not None else legacy_tokens(d, spec.axes, spec.description)
+        if stage is not None:
+            workload["stage"] = stage
+        if num_tokens is not None:
+            workload["num_tokens"] = int(num_tokens)
         if spec.description:
             workload["description"] = spec.description
         line = {"definition": d["name"], "workload": workload, "solution": None, "evaluation": None}
