@@ -31,10 +31,12 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .common_kernels import BATCHES, TEMPERATURE_MENU, append_spec, ids_call, slots_of, token_ids
-from .llama import menu_text, per_request
-from .qwen import LM_HEAD, PREFILL, TOKENS, i32
-from .scenarios import Decode
+from .families import i32, ids_call, menu_text, per_request, slots_of, token_ids
+from .families import kv_append as append_spec
+from .scenarios import LM_HEAD_ROWS as LM_HEAD
+from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
+from .scenarios import SAMPLING_BATCHES as BATCHES
+from .scenarios import TEMPERATURE_MENU, TOKEN_COUNTS, Decode
 from .spec import Spec
 
 MODEL = "gpt-oss-120b"
@@ -106,7 +108,7 @@ MOE = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "deco
 def token_workloads() -> Iterator[Spec]:
     """Kernels whose only var axis is the token count."""
     gemm = {"A": "random", "B": "random"}
-    for seed, (m, what) in enumerate(TOKENS):
+    for seed, (m, what, _) in enumerate(TOKEN_COUNTS):
         about = f"{MODEL} TP1, {what}: {m} tokens"
         yield Spec("rmsnorm_h2880", f"t{m}", {"batch_size": m}, {"hidden_states": "random", "weight": "random"},
                    seed, f"{about}; input_layernorm of decoder layer 0")
@@ -217,7 +219,7 @@ def common_workloads() -> Iterator[Spec]:
     the embedding lookup, the paged KV append (the step's new tokens of the decode and prefill situations above),
     the temperature softmax over the vocabulary."""
     vocab = 201088
-    for seed, (n, what) in enumerate(TOKENS):
+    for seed, (n, what, _) in enumerate(TOKEN_COUNTS):
         g = core.rng(seed)
         yield Spec("embedding_v201088_h2880", f"t{n}", {"num_tokens": n},
                    {"input_ids": token_ids(g, n, vocab).astype(np.int32), "weight": "random"}, seed,

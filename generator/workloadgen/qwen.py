@@ -9,7 +9,7 @@ Serving situations, each written once and shared by every kernel it drives:
   weights, so longer contexts at large batches fit;
 - prefill steps: chunks of 128 to 8192 new tokens (vLLM's default max_num_batched_tokens), for one long
   prompt (chunked prefill behind a cached prefix) or several short prompts, some with prefix-cache hits;
-- MoE steps: every token picks 8 distinct experts of 128 with a skewed popularity (routed_counts below),
+- MoE steps: every token picks 8 distinct experts of 128 with a skewed popularity (moe.routed_counts),
   tokens sorted by expert, segment offsets m_indptr; the rows of the expert GEMMs are tokens x 8;
 - GEMM M and the token count of the elementwise kernels: decode batches 1-256, prefill chunks 512-8192.
 Index inputs (page tables, indptr, positions, expert segment offsets) are arrays from seeded generators,
@@ -25,41 +25,20 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .spec import Spec
+from .families import i32
+from .moe import routed_call, routed_counts
+from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
+from .scenarios import LM_HEAD_ROWS as LM_HEAD
+from .scenarios import MOE_STEPS as MOE
+from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
 from .scenarios import Decode, Prefill
+from .spec import Spec
 
 MODEL = "Qwen3-30B-A3B"
 SM_SCALE = 1.0 / math.sqrt(128)  # 1 / sqrt(head_dim)
 MAX_POSITION = 40960  # rows of the cos/sin cache serving allocates (max_position_embeddings)
 NUM_EXPERTS = 128
 TOP_K = 8
-
-
-# --------------------------------------------------------------------------------------------------
-# A generator core.py lacks: MoE segment sizes from per-token routing.
-# --------------------------------------------------------------------------------------------------
-
-def routed_counts(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, *,
-                  alpha: float = 0.6) -> np.ndarray:
-    """Tokens per expert when each of `num_tokens` tokens picks `top_k` DISTINCT experts.
-
-    Expert popularity is Zipf-like as in core.skewed_counts (rank r has weight r**-alpha, ranks shuffled
-    over the experts); each token draws its top_k experts without replacement in proportion to the
-    popularity (Gumbel top-k). Unlike core.skewed_counts(g, num_tokens * top_k, num_experts), an expert
-    never gets more than num_tokens rows (a token cannot pick an expert twice), which matters for small
-    decode batches and for hot experts. alpha 0.6 puts ~7x the mean load on the hottest expert and
-    ~25% of the rows on the 8 hottest (a load-balanced router on a skewed batch); 1.0 is a strongly
-    imbalanced layer (~13x, ~40%)."""
-    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
-    weights = weights[g.permutation(num_experts)]
-    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
-    picks = np.argpartition(-keys, top_k - 1, axis=1)[:, :top_k]
-    return np.bincount(picks.ravel(), minlength=num_experts).astype(np.int64)
-
-
-def routed_call(seed: int, tokens: int, alpha: float) -> str:
-    return (f"g = core.rng({seed}); counts = qwen.routed_counts(g, {tokens}, {NUM_EXPERTS}, {TOP_K}, "
-            f"alpha={alpha}); m_indptr = core.indptr(counts)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -83,23 +62,6 @@ DECODE_PS1 = [
     Decode(64, 512, 0.5, "64 chats around 512 tokens of context"),
     Decode(256, 300, 0.5, "256 short chats around 300 tokens of context (a full batch)"),
 ]
-DECODE_TP4 = [
-    Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
-    Decode(16, 16384, 0.5, "16 long-context requests around 16k"),
-    Decode(64, 8192, 0.5, "64 requests around 8k context"),
-    Decode(128, 4096, 0.5, "128 requests around 4k context"),
-    Decode(256, 2048, 0.5, "256 requests around 2k context (a full batch)"),
-]
-PREFILL = [
-    Prefill(1, 128, 0, 0.0, "one short prompt of 128 tokens"),
-    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-    Prefill(1, 8192, 0, 0.0, "the first 8192-token chunk of a long prompt"),
-    Prefill(1, 4096, 12288, 0.0, "a 4096-token chunk of a long prompt behind 12288 tokens already cached "
-                                 "(chunked prefill)"),
-    Prefill(4, 512, 2048, 0.5, "4 multi-turn chats: ~512 new tokens behind ~2k-token cached prefixes "
-                               "(prefix-cache hits)"),
-    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
-]
 # Ragged prefill attends over the new tokens' own keys/values only (SGLang runs the cached prefix with the
 # paged kernel and merges the two by lse), so its workloads are fresh prompts: qo_len == kv_len.
 RAGGED = [
@@ -116,21 +78,6 @@ TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32
           (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
           (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
           (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-# MoE steps: tokens in the step and the popularity skew of the layer.
-MOE = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "decode, batch 32"),
-       (64, 1.0, "decode, batch 64, a strongly imbalanced layer"), (128, 0.6, "decode, batch 128"),
-       (256, 0.6, "decode, batch 256 (a full batch)"), (512, 0.6, "prefill chunk of 512 tokens"),
-       (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
-       (4096, 0.6, "prefill chunk of 4096 tokens"),
-       (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-# lm_head rows: one per sequence whose next token is sampled.
-LM_HEAD = [(1, "decode batch 1, or one prompt finishing its prefill"), (4, "4 prompts finishing their prefill"),
-           (16, "decode batch 16, or a burst of 16 prompts finishing their prefill"), (64, "decode batch 64"),
-           (128, "decode batch 128"), (256, "decode batch 256 (a full batch)")]
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
 
 
 # --------------------------------------------------------------------------------------------------

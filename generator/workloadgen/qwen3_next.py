@@ -29,8 +29,10 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .mamba2 import slots
-from .qwen import DECODE_TP4, PREFILL, routed_counts
+from .families import i32, slots
+from .moe import routed_counts
+from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
+from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
 from .spec import Spec
 
 MODEL = "Qwen3-Next-80B-A3B TP4"
@@ -53,10 +55,6 @@ GEMMS = [("gemm_n3072_k2048", "in_proj_qkvz (36 GDN layers)"), ("gemm_n16_k2048"
          ("gemm_n2560_k2048", "qkv_proj with the output gate (12 attention layers)"),
          ("gemm_n512_k2048", "MoE router gate"), ("gemm_n1_k2048", "shared expert gate"),
          ("gemm_n256_k2048", "shared expert gate_up_proj"), ("gemm_n2048_k128", "shared expert down_proj")]
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
 
 
 def gdn_decode_workloads() -> Iterator[Spec]:
