@@ -14,6 +14,7 @@ from ..model.errors import KernelTraceError
 from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
 from ..load import load
+from .recipe import recipe_specs
 from .serving import legacy_stage, legacy_tokens
 from .spec import Spec, as_jsonable
 
@@ -28,8 +29,9 @@ def recipe_modules() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def all_specs() -> list[Spec]:
-    specs: list[Spec] = []
+def all_specs(root: Path) -> list[Spec]:
+    """The recipe files' Specs (dataset/recipes/), then the Python recipe modules'."""
+    specs: list[Spec] = recipe_specs(root)
     for name in recipe_modules():
         specs.extend(importlib.import_module(f"{__package__}.{name}").workloads())
     return specs
@@ -118,4 +120,17 @@ def stale(root: Path, files: dict[Path, bytes]) -> list[str]:
         for blob in sorted(folder.glob("*.safetensors")):
             if blob not in files:
                 problems.append(f"{blob.relative_to(root)}: no recipe generates it")
+    return problems
+
+
+def check(root: Path, files: dict[Path, bytes]) -> list[str]:
+    """Every problem with the committed workload files against what the recipes make (`files`): stale or
+    missing files, blobs no recipe makes, and workload files no recipe writes (a line appended by hand
+    is stale: the file is the recipe's output, whole)."""
+    problems = stale(root, files)
+    made = {Path(f).resolve() for f in files}
+    for w in sorted(root.glob(CANONICAL["workloads"].glob)):
+        if w.resolve() not in made:
+            problems.append(f"{w.relative_to(root)}: no recipe writes it (add the definition's workloads to "
+                            f"its model's recipe, or remove the file)")
     return problems
