@@ -360,7 +360,7 @@ COMMANDS = (
             "The token comes from HF_TOKEN; HF_ENDPOINT selects another Hub."),
     Command("workloads", cmd_workloads, _workloads_args,
             "write the workloads the model recipes describe, or --check the committed ones",
-            "Runs every recipe (dataset/recipes/<model>.yaml and the Python recipe modules of "
+            f"Runs every recipe ({CANONICAL['recipes'].pattern} and the Python recipe modules of "
             "generator/workloadgen) and writes the JSONL lines and the safetensors blobs of index inputs. "
             "--check writes nothing and fails if a committed file differs from what its recipe makes."),
     Command("roofline", cmd_roofline, _roofline_args,
