@@ -98,6 +98,14 @@ def rope_steps(decode: Iterable[Decode], prefill: Iterable[Prefill]):
         seed += 1
 
 
+def rope_what(s, seed: int) -> str:
+    """The step and how its positions were drawn, as the Python recipe modules describe a RoPE workload."""
+    if isinstance(s, Decode):
+        return f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}"
+    return (f"prefill, {s.what}: positions = concat(arange(prefix, prefix + q_len)) per prompt with "
+            f"{s.call(seed)}")
+
+
 def rope(name: str, s, positions: np.ndarray, seed: int, max_position: Optional[int], text: str,
          fields: Optional[Mapping] = None) -> Spec:
     """A RoPE workload over `positions`; max_position None: the largest position rounded up to a multiple

@@ -31,7 +31,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .families import i32, ids_call, menu_text, per_request, slots_of, token_ids
+from .families import i32, ids_call, rope_steps, rope_what, menu_text, per_request, slots_of, token_ids
 from .families import kv_append as append_spec
 from .scenarios import LM_HEAD_ROWS as LM_HEAD
 from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
@@ -156,19 +156,8 @@ def moe_workloads() -> Iterator[Spec]:
 
 
 def rope_workloads() -> Iterator[Spec]:
-    seed = 0
-    for s in [DECODE[0], DECODE[3], DECODE[5]]:
-        g = core.rng(seed)
-        positions = s.lens(g) - 1  # the new token's position
-        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
-        seed += 1
-    for s in PREFILL:
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
-        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
-                                                f"q_len)) per prompt with {s.call(seed)}")
-        seed += 1
+    for s, positions, seed in rope_steps([DECODE[0], DECODE[3], DECODE[5]], PREFILL):
+        yield rope_spec(s.key, positions, seed, rope_what(s, seed))
 
 
 def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:

@@ -25,7 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .families import i32
+from .families import i32, paged_decode, rope_steps, rope_what
 from .moe import routed_call, routed_counts
 from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
 from .scenarios import LM_HEAD_ROWS as LM_HEAD
@@ -138,19 +138,8 @@ def moe_workloads() -> Iterator[Spec]:
 
 
 def rope_workloads() -> Iterator[Spec]:
-    seed = 0
-    for s in [DECODE_PS16[0], DECODE_PS16[3], DECODE_PS16[5]]:
-        g = core.rng(seed)
-        positions = s.lens(g) - 1  # the new token's position
-        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
-        seed += 1
-    for s in PREFILL:
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
-        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
-                                                f"q_len)) per prompt with {s.call(seed)}")
-        seed += 1
+    for s, positions, seed in rope_steps([DECODE_PS16[0], DECODE_PS16[3], DECODE_PS16[5]], PREFILL):
+        yield rope_spec(s.key, positions, seed, rope_what(s, seed))
 
 
 def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
@@ -165,18 +154,9 @@ def decode_workloads() -> Iterator[Spec]:
                                      ("gqa_paged_decode_h32_kv4_d128_ps1", 1, DECODE_PS1, "TP1"),
                                      ("gqa_paged_decode_h8_kv1_d128_ps16", 16, DECODE_TP4, "TP4")):
         for seed, s in enumerate(situations):
-            g = core.rng(seed)
-            lens = s.lens(g)
-            kv = core.paged_kv(g, lens, ps)
-            yield Spec(
-                name, s.key,
-                {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-                 "num_kv_indices": len(kv["kv_indices"])},
-                {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
-                 "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]),
-                 "sm_scale": SM_SCALE},
-                seed, f"{MODEL} {tp} decode, {s.what} ({int(lens.sum())} KV tokens): {s.call(seed)}; "
-                      f"kv = core.paged_kv(g, lens, {ps}) (pool 25% larger than used, pages in random order)")
+            yield paged_decode(name, s, seed, ps, SM_SCALE, "{model} {tp} decode, {what} ({kv_tokens} KV tokens): "
+                               "{call}; kv = core.paged_kv(g, lens, {page_size}) (pool 25% larger than used, pages in "
+                               "random order)", {"model": MODEL, "tp": tp})
 
 
 def paged_prefill_workloads() -> Iterator[Spec]:

@@ -29,7 +29,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .families import i32, slots
+from .families import i32, paged_decode, rope_steps, rope_what, slots
 from .moe import routed_counts
 from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
 from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
@@ -139,18 +139,10 @@ def moe_workloads() -> Iterator[Spec]:
 
 def attention_workloads() -> Iterator[Spec]:
     for seed, s in enumerate(DECODE_TP4):
-        g = core.rng(seed)
-        lens = s.lens(g)
-        kv = core.paged_kv(g, lens, 16)
-        yield Spec(
-            "gqa_paged_decode_h4_kv1_d256_ps16", s.key,
-            {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-             "num_kv_indices": len(kv["kv_indices"])},
-            {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
-             "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]),
-             "sm_scale": ATTN_SCALE},
-            seed, f"{MODEL} decode, {s.what} ({int(lens.sum())} KV tokens, 12 KiB each per rank): {s.call(seed)}; "
-                  f"kv = core.paged_kv(g, lens, 16) (pool 25% larger than used, pages in random order)")
+        yield paged_decode("gqa_paged_decode_h4_kv1_d256_ps16", s, seed, 16, ATTN_SCALE,
+                           "{model} decode, {what} ({kv_tokens} KV tokens, 12 KiB each per rank): {call}; "
+                           "kv = core.paged_kv(g, lens, 16) (pool 25% larger than used, pages in random order)",
+                           {"model": MODEL})
     for seed, s in enumerate(PREFILL):
         g = core.rng(seed)
         q, pre = s.lens(g)
@@ -169,19 +161,8 @@ def attention_workloads() -> Iterator[Spec]:
 
 def rope_workloads() -> Iterator[Spec]:
     """Positions of decode steps (each sequence's new token) and prefill steps (the new tokens after any prefix)."""
-    seed = 0
-    for s in (DECODE_TP4[0], DECODE_TP4[2], DECODE_TP4[4]):
-        g = core.rng(seed)
-        positions = s.lens(g) - 1
-        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
-        seed += 1
-    for s in PREFILL:
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
-        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
-                                                f"q_len)) per prompt with {s.call(seed)}")
-        seed += 1
+    for s, positions, seed in rope_steps((DECODE_TP4[0], DECODE_TP4[2], DECODE_TP4[4]), PREFILL):
+        yield rope_spec(s.key, positions, seed, rope_what(s, seed))
 
 
 def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
