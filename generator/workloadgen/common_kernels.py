@@ -26,7 +26,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core, moe
-from .families import i32, ids_call, kv_append as append_spec, menu_text, per_request, shard_rank, slots_of, token_ids
+from .families import ids_call, kv_append as append_spec, menu_text, per_request, shard_rank, slots_of, token_ids
 from .scenarios import MOE_STEPS, TEMPERATURE_MENU, Decode, Prefill
 from .scenarios import SAMPLING_BATCHES as BATCHES
 from .spec import Spec
@@ -249,17 +249,12 @@ def qwen_tp4_workloads() -> Iterator[Spec]:
 
 def qwen_tp4_moe_workloads() -> Iterator[Spec]:
     """The expert shards at TP4: the same routed steps as qwen.py's TP1 MoE workloads (every rank routes every token)."""
+    gemms = (("grouped_gemm_e128_n384_k2048", "expert gate_up shard (192 + 192 columns)"),
+             ("grouped_gemm_e128_n2048_k192", "expert down shard (192 input columns, partial sums)"))
     for seed, (tokens, alpha, what) in enumerate(MOE_STEPS):
-        g = core.rng(seed)
-        counts = moe.routed_counts(g, tokens, QWEN_EXPERTS, QWEN_TOP_K, alpha=alpha)
+        yield from moe.grouped_gemms(gemms, tokens, alpha, what, seed, QWEN_EXPERTS, QWEN_TOP_K,
+                                     fields={"model": "Qwen3-30B-A3B TP4"})
         rows = tokens * QWEN_TOP_K
-        about = (f"Qwen3-30B-A3B TP4 MoE, {what}: {tokens} tokens x 8 experts = {rows} rows over "
-                 f"{int((counts > 0).sum())} of 128 experts (largest segment {int(counts.max())} rows): "
-                 f"{moe.routed_call(seed, tokens, alpha)}")
-        for name, role in (("grouped_gemm_e128_n384_k2048", "expert gate_up shard (192 + 192 columns)"),
-                           ("grouped_gemm_e128_n2048_k192", "expert down shard (192 input columns, partial sums)")):
-            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": QWEN_EXPERTS + 1},
-                       {"A": "random", "B": "random", "m_indptr": i32(core.indptr(counts))}, seed, f"{about}; {role}")
         yield Spec("silu_and_mul_i192", f"t{rows}", {"num_tokens": rows}, {"input": "random"}, seed,
                    f"Qwen3-30B-A3B TP4, {what}: {tokens} tokens x 8 routed experts = {rows} rows; SwiGLU on the rank's "
                    f"192 intermediate columns")

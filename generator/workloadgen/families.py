@@ -24,6 +24,12 @@ PAGED_PREFILL_TEXT = ("{model} chunked prefill, {what}: {q_tokens} query tokens 
                       "qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {page_size})")
 
 
+# The Qwen recipes' wording of a paged prefill (new and cached tokens counted apart).
+PREFILL_TEXT = ("{model} prefill, {what} ({q_tokens} new tokens, {kv_tokens} KV tokens): {call}; qo_indptr = "
+                "core.indptr(q_lens); kv = core.paged_kv(g, q_lens + prefix_lens, {page_size}) (pool 25% larger "
+                "than used, pages in random order)")
+
+
 def i32(a) -> np.ndarray:
     return np.asarray(a, dtype=np.int32)
 
@@ -51,17 +57,19 @@ def paged_decode(name: str, s: Decode, seed: int, page_size: int, sm_scale: floa
 
 
 def paged_prefill(name: str, s: Prefill, seed: int, page_size: int, sm_scale: float, text: str,
-                  fields: Optional[Mapping] = None) -> Spec:
+                  fields: Optional[Mapping] = None, *, q_first: bool = False) -> Spec:
     """A paged causal GQA prefill workload: new tokens behind cached prefixes, both paged by core.paged_kv
     (the new tokens' K/V are in the cache after the prefix). Fields: what, call, q_tokens, kv_tokens,
-    page_size, seed."""
+    page_size, seed. q_first: total_q is the first axis (the order of definitions that declare it first)."""
     g = core.rng(seed)
     q, pre = s.lens(g)
     kv = core.paged_kv(g, q + pre, page_size)
+    axes = {"batch_size": s.batch, "total_q": int(q.sum())}
+    if q_first:
+        axes = {"total_q": axes["total_q"], "batch_size": s.batch}
     return Spec(
         name, s.key,
-        {"batch_size": s.batch, "total_q": int(q.sum()), "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-         "num_kv_indices": len(kv["kv_indices"])},
+        {**axes, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
         {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
          "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
          "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},

@@ -9,7 +9,15 @@ take from that (segment sizes, SGLang's block-aligned sort).
 
 from __future__ import annotations
 
+from typing import Iterator, Mapping, Optional
+
 import numpy as np
+
+from . import core
+from .spec import Spec
+
+MOE_TEXT = ("{model} MoE, {what}: {tokens} tokens x {top_k} experts = {rows} rows over {used} of {num_experts} "
+            "experts (largest segment {largest} rows): {call}; {role}")
 
 
 def routed_counts(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, *,
@@ -82,3 +90,22 @@ def align_block_size(topk_ids: np.ndarray, num_experts: int, block_size: int) ->
     return {"sorted_token_ids": sorted_ids, "expert_ids": expert_ids, "num_tokens_post_padded": int(starts[-1]),
             "block_size": block_size, "axes": {"block_m": block_size, "max_num_tokens_padded": padded_len,
                                                "max_num_m_blocks": len(expert_ids)}}
+
+
+def grouped_gemms(gemms, tokens: int, alpha: float, what: str, seed: int, num_experts: int, top_k: int,
+                  text: str = MOE_TEXT, fields: Optional[Mapping] = None, stage: Optional[str] = None
+                  ) -> Iterator[Spec]:
+    """The expert GEMMs of one routed MoE step: `tokens` tokens pick top_k distinct experts each
+    (routed_counts with core.rng(seed) and popularity skew alpha), sorted by expert into segments
+    m_indptr; rows = tokens x top_k. gemms: ((definition, role), ...), one Spec each. Template fields:
+    what, tokens, top_k, rows, used (experts with rows), num_experts, largest, call, role, seed.
+    num_tokens is the step's tokens (not its rows)."""
+    counts = routed_counts(core.rng(seed), tokens, num_experts, top_k, alpha=alpha)
+    rows = tokens * top_k
+    base = {**(fields or {}), "what": what, "tokens": tokens, "top_k": top_k, "rows": rows,
+            "used": int((counts > 0).sum()), "num_experts": num_experts, "largest": int(counts.max()),
+            "call": routed_call(seed, tokens, alpha, num_experts, top_k), "seed": seed}
+    for name, role in gemms:
+        yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": num_experts + 1},
+                   {"A": "random", "B": "random", "m_indptr": np.asarray(core.indptr(counts), dtype=np.int32)},
+                   seed, text.format_map({**base, "role": role}), stage=stage, num_tokens=tokens)

@@ -25,8 +25,8 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .families import i32, paged_decode, rope_steps, rope_what
-from .moe import routed_call, routed_counts
+from .families import PREFILL_TEXT, i32, paged_decode, paged_prefill, rope_steps, rope_what
+from .moe import grouped_gemms
 from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
 from .scenarios import LM_HEAD_ROWS as LM_HEAD
 from .scenarios import MOE_STEPS as MOE
@@ -123,18 +123,10 @@ def qk_norm_workloads() -> Iterator[Spec]:
 
 
 def moe_workloads() -> Iterator[Spec]:
+    gemms = (("grouped_gemm_e128_n1536_k2048", "expert gate_up projection"),
+             ("grouped_gemm_e128_n2048_k768", "expert down projection"))
     for seed, (tokens, alpha, what) in enumerate(MOE):
-        g = core.rng(seed)
-        counts = routed_counts(g, tokens, NUM_EXPERTS, TOP_K, alpha=alpha)
-        m_indptr = i32(core.indptr(counts))
-        rows = tokens * TOP_K
-        used = int((counts > 0).sum())
-        about = (f"{MODEL} TP1 MoE, {what}: {tokens} tokens x 8 experts = {rows} rows over {used} of 128 experts "
-                 f"(largest segment {int(counts.max())} rows): {routed_call(seed, tokens, alpha)}")
-        for name, role in (("grouped_gemm_e128_n1536_k2048", "expert gate_up projection"),
-                           ("grouped_gemm_e128_n2048_k768", "expert down projection")):
-            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": NUM_EXPERTS + 1},
-                       {"A": "random", "B": "random", "m_indptr": m_indptr}, seed, f"{about}; {role}")
+        yield from grouped_gemms(gemms, tokens, alpha, what, seed, NUM_EXPERTS, TOP_K, fields={"model": f"{MODEL} TP1"})
 
 
 def rope_workloads() -> Iterator[Spec]:
@@ -163,19 +155,7 @@ def paged_prefill_workloads() -> Iterator[Spec]:
     for name, tp in (("gqa_paged_prefill_causal_h32_kv4_d128_ps16", "TP1"),
                      ("gqa_paged_prefill_causal_h8_kv1_d128_ps16", "TP4")):
         for seed, s in enumerate(PREFILL):
-            g = core.rng(seed)
-            q, pre = s.lens(g)
-            kv = core.paged_kv(g, q + pre, 16)  # the new tokens' K/V are already in the cache after the prefix
-            yield Spec(
-                name, s.key,
-                {"total_q": int(q.sum()), "batch_size": s.batch, "num_pages": kv["num_pages"],
-                 "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
-                {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
-                 "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
-                 "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": SM_SCALE},
-                seed, f"{MODEL} {tp} prefill, {s.what} ({int(q.sum())} new tokens, {int((q + pre).sum())} KV "
-                      f"tokens): {s.call(seed)}; qo_indptr = core.indptr(q_lens); kv = core.paged_kv(g, q_lens + "
-                      f"prefix_lens, 16) (pool 25% larger than used, pages in random order)")
+            yield paged_prefill(name, s, seed, 16, SM_SCALE, PREFILL_TEXT, {"model": f"{MODEL} {tp}"}, q_first=True)
 
 
 def ragged_workloads() -> Iterator[Spec]:

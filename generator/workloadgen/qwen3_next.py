@@ -29,8 +29,8 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .families import i32, paged_decode, rope_steps, rope_what, slots
-from .moe import routed_counts
+from .families import PREFILL_TEXT, i32, paged_decode, paged_prefill, rope_steps, rope_what, slots
+from .moe import grouped_gemms
 from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
 from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
 from .spec import Spec
@@ -121,20 +121,10 @@ def token_workloads() -> Iterator[Spec]:
 
 
 def moe_workloads() -> Iterator[Spec]:
+    gemms = (("grouped_gemm_e512_n256_k2048", "expert gate_up projection (a quarter of each expert)"),
+             ("grouped_gemm_e512_n2048_k128", "expert down projection (a quarter of each expert)"))
     for seed, (tokens, alpha, what) in enumerate(MOE):
-        g = core.rng(seed)
-        counts = routed_counts(g, tokens, NUM_EXPERTS, TOP_K, alpha=alpha)
-        m_indptr = i32(core.indptr(counts))
-        rows = tokens * TOP_K
-        used = int((counts > 0).sum())
-        call = (f"g = core.rng({seed}); counts = qwen.routed_counts(g, {tokens}, {NUM_EXPERTS}, {TOP_K}, "
-                f"alpha={alpha}); m_indptr = core.indptr(counts)")
-        about = (f"{MODEL} MoE, {what}: {tokens} tokens x 10 experts = {rows} rows over {used} of 512 experts "
-                 f"(largest segment {int(counts.max())} rows): {call}")
-        for name, role in (("grouped_gemm_e512_n256_k2048", "expert gate_up projection (a quarter of each expert)"),
-                           ("grouped_gemm_e512_n2048_k128", "expert down projection (a quarter of each expert)")):
-            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": NUM_EXPERTS + 1},
-                       {"A": "random", "B": "random", "m_indptr": m_indptr}, seed, f"{about}; {role}")
+        yield from grouped_gemms(gemms, tokens, alpha, what, seed, NUM_EXPERTS, TOP_K, fields={"model": MODEL})
 
 
 def attention_workloads() -> Iterator[Spec]:
@@ -144,19 +134,8 @@ def attention_workloads() -> Iterator[Spec]:
                            "kv = core.paged_kv(g, lens, 16) (pool 25% larger than used, pages in random order)",
                            {"model": MODEL})
     for seed, s in enumerate(PREFILL):
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        kv = core.paged_kv(g, q + pre, 16)  # the new tokens' K/V are already in the cache after the prefix
-        yield Spec(
-            "gqa_paged_prefill_causal_h4_kv1_d256_ps16", s.key,
-            {"total_q": int(q.sum()), "batch_size": s.batch, "num_pages": kv["num_pages"],
-             "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
-            {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
-             "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
-             "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": ATTN_SCALE},
-            seed, f"{MODEL} prefill, {s.what} ({int(q.sum())} new tokens, {int((q + pre).sum())} KV tokens): "
-                  f"{s.call(seed)}; qo_indptr = core.indptr(q_lens); kv = core.paged_kv(g, q_lens + prefix_lens, 16) "
-                  f"(pool 25% larger than used, pages in random order)")
+        yield paged_prefill("gqa_paged_prefill_causal_h4_kv1_d256_ps16", s, seed, 16, ATTN_SCALE, PREFILL_TEXT,
+                            {"model": MODEL}, q_first=True)
 
 
 def rope_workloads() -> Iterator[Spec]:
