@@ -127,7 +127,8 @@ def test_a_recipe_file_states_stage_and_tokens_and_names_its_mistakes(tmp_path):
     assert (spec.stage, spec.num_tokens) == ("prefill", 3)
     for bad, said in (({"family": "nope"}, "workloads[0].family: one of tokens, "),
                       ({"scenarios": "missing"}, "no scenario list named 'missing'"),
-                      ({"inputs": {"x": "$nope"}}, "no constant named 'nope'")):
+                      ({"inputs": {"x": "$nope"}}, "no constant named 'nope'"),
+                      ({"descripton": "typo"}, "workloads[0].descripton: not a key of tokens")):
         path = _recipe(tmp_path, {**data, "workloads": [{**data["workloads"][0], **bad}]})
         with pytest.raises(KernelTraceError, match=re.escape(said)) as caught:
             recipe_specs(tmp_path)

@@ -91,10 +91,14 @@ class Recipe:
         for i, entry in enumerate(self.entries):
             if not isinstance(entry, dict) or entry.get("family") not in FAMILIES:
                 raise RecipeError(f"{self.where(i, 'family')}: one of {', '.join(FAMILIES)}")
-            run, required = FAMILIES[entry["family"]]
+            run, required, optional = FAMILIES[entry["family"]]
             missing = [k for k in required if k not in entry]
             if missing:
                 raise RecipeError(f"{self.where(i)}: {entry['family']} needs {', '.join(missing)}")
+            unknown = sorted(set(entry) - {"family", *required, *optional})
+            if unknown:  # a misspelt key would otherwise fall back to a default silently
+                raise RecipeError(f"{self.where(i, unknown[0])}: not a key of {entry['family']} (its keys: "
+                                  f"{', '.join((*required, *optional))})")
             try:
                 yield from run(self, entry)
             except (KeyError, IndexError, ValueError) as exc:
@@ -175,14 +179,20 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
                    text.format_map(f), stage=t.stage, num_tokens=t.count)
 
 
-FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...]]] = {
-    "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description")),
-    "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale")),
-    "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale")),
-    "ragged_prefill": (_ragged_prefill, ("definition", "scenarios", "sm_scale", "description")),
-    "rope": (_rope, ("definition", "decode", "prefill", "description")),
-    "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description")),
-    "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description")),
+# family -> (builder, required keys, optional keys)
+FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
+    "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
+               ("scenarios_pick", "each")),
+    "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale"),
+                     ("scenarios_pick", "description")),
+    "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale"),
+                      ("scenarios_pick", "description")),
+    "ragged_prefill": (_ragged_prefill, ("definition", "scenarios", "sm_scale", "description"), ("scenarios_pick",)),
+    "rope": (_rope, ("definition", "decode", "prefill", "description"),
+             ("decode_pick", "prefill_pick", "max_position")),
+    "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
+    "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
+                        ("scenarios_pick", "description_one_token")),
 }
 
 
