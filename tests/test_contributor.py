@@ -151,19 +151,17 @@ def test_model_tags_and_recipes_are_checked(clone):
     assert f"tagged model:{MODEL} but models/{MODEL}.json does not call {NAME}" in bad.stdout
     assert f"calls rmsnorm_h4096, whose definition has no model:{MODEL} tag" in bad.stdout
     record.write_text(good)
-    check = [sys.executable, "-m", "generator.cli", "workloads", "--check"]
-    assert run(check, clone).returncode == 0
+    # A line added by hand to a recipe's file, and a workload file no recipe writes: one check names both.
     workloads = clone / "dataset" / "workloads" / "activation" / f"{NAME}.jsonl"
     made = workloads.read_text()
-    workloads.write_text(made + made.splitlines()[-1].replace('"seed": 8', '"seed": 9') + "\n")  # a line by hand
-    bad = run(check, clone)
-    assert bad.returncode == 1 and f"workloads/activation/{NAME}.jsonl: differs from what its recipe" in bad.stderr
-    recipe = clone / "dataset" / "recipes" / f"{MODEL}.yaml"
-    kept = recipe.read_text()
-    recipe.unlink()
-    bad = run(check, clone)
-    assert bad.returncode == 1 and f"workloads/activation/{NAME}.jsonl: no recipe writes it" in bad.stderr
-    recipe.write_text(kept)
+    workloads.write_text(made + made.splitlines()[-1].replace('"seed": 8', '"seed": 9') + "\n")
+    stray = workloads.with_name("gelu_by_hand.jsonl")
+    stray.write_text(made)
+    bad = run([sys.executable, "-m", "generator.cli", "workloads", "--check"], clone)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert f"workloads/activation/{NAME}.jsonl: differs from what its recipe" in bad.stderr
+    assert "workloads/activation/gelu_by_hand.jsonl: no recipe writes it" in bad.stderr
+    stray.unlink()
     workloads.write_text(made)
 
 
