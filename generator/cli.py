@@ -142,6 +142,26 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_workloads(args: argparse.Namespace) -> int:
+    from .workloadgen.write import all_specs, check, render, write
+
+    files = render(args.dataset, all_specs(args.dataset))
+    if args.check:
+        problems = check(args.dataset, files)
+        for p in problems:
+            print(f"kerneltrace workloads: {p}", file=sys.stderr)
+        if problems:
+            print("run `kerneltrace workloads` to regenerate", file=sys.stderr)
+            return 1
+        print(f"{len(files)} recipe files up to date")
+        return 0
+    changed = list(write(args.dataset, files))
+    for path in changed:
+        print(f"wrote {path}")
+    print(f"{len(files)} recipe files, {len(changed)} changed")
+    return 0
+
+
 def cmd_roofline(args: argparse.Namespace) -> int:
     from .analyse.roofline import export_cascades, format_roofline, roofline_rows, verify_export
     from .load import load
@@ -265,6 +285,12 @@ def _publish_args(p: argparse.ArgumentParser) -> None:
                    help="publish this folder written by `kerneltrace export` instead of exporting again")
 
 
+def _workloads_args(p: argparse.ArgumentParser) -> None:
+    _add_dataset(p)
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 if a committed file is not "
+                                                        "what the recipes make")
+
+
 def _roofline_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--definition", action="append", metavar="NAME", help="only this definition (repeatable)")
@@ -333,6 +359,11 @@ COMMANDS = (
             "Exports the dataset, compares it with what the Hub repo holds and uploads only "
             "the files that changed, in one commit (deleting files the export no longer has). "
             "The token comes from HF_TOKEN; HF_ENDPOINT selects another Hub."),
+    Command("workloads", cmd_workloads, _workloads_args,
+            "write the workloads the model recipes describe, or --check the committed ones",
+            f"Runs every recipe ({CANONICAL['recipes'].pattern} and the Python recipe modules of "
+            "generator/workloadgen) and writes the JSONL lines and the safetensors blobs of index inputs. "
+            "--check writes nothing and fails if a committed file differs from what its recipe makes."),
     Command("roofline", cmd_roofline, _roofline_args,
             "FLOPs, bytes and speed-of-light time of every workload, per hardware",
             "Renders each definition's Einsum cascade with every workload's axes and prints "

@@ -2,8 +2,9 @@
 editable install, run from the clone's folder), a new model's definition added by the contributing
 guide's steps, and the checks that must catch mistakes in it: the pre-commit hook's own command,
 `kerneltrace validate` without --dataset (it must read the clone's ./dataset, not the installed
-package's), GitHub annotations with repository-relative paths, `workloadgen --check` for a workload
-file no recipe writes, the model-tag check, and the guide's CPU check of a Triton solution.
+package's), GitHub annotations with repository-relative paths, `workloads --check` for a line added
+by hand and a workload file no recipe writes, the model-tag check, and the guide's CPU check of a
+Triton solution.
 """
 
 from __future__ import annotations
@@ -69,9 +70,15 @@ def clone(tmp_path_factory) -> Path:
     return where
 
 
+def guide_recipe() -> str:
+    """The recipe the guide's "Add a workload" section shows."""
+    section = GUIDE.read_text(encoding="utf-8").split("## Add a workload", 1)[1]
+    return section.split("```yaml\n", 1)[1].split("```", 1)[0]
+
+
 def add_the_model(clone: Path) -> Path:
     """The guide's steps for a new model: calling record, definition with its tags, Einsum cascade,
-    5 workloads, a baseline solution."""
+    workloads from the recipe the guide shows (`kerneltrace workloads`), a baseline solution."""
     ds = clone / "dataset"
     (ds / "models" / f"{MODEL}.json").write_text(json.dumps({
         "model": "google/gemma-3-4b-it", "framework": "vLLM",
@@ -79,11 +86,9 @@ def add_the_model(clone: Path) -> Path:
     definition = ds / "definitions" / "activation" / f"{NAME}.json"
     definition.write_text(json.dumps(GELU, indent=2) + "\n")
     (ds / "einsums" / "activation" / f"{NAME}.yaml").write_text(EINSUM)
-    lines = [{"definition": NAME, "workload": {"uuid": f"00000000-0000-4000-8000-00000000000{i}",
-                                               "axes": {"num_tokens": n}, "inputs": {"input": {"type": "random"}},
-                                               "seed": i}, "solution": None, "evaluation": None}
-             for i, n in enumerate((1, 8, 64, 512, 2048))]
-    (ds / "workloads" / "activation" / f"{NAME}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (ds / "recipes" / f"{MODEL}.yaml").write_text(guide_recipe())
+    made = run([sys.executable, "-m", "generator.cli", "workloads"], clone)  # the clone's own generator
+    assert made.returncode == 0 and f"activation/{NAME}.jsonl" in made.stdout, made.stdout + made.stderr
     folder = ds / "solutions" / "baseline" / "activation" / NAME
     folder.mkdir(parents=True)
     (folder / f"{NAME}_torch.json").write_text(json.dumps({
@@ -101,7 +106,7 @@ def test_the_guide_states_each_step_the_test_takes():
     guide = GUIDE.read_text(encoding="utf-8")
     for step in ("dataset/models/<model>.json", "model:<model>", "dataset/definitions/<type>/<name>.json",
                  "dataset/einsums/<type>/<name>.yaml", "workloads/<type>/<definition>.jsonl", "`baseline` solution",
-                 "generator/workloadgen/<model>.py", "tests/reference_cases/<model>.py", "status:verified",
+                 "dataset/recipes/<model>.yaml", "kerneltrace workloads", "tests/reference_cases/<model>.py", "status:verified",
                  "at least 5 workloads", "TRITON_INTERPRET=1", "truncates", "Traces you run yourself",
                  "./dataset", "pre-commit install"):
         assert step in guide, step
@@ -146,8 +151,18 @@ def test_model_tags_and_recipes_are_checked(clone):
     assert f"tagged model:{MODEL} but models/{MODEL}.json does not call {NAME}" in bad.stdout
     assert f"calls rmsnorm_h4096, whose definition has no model:{MODEL} tag" in bad.stdout
     record.write_text(good)
-    check = run([sys.executable, "-m", "generator.workloadgen", "--check"], clone)
-    assert check.returncode == 1 and f"no recipe: dataset/workloads/activation/{NAME}.jsonl" in check.stderr
+    # A line added by hand to a recipe's file, and a workload file no recipe writes: one check names both.
+    workloads = clone / "dataset" / "workloads" / "activation" / f"{NAME}.jsonl"
+    made = workloads.read_text()
+    workloads.write_text(made + made.splitlines()[-1].replace('"seed": 8', '"seed": 9') + "\n")
+    stray = workloads.with_name("gelu_by_hand.jsonl")
+    stray.write_text(made)
+    bad = run([sys.executable, "-m", "generator.cli", "workloads", "--check"], clone)
+    assert bad.returncode == 1, bad.stdout + bad.stderr
+    assert f"workloads/activation/{NAME}.jsonl: differs from what its recipe" in bad.stderr
+    assert "workloads/activation/gelu_by_hand.jsonl: no recipe writes it" in bad.stderr
+    stray.unlink()
+    workloads.write_text(made)
 
 
 def guide_triton_check() -> str:

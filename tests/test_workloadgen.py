@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
+from generator.cli import main as cli_main
+from generator.model.errors import KernelTraceError
 from generator.workloadgen import core
-from generator.workloadgen.__main__ import main as workloadgen_main
+from generator.workloadgen.recipe import read, recipe_specs
 from generator.workloadgen.spec import Spec
-from generator.workloadgen.write import render, stale
+from generator.workloadgen.write import recipe_modules, render, stale
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 
@@ -57,7 +60,9 @@ def test_render_writes_blobs_and_lines(tmp_path):
     definition = {"name": "toy", "type": "gqa", "axes": {"n": {"type": "var"}, "len_indptr": {"type": "var"}},
                   "inputs": {"x": {"shape": ["n"], "dtype": "bfloat16"},
                              "kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"},
-                             "scale": {"shape": [], "dtype": "float32"}}}
+                             "scale": {"shape": [], "dtype": "float32"}},
+                  "outputs": {"y": {"shape": ["n"], "dtype": "bfloat16"}},
+                  "reference": "def run(x, kv_indptr, scale):\n    return x\n"}
     (tmp_path / "definitions" / "gqa" / "toy.json").write_text(json.dumps(definition))
     spec = Spec("toy", "k1", {"n": 4, "len_indptr": 3},
                 {"scale": 0.5, "x": "random", "kv_indptr": np.array([0, 2, 5])}, seed=9, description="toy")
@@ -73,11 +78,64 @@ def test_render_writes_blobs_and_lines(tmp_path):
     loaded = load_file(str(blob))["kv_indptr"]
     assert loaded.dtype == np.int32 and loaded.tolist() == [0, 2, 5]
     assert render(tmp_path, [spec]) == files  # same bytes every time
+    # stage and num_tokens are workload fields as the recipe states them (never read from prose)
+    stated = Spec("toy", "k2", {"n": 4, "len_indptr": 3}, {"scale": 0.5, "x": "random", "kv_indptr": "random"},
+                  description="a prefill chunk, by its words", stage="decode", num_tokens=7)
+    line = json.loads(render(tmp_path, [stated])[tmp_path / "workloads/gqa/toy.jsonl"])
+    assert (line["workload"]["stage"], line["workload"]["num_tokens"]) == ("decode", 7)
 
 
 def test_committed_recipe_workloads_are_current(capsys):
     # Every blob in the dataset is the output of the documented generator with its recorded seed.
-    assert workloadgen_main(["--dataset", str(DATASET), "--check"]) == 0, capsys.readouterr().err
+    assert cli_main(["workloads", "--dataset", str(DATASET), "--check"]) == 0, capsys.readouterr().err
+
+
+ENGINE = {"core", "families", "moe", "scenarios", "spec"}  # what a Python recipe module may import
+
+
+def test_recipes_never_import_one_another():
+    # An edit to one model's scenarios must not change another model's workloads: shared sets live in
+    # the engine (scenarios.py), recipe files are data, and the Python recipe modules import the engine only.
+    import ast
+
+    for name in recipe_modules():
+        tree = ast.parse((DATASET.parent / "generator" / "workloadgen" / f"{name}.py").read_text())
+        local = {a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1 and not n.module
+                 for a in n.names}
+        local |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1
+                  and n.module}
+        assert local <= ENGINE, f"{name}.py imports {sorted(local - ENGINE)}"
+
+
+def _recipe(root: Path, data: dict) -> Path:
+    import yaml
+
+    path = root / "recipes" / "toy-model.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_a_recipe_file_states_stage_and_tokens_and_names_its_mistakes(tmp_path):
+    data = {"model": "Toy", "constants": {"scale": 0.5},
+            "scenarios": {"steps": [{"tokens": 3, "stage": "prefill", "what": "a chunk"}], "prefill": "PREFILL_STEPS"},
+            "workloads": [{"family": "tokens", "definition": "toy", "scenarios": "steps", "key": "t{m}",
+                           "axes": {"n": "{m}"}, "inputs": {"x": "random", "s": "$scale"},
+                           "description": "{what}: {m} tokens ({model})"}]}
+    [spec] = read(_recipe(tmp_path, data)).specs()
+    assert (spec.key, spec.axes, spec.inputs["s"], spec.description) == ("t3", {"n": 3}, 0.5, "a chunk: 3 tokens (Toy)")
+    assert (spec.stage, spec.num_tokens) == ("prefill", 3)
+    for bad, said in (({"family": "nope"}, "workloads[0].family: one of tokens, "),
+                      ({"scenarios": "missing"}, "no scenario list named 'missing'"),
+                      ({"inputs": {"x": "$nope"}}, "no constant named 'nope'"),
+                      ({"descripton": "typo"}, "workloads[0].descripton: not a key of tokens")):
+        path = _recipe(tmp_path, {**data, "workloads": [{**data["workloads"][0], **bad}]})
+        with pytest.raises(KernelTraceError, match=re.escape(said)) as caught:
+            recipe_specs(tmp_path)
+        assert str(caught.value).startswith(str(path))  # the file to fix
+    _recipe(tmp_path, {**data, "scenarios": {"steps": "NO_SUCH_SET"}})
+    with pytest.raises(KernelTraceError, match="no set named 'NO_SUCH_SET'"):
+        recipe_specs(tmp_path)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -141,7 +199,6 @@ def _served(tmp_path: Path, monkeypatch, situations, weights_gb=None) -> Path:
     definition and the decode workloads the Llama recipe writes for `situations`."""
     import shutil
 
-    from generator.workloadgen import llama
     from generator.workloadgen.write import write
 
     root = tmp_path / "ds"
@@ -153,9 +210,11 @@ def _served(tmp_path: Path, monkeypatch, situations, weights_gb=None) -> Path:
         record = json.loads((root / "models/llama-3.1-8b.json").read_text())
         record["serving"]["weights_gb_per_gpu"] = weights_gb
         (root / "models/llama-3.1-8b.json").write_text(json.dumps(record, indent=2))
-    monkeypatch.setattr(llama, "DECODE_PS16", situations)
-    specs = [s for s in llama.decode_workloads() if s.definition.endswith("_ps16")]
-    list(write(root, render(root, specs)))
+    _recipe(root, {"model": "Llama-3.1-8B TP1", "scenarios": {"decode": [
+        {"batch": s.batch, "context": s.median, "sigma": s.sigma, "what": s.what} for s in situations]},
+        "workloads": [{"family": "paged_decode", "definition": "gqa_paged_decode_h32_kv8_d128_ps16",
+                       "scenarios": "decode", "page_size": 16, "sm_scale": 0.08838834764831843}]})
+    list(write(root, render(root, recipe_specs(root))))
     return root
 
 
@@ -200,8 +259,10 @@ def test_kv_tokens_reads_pages_in_use_ragged_keys_or_the_pool():
 def test_the_llama_qwen_and_seed_recipes_fit_their_hardware():
     from generator.load import load
     from generator.validate.memory import check_memory
-    from generator.workloadgen import examples, llama, qwen
+    from generator.workloadgen import examples
 
-    mine = {s.definition for module in (examples, llama, qwen) for s in module.workloads()}
+    mine = {s.definition for s in examples.workloads()}
+    mine |= {s.definition for model in ("llama-3.1-8b", "qwen3-30b-a3b")
+             for s in read(DATASET / "recipes" / f"{model}.yaml").specs()}
     problems = [d.format_human() for d in check_memory(load(DATASET)) if Path(d.file).stem in mine]
     assert not problems, "\n".join(problems)

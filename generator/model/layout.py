@@ -89,6 +89,9 @@ class Layout:
     def model_file(self, name: str) -> str:
         return self["models"].path(model=name)
 
+    def recipe_file(self, model: str) -> str:
+        return self["recipes"].path(model=model)
+
     def hardware_file(self, name: str) -> str:
         return self["hardware"].path(hardware=name)
 
@@ -112,4 +115,6 @@ CANONICAL = Layout(
     Folder("agent_traces", "agent_traces/<author>/<solution>.json"),
     Folder("einsums", "einsums/<type>/<definition>.yaml"),
     Folder("blob", "blob/workloads/<type>/<definition>/<uuid>.safetensors", loaded=False),
+    # A model's workload recipe, named as its calling record; read by workloadgen, not by the loader.
+    Folder("recipes", "recipes/<model>.yaml", loaded=False),
 )

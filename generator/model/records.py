@@ -133,6 +133,16 @@ class Workload:
         return cls(data["definition"], w["uuid"], _frozen(w["axes"]), _frozen(w["inputs"]),
                    w.get("seed"), source, data)
 
+    @property
+    def stage(self) -> Optional[str]:
+        """"decode" or "prefill": the model step the workload stands for, as its recipe states it."""
+        return self.data["workload"].get("stage")
+
+    @property
+    def num_tokens(self) -> Optional[int]:
+        """New tokens in that step (decode: one per sequence), as its recipe states it."""
+        return self.data["workload"].get("num_tokens")
+
 
 @dataclass(frozen=True)
 class Solution:

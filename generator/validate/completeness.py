@@ -27,14 +27,14 @@ def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
     for d in ds.definitions.values():
         if not workloads[d.name]:
             yield warning(d, ptr("name"), f"{d.name} has no workloads: nothing can be benchmarked",
-                          f"add at least 5 to {CANONICAL.workload_file(d.type, d.name)} (or a recipe in "
-                          "generator/workloadgen/)")
+                          f"add at least 5 to {CANONICAL.workload_file(d.type, d.name)}: entries in its model's recipe, "
+                          f"{CANONICAL.recipe_file('<model>')}, then run `kerneltrace workloads`")
         elif VERIFIED_TAG in d.tags and workloads[d.name] < MIN_VERIFIED_WORKLOADS:
             have = workloads[d.name]
             yield warning(d, ptr("tags"), f"{d.name} is tagged {VERIFIED_TAG} but has {have} workload"
                           f"{'s' if have != 1 else ''}, below the minimum of {MIN_VERIFIED_WORKLOADS}",
                           f"add {MIN_VERIFIED_WORKLOADS - have} more to {CANONICAL.workload_file(d.type, d.name)} "
-                          "(from its recipe in generator/workloadgen/), or tag it status:draft until it has them")
+                          f"(from its model's recipe, {CANONICAL.recipe_file('<model>')}), or tag it status:draft until it has them")
         if d.name not in baselines:
             yield warning(d, ptr("name"), f"{d.name} has no baseline solution: speedups can only be those the traces recorded",
                           f"add {CANONICAL.solution_file(BASELINE_AUTHOR, d.type, d.name, d.name + '_torch')}")

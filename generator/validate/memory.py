@@ -24,6 +24,7 @@ from typing import Iterator, Mapping, Optional
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
+from ..model.layout import CANONICAL
 from .common import error
 
 DEFAULT_UTILIZATION = 0.9  # model.json: memory_utilization absent means 0.9
@@ -85,4 +86,5 @@ def check_memory(ds: Dataset) -> Iterator[Diagnostic]:
                         f"{m.data['serving'].get('memory_utilization', DEFAULT_UTILIZATION):g} x {memory_gb:g} GB = "
                         f"{limit:.1f} GB",
                         f"keep the batch's context under {fits:,} tokens (a smaller batch or shorter contexts in "
-                        f"the recipe that writes it, generator/workloadgen/), or serve on hardware with more memory")
+                        f"the recipe that writes it: {CANONICAL.recipe_file('<model>')}, or a module of generator/workloadgen/), "
+                        f"or serve on hardware with more memory")

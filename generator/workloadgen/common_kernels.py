@@ -8,7 +8,7 @@ Serving situations (shared with the model recipes where they exist):
   to 8192 tokens (vLLM's default max_num_batched_tokens); the all-reduce inputs hold every rank's buffer on
   one device, so their largest chunk is 4096 tokens (2048 at TP16, two nodes: 16 x 2048 x 7168 x 2 bytes);
 - token ids: natural text uses a few tokens very often and most rarely, so ids are Zipf-distributed over a
-  seeded permutation of the vocabulary (token_ids below); a vocabulary shard sees the tokens of the whole
+  seeded permutation of the vocabulary (families.token_ids); a vocabulary shard sees the tokens of the whole
   step and keeps those in its rows;
 - KV append: the slots of the step's tokens in a page table made by core.paged_kv (decode: each sequence's
   newest token; prefill: the chunk's tokens behind their cached prefix; a decode batch padded to vLLM's
@@ -25,46 +25,16 @@ from typing import Iterator
 
 import numpy as np
 
-from . import core, qwen
-from .llama import menu_text, per_request
-from .scenarios import Decode, Prefill
+from . import core, moe
+from .families import ids_call, kv_append as append_spec, menu_text, per_request, shard_rank, slots_of, token_ids
+from .scenarios import MOE_STEPS, TEMPERATURE_MENU, Decode, Prefill
+from .scenarios import SAMPLING_BATCHES as BATCHES
 from .spec import Spec
 
 TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (64, "decode, batch 64"), (256, "decode, batch 256 (a full batch)"),
           (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
           (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a step (one logits row each)
-
-# Per-request temperatures (value, share of requests): an assumed mix of client settings around the
-# models' recommended 0.6-0.7 and the OpenAI-style default 1.0.
-TEMPERATURE_MENU = ((1.0, 0.3), (0.7, 0.25), (0.6, 0.25), (0.8, 0.1), (0.3, 0.1))
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
-
-
-def token_ids(g: np.random.Generator, n: int, vocab: int, alpha: float = 1.1) -> np.ndarray:
-    """`n` token ids of natural-looking text: token at popularity rank r has weight (r + 1)**-alpha, the
-    ranks spread over the vocabulary by a seeded permutation (ids carry no frequency order)."""
-    weights = np.arange(1, vocab + 1, dtype=np.float64) ** -alpha
-    ranks = g.choice(vocab, size=n, p=weights / weights.sum())
-    return g.permutation(vocab)[ranks]
-
-
-def shard_rank(ids: np.ndarray, shard: int) -> int:
-    """The rank a vocabulary-shard workload records: the one holding the step's first token, so that the
-    rank has rows to look up (every rank sees the whole step; a rank that holds none of its tokens only
-    writes zeros). With more than one token the step must also have tokens of other shards (zero rows)."""
-    rank = int(ids[0]) // shard
-    local = np.asarray(ids, dtype=np.int64) - rank * shard
-    outside = int(((local < 0) | (local >= shard)).sum())
-    assert len(ids) == 1 or outside > 0, "every token of the step in one shard: no zero rows to check"
-    return rank
-
-
-def ids_call(seed: int, n: int, vocab: int) -> str:
-    return f"g = core.rng({seed}); input_ids = common_kernels.token_ids(g, {n}, {vocab}, alpha=1.1)"
+QWEN_EXPERTS, QWEN_TOP_K = 128, 8  # Qwen/Qwen3-30B-A3B config.json: num_experts, num_experts_per_tok
 
 
 # --------------------------------------------------------------------------------------------------
@@ -124,21 +94,6 @@ APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_app
            ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4"),
            ("paged_kv_append_kv1_d128_ps16", "Qwen3-30B-A3B TP4 / Llama-3.3-70B TP8"),
            ("paged_kv_append_kv1_d256_ps16", "Qwen3-Next-80B-A3B TP4")]
-
-
-def slots_of(kv: dict, lens: np.ndarray, new: np.ndarray, page_size: int) -> np.ndarray:
-    """Slots (page * page_size + offset) of the last `new[b]` tokens of each sequence of length lens[b]."""
-    out = []
-    for b, (n, q) in enumerate(zip(lens, new)):
-        pages = kv["kv_indices"][kv["kv_indptr"][b]:kv["kv_indptr"][b + 1]]
-        pos = np.arange(n - q, n)
-        out.append(pages[pos // page_size] * page_size + pos % page_size)
-    return np.concatenate(out).astype(np.int64)
-
-
-def append_spec(name: str, key: str, slots: np.ndarray, num_pages: int, seed: int, what: str) -> Spec:
-    return Spec(name, key, {"num_tokens": len(slots), "num_pages": num_pages},
-                {"k": "random", "v": "random", "k_cache": "random", "v_cache": "random", "slot_mapping": slots}, seed, what)
 
 
 def append_workloads() -> Iterator[Spec]:
@@ -294,20 +249,15 @@ def qwen_tp4_workloads() -> Iterator[Spec]:
 
 def qwen_tp4_moe_workloads() -> Iterator[Spec]:
     """The expert shards at TP4: the same routed steps as qwen.py's TP1 MoE workloads (every rank routes every token)."""
-    for seed, (tokens, alpha, what) in enumerate(qwen.MOE):
-        g = core.rng(seed)
-        counts = qwen.routed_counts(g, tokens, qwen.NUM_EXPERTS, qwen.TOP_K, alpha=alpha)
-        rows = tokens * qwen.TOP_K
-        about = (f"Qwen3-30B-A3B TP4 MoE, {what}: {tokens} tokens x 8 experts = {rows} rows over "
-                 f"{int((counts > 0).sum())} of 128 experts (largest segment {int(counts.max())} rows): "
-                 f"{qwen.routed_call(seed, tokens, alpha)}")
-        for name, role in (("grouped_gemm_e128_n384_k2048", "expert gate_up shard (192 + 192 columns)"),
-                           ("grouped_gemm_e128_n2048_k192", "expert down shard (192 input columns, partial sums)")):
-            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": qwen.NUM_EXPERTS + 1},
-                       {"A": "random", "B": "random", "m_indptr": i32(core.indptr(counts))}, seed, f"{about}; {role}")
+    gemms = (("grouped_gemm_e128_n384_k2048", "expert gate_up shard (192 + 192 columns)"),
+             ("grouped_gemm_e128_n2048_k192", "expert down shard (192 input columns, partial sums)"))
+    for seed, (tokens, alpha, what) in enumerate(MOE_STEPS):
+        yield from moe.grouped_gemms(gemms, tokens, alpha, what, seed, QWEN_EXPERTS, QWEN_TOP_K,
+                                     fields={"model": "Qwen3-30B-A3B TP4"})
+        rows = tokens * QWEN_TOP_K
         yield Spec("silu_and_mul_i192", f"t{rows}", {"num_tokens": rows}, {"input": "random"}, seed,
                    f"Qwen3-30B-A3B TP4, {what}: {tokens} tokens x 8 routed experts = {rows} rows; SwiGLU on the rank's "
-                   f"192 intermediate columns")
+                   f"192 intermediate columns", num_tokens=tokens)  # the step's tokens, not its routed rows
 
 
 def workloads() -> Iterator[Spec]:

@@ -22,6 +22,7 @@ from typing import Iterator
 import numpy as np
 
 from . import core
+from .moe import route_ids, skewed_bias
 from .spec import Spec
 
 SM_SCALE = 0.1352337788608801  # 192**-0.5 * (0.1 * ln(40) + 1)**2: yarn mscale^2 / sqrt(qk_head_dim)
@@ -30,30 +31,8 @@ NUM_EXPERTS, LOCAL_EXPERTS = 256, 32
 
 
 # --------------------------------------------------------------------------------------------------
-# Generators this recipe adds (candidates for core.py: skewed_bias is general for biased routers).
+# How a skewed bias loads the experts (moe.skewed_bias, moe.route_ids), for the descriptions.
 # --------------------------------------------------------------------------------------------------
-
-def skewed_bias(g: np.random.Generator, num_experts: int, spread: float) -> np.ndarray:
-    """A selection bias that makes a few experts hot: popularity ranks r (a random permutation of
-    1..num_experts) give spread * standardised(-ln r), float32. Added to sigmoid scores in (0, 1),
-    spread 0.02-0.08 skews loads like a trained router without a balanced bias does."""
-    rank = g.permutation(num_experts).astype(np.float64) + 1.0
-    z = -np.log(rank)
-    return (spread * (z - z.mean()) / z.std()).astype(np.float32)
-
-
-def route_ids(logits: np.ndarray, bias: np.ndarray, n_group: int = 8, topk_group: int = 4, top_k: int = 8) -> np.ndarray:
-    """DeepSeek-V3 noaux_tc selection (the definitions' semantics), vectorised in numpy: [T, top_k] ids."""
-    t, e = logits.shape
-    biased = 1.0 / (1.0 + np.exp(-logits)) + bias[None, :]
-    grouped = biased.reshape(t, n_group, e // n_group)
-    group_scores = np.sort(grouped, axis=-1)[:, :, -2:].sum(axis=-1)
-    keep = np.argsort(-group_scores, axis=-1, kind="stable")[:, :topk_group]
-    mask = np.zeros((t, n_group), dtype=bool)
-    np.put_along_axis(mask, keep, True, axis=1)
-    masked = np.where(np.repeat(mask, e // n_group, axis=1), biased, -np.inf)
-    return np.argsort(-masked, axis=-1, kind="stable")[:, :top_k]
-
 
 def route_counts(bias: np.ndarray, seed: int, tokens: int = 2048) -> np.ndarray:
     """Picks per expert for `tokens` simulated standard-normal logit rows (seeded)."""

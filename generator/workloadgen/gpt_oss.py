@@ -31,10 +31,12 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .common_kernels import BATCHES, TEMPERATURE_MENU, append_spec, ids_call, slots_of, token_ids
-from .llama import menu_text, per_request
-from .qwen import LM_HEAD, PREFILL, TOKENS, i32
-from .scenarios import Decode
+from .families import i32, ids_call, rope_steps, rope_what, menu_text, per_request, slots_of, token_ids
+from .families import kv_append as append_spec
+from .scenarios import LM_HEAD_ROWS as LM_HEAD
+from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
+from .scenarios import SAMPLING_BATCHES as BATCHES
+from .scenarios import TEMPERATURE_MENU, TOKEN_COUNTS, Decode
 from .spec import Spec
 
 MODEL = "gpt-oss-120b"
@@ -106,7 +108,7 @@ MOE = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "deco
 def token_workloads() -> Iterator[Spec]:
     """Kernels whose only var axis is the token count."""
     gemm = {"A": "random", "B": "random"}
-    for seed, (m, what) in enumerate(TOKENS):
+    for seed, (m, what, _) in enumerate(TOKEN_COUNTS):
         about = f"{MODEL} TP1, {what}: {m} tokens"
         yield Spec("rmsnorm_h2880", f"t{m}", {"batch_size": m}, {"hidden_states": "random", "weight": "random"},
                    seed, f"{about}; input_layernorm of decoder layer 0")
@@ -122,7 +124,8 @@ def token_workloads() -> Iterator[Spec]:
                    f"skewed_logits)")
         yield Spec("swiglu_oai_and_mul_i2880", f"t{m * TOP_K}", {"num_tokens": m * TOP_K}, {"input": "random"},
                    seed, f"{about} x 4 routed experts = {m * TOP_K} rows; clamped SwiGLU between the expert GEMMs "
-                         f"(as a separate kernel: vLLM's non-fused MXFP4 MoE paths)")
+                         f"(as a separate kernel: vLLM's non-fused MXFP4 MoE paths)",
+                   num_tokens=m)  # the step's tokens, not its routed rows
     for seed, (m, what) in enumerate(LM_HEAD):
         yield Spec("gemm_n201088_k2880", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
                    f"{MODEL} TP1 lm_head, {what}: {m} rows")
@@ -154,19 +157,8 @@ def moe_workloads() -> Iterator[Spec]:
 
 
 def rope_workloads() -> Iterator[Spec]:
-    seed = 0
-    for s in [DECODE[0], DECODE[3], DECODE[5]]:
-        g = core.rng(seed)
-        positions = s.lens(g) - 1  # the new token's position
-        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
-        seed += 1
-    for s in PREFILL:
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
-        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
-                                                f"q_len)) per prompt with {s.call(seed)}")
-        seed += 1
+    for s, positions, seed in rope_steps([DECODE[0], DECODE[3], DECODE[5]], PREFILL):
+        yield rope_spec(s.key, positions, seed, rope_what(s, seed))
 
 
 def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:
@@ -217,7 +209,7 @@ def common_workloads() -> Iterator[Spec]:
     the embedding lookup, the paged KV append (the step's new tokens of the decode and prefill situations above),
     the temperature softmax over the vocabulary."""
     vocab = 201088
-    for seed, (n, what) in enumerate(TOKENS):
+    for seed, (n, what, _) in enumerate(TOKEN_COUNTS):
         g = core.rng(seed)
         yield Spec("embedding_v201088_h2880", f"t{n}", {"num_tokens": n},
                    {"input_ids": token_ids(g, n, vocab).astype(np.int32), "weight": "random"}, seed,

@@ -15,11 +15,12 @@ from typing import Iterator
 
 import numpy as np
 
-from . import core, deepseek
-from .moe_pipeline import TOP_K, align_block_size, block_m
+from . import core, moe
+from .moe import align_block_size, block_m
 from .spec import Spec
 
 EXPERTS = 384
+TOP_K = 8  # moonshotai/Kimi-K2-Instruct config.json: num_experts_per_tok
 # (tokens, bias spread, situation)
 STEPS = [(1, 0.02, "decode, batch 1"), (16, 0.03, "decode, batch 16"), (64, 0.05, "decode, batch 64"),
          (256, 0.03, "decode, batch 256 (large-batch serving)"), (1024, 0.05, "prefill chunk of 1024 tokens"),
@@ -29,14 +30,14 @@ TOKENS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 
 
 
 def route(logits: np.ndarray, bias: np.ndarray) -> np.ndarray:
-    return deepseek.route_ids(logits, bias, n_group=1, topk_group=1, top_k=TOP_K)
+    return moe.route_ids(logits, bias, n_group=1, topk_group=1, top_k=TOP_K)
 
 
 def moe_workloads() -> Iterator[Spec]:
     for i, (tokens, spread, what) in enumerate(STEPS):
         seed = 600 + i
         g = core.rng(seed)
-        bias = deepseek.skewed_bias(g, EXPERTS, spread)
+        bias = moe.skewed_bias(g, EXPERTS, spread)
         ids = route(g.standard_normal((tokens, EXPERTS)), bias.astype(np.float64))
         bm = block_m(tokens)
         aligned = align_block_size(ids, EXPERTS, bm)

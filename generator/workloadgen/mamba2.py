@@ -21,9 +21,9 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .common_kernels import append_spec, slots_of
-from .gemma3 import paged_decode_spec, paged_prefill_spec
-from .llama import PREFILL  # the same prefill steps as the Llama recipe (state continues behind a prefix)
+from .families import PAGED_DECODE_TEXT, PAGED_PREFILL_TEXT, i32, paged_decode, paged_prefill, slots, slots_of
+from .families import kv_append as append_spec
+from .scenarios import PREFILL_STEPS as PREFILL  # state continues behind a prefix
 from .scenarios import Decode
 from .spec import Spec
 
@@ -34,16 +34,6 @@ DECODE_BATCHES = [(1, "one request"), (8, "8 requests"), (32, "32 requests"), (6
 TOKENS = [(m, f"decode batch {m}") for m, _ in DECODE_BATCHES] + \
          [(512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
           (8192, "prefill chunk of 8192 tokens (max_num_batched_tokens)")]
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
-
-
-def slots(g: np.random.Generator, batch: int) -> tuple[np.ndarray, int]:
-    """(distinct slot ids of the batch, pool size): the pool is 25% larger than the batch, ids in random order."""
-    pool = batch + int(math.ceil(batch * 0.25))
-    return g.permutation(pool)[:batch].astype(np.int64), pool
 
 
 def decode_workloads() -> Iterator[Spec]:
@@ -127,7 +117,8 @@ def attention_workloads() -> Iterator[Spec]:
         yield append_spec("paged_kv_append_kv8_d128_ps672", s.key, slots_of(kv, lens, np.ones_like(lens), PAGE),
                           kv["num_pages"], seed, f"{MODEL} decode, {s.what}: the new token of each sequence; {s.call(seed)}; "
                           f"kv = core.paged_kv(g, lens, {PAGE}); slot_mapping = common_kernels.slots_of(kv, lens, 1, {PAGE})")
-        yield paged_decode_spec("gqa_paged_decode_h40_kv8_d128_ps672", s, seed, PAGE, SM_SCALE, MODEL)
+        yield paged_decode("gqa_paged_decode_h40_kv8_d128_ps672", s, seed, PAGE, SM_SCALE, PAGED_DECODE_TEXT,
+                           {"model": MODEL})
     for seed, s in enumerate(PREFILL):
         g = core.rng(seed)
         q, pre = s.lens(g)
@@ -135,7 +126,8 @@ def attention_workloads() -> Iterator[Spec]:
         yield append_spec("paged_kv_append_kv8_d128_ps672", s.key, slots_of(kv, q + pre, q, PAGE), kv["num_pages"], seed,
                           f"{MODEL} prefill, {s.what}: the new tokens of each prompt; {s.call(seed)}; kv = core.paged_kv(g, "
                           f"prefix_lens + q_lens, {PAGE}); slot_mapping = common_kernels.slots_of(kv, lens, q_lens, {PAGE})")
-        yield paged_prefill_spec("gqa_paged_prefill_causal_h40_kv8_d128_ps672", s, seed, PAGE, SM_SCALE, MODEL)
+        yield paged_prefill("gqa_paged_prefill_causal_h40_kv8_d128_ps672", s, seed, PAGE, SM_SCALE,
+                            PAGED_PREFILL_TEXT, {"model": MODEL})
 
 
 def workloads() -> Iterator[Spec]:

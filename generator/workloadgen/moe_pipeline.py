@@ -19,7 +19,8 @@ from typing import Iterator
 
 import numpy as np
 
-from . import core, deepseek
+from . import core, moe
+from .moe import align_block_size, block_m
 from .spec import Spec
 
 TOP_K = 8
@@ -36,30 +37,6 @@ TOKENS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 
 QWEN_STEPS = [(1, 0.6, "decode, batch 1"), (32, 0.6, "decode, batch 32"), (64, 1.0, "decode, batch 64, a strongly imbalanced layer"),
               (256, 0.6, "decode, batch 256 (a full batch)"), (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
               (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-
-
-def block_m(tokens: int) -> int:
-    """BLOCK_SIZE_M of SGLang's tuned FP8 block-128 MoE config on H200 for this many tokens."""
-    return 16 if tokens <= 512 else 64
-
-
-def align_block_size(topk_ids: np.ndarray, num_experts: int, block_size: int) -> dict:
-    """numpy moe_align_block_size, SGLang's convention (the definitions' semantics): bucket id + 1
-    (-1 = another rank's expert is bucket 0), stable within a bucket, buckets padded to block_size."""
-    flat = topk_ids.reshape(-1).astype(np.int64) + 1
-    pairs, buckets = flat.size, num_experts + 1
-    counts = np.bincount(flat, minlength=buckets)
-    starts = np.concatenate([[0], np.cumsum((counts + block_size - 1) // block_size * block_size)])
-    padded_len = pairs + buckets * (block_size - 1)
-    sorted_ids = np.full(padded_len, pairs, dtype=np.int64)
-    expert_ids = np.full((padded_len + block_size - 1) // block_size, -1, dtype=np.int64)
-    for b in range(buckets):
-        members = np.flatnonzero(flat == b)
-        sorted_ids[starts[b]:starts[b] + members.size] = members
-        expert_ids[starts[b] // block_size:starts[b + 1] // block_size] = b - 1
-    return {"sorted_token_ids": sorted_ids, "expert_ids": expert_ids, "num_tokens_post_padded": int(starts[-1]),
-            "block_size": block_size, "axes": {"block_m": block_size, "max_num_tokens_padded": padded_len,
-                                               "max_num_m_blocks": len(expert_ids)}}
 
 
 def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
@@ -79,8 +56,8 @@ def ds_step(i: int, ep: int = 8) -> tuple[dict, str]:
     rank = rank if ep == 8 else 2 * rank + 1
     seed = 400 + i if ep == 8 else 450 + i
     g = core.rng(seed)
-    bias = deepseek.skewed_bias(g, DS_EXPERTS, spread)
-    ids = deepseek.route_ids(g.standard_normal((tokens, DS_EXPERTS)), bias.astype(np.float64))
+    bias = moe.skewed_bias(g, DS_EXPERTS, spread)
+    ids = moe.route_ids(g.standard_normal((tokens, DS_EXPERTS)), bias.astype(np.float64))
     moved = ""
     if not ((ids >= local_n * rank) & (ids < local_n * (rank + 1))).any():
         # A rank that holds none of the step's picks only writes zeros (nothing to check): record the rank of

@@ -29,8 +29,10 @@ from typing import Iterator
 import numpy as np
 
 from . import core
-from .mamba2 import slots
-from .qwen import DECODE_TP4, PREFILL, routed_counts
+from .families import PREFILL_TEXT, i32, paged_decode, paged_prefill, rope_steps, rope_what, slots
+from .moe import grouped_gemms
+from .scenarios import DECODE_LONG_CONTEXT as DECODE_TP4
+from .scenarios import PREFILL_STEPS_MULTITURN as PREFILL
 from .spec import Spec
 
 MODEL = "Qwen3-Next-80B-A3B TP4"
@@ -53,10 +55,6 @@ GEMMS = [("gemm_n3072_k2048", "in_proj_qkvz (36 GDN layers)"), ("gemm_n16_k2048"
          ("gemm_n2560_k2048", "qkv_proj with the output gate (12 attention layers)"),
          ("gemm_n512_k2048", "MoE router gate"), ("gemm_n1_k2048", "shared expert gate"),
          ("gemm_n256_k2048", "shared expert gate_up_proj"), ("gemm_n2048_k128", "shared expert down_proj")]
-
-
-def i32(a) -> np.ndarray:
-    return np.asarray(a, dtype=np.int32)
 
 
 def gdn_decode_workloads() -> Iterator[Spec]:
@@ -123,67 +121,27 @@ def token_workloads() -> Iterator[Spec]:
 
 
 def moe_workloads() -> Iterator[Spec]:
+    gemms = (("grouped_gemm_e512_n256_k2048", "expert gate_up projection (a quarter of each expert)"),
+             ("grouped_gemm_e512_n2048_k128", "expert down projection (a quarter of each expert)"))
     for seed, (tokens, alpha, what) in enumerate(MOE):
-        g = core.rng(seed)
-        counts = routed_counts(g, tokens, NUM_EXPERTS, TOP_K, alpha=alpha)
-        m_indptr = i32(core.indptr(counts))
-        rows = tokens * TOP_K
-        used = int((counts > 0).sum())
-        call = (f"g = core.rng({seed}); counts = qwen.routed_counts(g, {tokens}, {NUM_EXPERTS}, {TOP_K}, "
-                f"alpha={alpha}); m_indptr = core.indptr(counts)")
-        about = (f"{MODEL} MoE, {what}: {tokens} tokens x 10 experts = {rows} rows over {used} of 512 experts "
-                 f"(largest segment {int(counts.max())} rows): {call}")
-        for name, role in (("grouped_gemm_e512_n256_k2048", "expert gate_up projection (a quarter of each expert)"),
-                           ("grouped_gemm_e512_n2048_k128", "expert down projection (a quarter of each expert)")):
-            yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": NUM_EXPERTS + 1},
-                       {"A": "random", "B": "random", "m_indptr": m_indptr}, seed, f"{about}; {role}")
+        yield from grouped_gemms(gemms, tokens, alpha, what, seed, NUM_EXPERTS, TOP_K, fields={"model": MODEL})
 
 
 def attention_workloads() -> Iterator[Spec]:
     for seed, s in enumerate(DECODE_TP4):
-        g = core.rng(seed)
-        lens = s.lens(g)
-        kv = core.paged_kv(g, lens, 16)
-        yield Spec(
-            "gqa_paged_decode_h4_kv1_d256_ps16", s.key,
-            {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
-             "num_kv_indices": len(kv["kv_indices"])},
-            {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
-             "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]),
-             "sm_scale": ATTN_SCALE},
-            seed, f"{MODEL} decode, {s.what} ({int(lens.sum())} KV tokens, 12 KiB each per rank): {s.call(seed)}; "
-                  f"kv = core.paged_kv(g, lens, 16) (pool 25% larger than used, pages in random order)")
+        yield paged_decode("gqa_paged_decode_h4_kv1_d256_ps16", s, seed, 16, ATTN_SCALE,
+                           "{model} decode, {what} ({kv_tokens} KV tokens, 12 KiB each per rank): {call}; "
+                           "kv = core.paged_kv(g, lens, 16) (pool 25% larger than used, pages in random order)",
+                           {"model": MODEL})
     for seed, s in enumerate(PREFILL):
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        kv = core.paged_kv(g, q + pre, 16)  # the new tokens' K/V are already in the cache after the prefix
-        yield Spec(
-            "gqa_paged_prefill_causal_h4_kv1_d256_ps16", s.key,
-            {"total_q": int(q.sum()), "batch_size": s.batch, "num_pages": kv["num_pages"],
-             "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
-            {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
-             "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
-             "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": ATTN_SCALE},
-            seed, f"{MODEL} prefill, {s.what} ({int(q.sum())} new tokens, {int((q + pre).sum())} KV tokens): "
-                  f"{s.call(seed)}; qo_indptr = core.indptr(q_lens); kv = core.paged_kv(g, q_lens + prefix_lens, 16) "
-                  f"(pool 25% larger than used, pages in random order)")
+        yield paged_prefill("gqa_paged_prefill_causal_h4_kv1_d256_ps16", s, seed, 16, ATTN_SCALE, PREFILL_TEXT,
+                            {"model": MODEL}, q_first=True)
 
 
 def rope_workloads() -> Iterator[Spec]:
     """Positions of decode steps (each sequence's new token) and prefill steps (the new tokens after any prefix)."""
-    seed = 0
-    for s in (DECODE_TP4[0], DECODE_TP4[2], DECODE_TP4[4]):
-        g = core.rng(seed)
-        positions = s.lens(g) - 1
-        yield rope_spec(s.key, positions, seed, f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}")
-        seed += 1
-    for s in PREFILL:
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
-        yield rope_spec(s.key, positions, seed, f"prefill, {s.what}: positions = concat(arange(prefix, prefix + "
-                                                f"q_len)) per prompt with {s.call(seed)}")
-        seed += 1
+    for s, positions, seed in rope_steps((DECODE_TP4[0], DECODE_TP4[2], DECODE_TP4[4]), PREFILL):
+        yield rope_spec(s.key, positions, seed, rope_what(s, seed))
 
 
 def rope_spec(key: str, positions: np.ndarray, seed: int, what: str) -> Spec:

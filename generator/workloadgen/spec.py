@@ -1,9 +1,9 @@
-"""Spec, one workload as a recipe writes it down; recipes are what one model's serving produces, as code.
+"""Spec, one workload as a recipe writes it down; recipes are what one model's serving produces.
 
-A recipe module (examples, llama, qwen, deepseek) has a function `workloads()` that yields Spec records.
-`python -m generator.workloadgen` writes them: workloads/<type>/<definition>.jsonl (the whole file,
-for each definition a recipe covers) and blob/workloads/<type>/<definition>/<uuid>.safetensors for
-inputs given as arrays. `--check` rebuilds everything in memory and fails if a committed file differs,
+A recipe file (dataset/recipes/<model>.yaml, run by recipe.py) or a recipe module (a `workloads()`
+function yielding Spec records) describes them. `kerneltrace workloads` writes them:
+workloads/<type>/<definition>.jsonl (the whole file, for each definition a recipe covers) and
+blob/workloads/<type>/<definition>/<uuid>.safetensors for inputs given as arrays. `--check` rebuilds everything in memory and fails if a committed file differs,
 so a blob in the dataset is always the output of the documented generator with its recorded seed.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid as uuidlib
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -27,7 +27,8 @@ class Spec:
     """One workload. inputs: name -> "random" | scalar | np.ndarray (stored as a safetensors blob,
     cast to the definition's dtype). seed: drives every "random" input (the bench draws them from it)
     and, by convention, the structured generator that made the arrays. description: how it was made
-    (the generator call and the serving situation it stands for)."""
+    (the generator call and the serving situation it stands for). stage and num_tokens: the
+    step as data, set by the engine's family builders (prose is never parsed for them)."""
 
     definition: str
     key: str  # unique within the definition, e.g. "decode_b64_ctx2k"
@@ -35,6 +36,10 @@ class Spec:
     inputs: dict = field(default_factory=dict)
     seed: int = 0
     description: str = ""
+    # The model step the workload stands for, written as workload fields (the export reads them):
+    # "decode" or "prefill", and the tokens of that step (new tokens; decode: one per sequence).
+    stage: Optional[str] = None
+    num_tokens: Optional[int] = None
 
     @property
     def uuid(self) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib
-import json
 import pkgutil
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -14,6 +13,9 @@ from ..model.dtypes import NUMPY_NAMES
 from ..model.errors import KernelTraceError
 from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
+from ..load import load
+from .recipe import recipe_specs
+from .serving import legacy_stage, legacy_tokens
 from .spec import Spec, as_jsonable
 
 def recipe_modules() -> tuple[str, ...]:
@@ -27,19 +29,17 @@ def recipe_modules() -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def all_specs() -> list[Spec]:
-    specs: list[Spec] = []
+def all_specs(root: Path) -> list[Spec]:
+    """The recipe files' Specs (dataset/recipes/), then the Python recipe modules'."""
+    specs: list[Spec] = recipe_specs(root)
     for name in recipe_modules():
         specs.extend(importlib.import_module(f"{__package__}.{name}").workloads())
     return specs
 
 
 def _definitions(root: Path) -> dict:
-    out = {}
-    for path in sorted(root.glob(CANONICAL["definitions"].glob)):
-        d = json.loads(path.read_text(encoding="utf-8"))
-        out[d["name"]] = d
-    return out
+    """name -> definition data, read by the one loader (any layout it reads)."""
+    return {name: d.data for name, d in load(root).definitions.items()}
 
 
 def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
@@ -54,7 +54,8 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
         d = definitions.get(spec.definition)
         where = f"recipe {spec.definition}/{spec.key}"
         if d is None:
-            raise KernelTraceError(f"{where}: no definition named {spec.definition!r} under {root / 'definitions'}")
+            raise KernelTraceError(f"{where}: no definition named {spec.definition!r} loads from "
+                                       f"{root / 'definitions'} (`kerneltrace validate` says why if its file is there)")
         if (spec.definition, spec.key) in seen:
             raise KernelTraceError(f"{where}: key used twice")
         seen.add((spec.definition, spec.key))
@@ -79,6 +80,12 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
                 inputs[name] = {"type": "scalar", "value": as_jsonable(value)}
         workload = {"uuid": spec.uuid, "axes": {k: int(v) for k, v in spec.axes.items()}, "inputs": inputs,
                     "seed": spec.seed}
+        stage = spec.stage or legacy_stage(d, spec.description)
+        num_tokens = spec.num_tokens if spec.num_tokens is not None else legacy_tokens(d, spec.axes, spec.description)
+        if stage is not None:
+            workload["stage"] = stage
+        if num_tokens is not None:
+            workload["num_tokens"] = int(num_tokens)
         if spec.description:
             workload["description"] = spec.description
         line = {"definition": d["name"], "workload": workload, "solution": None, "evaluation": None}
@@ -113,4 +120,17 @@ def stale(root: Path, files: dict[Path, bytes]) -> list[str]:
         for blob in sorted(folder.glob("*.safetensors")):
             if blob not in files:
                 problems.append(f"{blob.relative_to(root)}: no recipe generates it")
+    return problems
+
+
+def check(root: Path, files: dict[Path, bytes]) -> list[str]:
+    """Every problem with the committed workload files against what the recipes make (`files`): stale or
+    missing files, blobs no recipe makes, and workload files no recipe writes (a line appended by hand
+    is stale: the file is the recipe's output, whole)."""
+    problems = stale(root, files)
+    made = {Path(f).resolve() for f in files}
+    for w in sorted(root.glob(CANONICAL["workloads"].glob)):
+        if w.resolve() not in made:
+            problems.append(f"{w.relative_to(root)}: no recipe writes it (add the definition's workloads to "
+                            f"its model's recipe, or remove the file)")
     return problems

@@ -1,0 +1,192 @@
+"""Spec builders for the kernel families every model runs, written once: paged decode, paged and ragged
+prefill, RoPE positions, per-token kernels, embedding shards, KV-cache append and sampling.
+
+A builder takes a serving situation (scenarios.Decode / Prefill, or a token count) and a description
+template, draws the index inputs with the seeded generators of core.py, and returns the Spec with its
+stage and token count stated. Templates are str.format strings; each builder names the fields it fills
+(`{what}`, `{call}`, `{seed}`, ...); `fields` (a recipe's constants and model label) fill the rest.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Optional
+
+import numpy as np
+
+from . import core
+from .scenarios import Decode, Prefill
+from .spec import Spec
+
+PAGED_DECODE_TEXT = ("{model} decode, {what} ({kv_tokens} KV tokens): {call}; core.paged_kv(g, lens, {page_size}) "
+                     "(pool 25% larger than used, pages in random order)")
+PAGED_PREFILL_TEXT = ("{model} chunked prefill, {what}: {q_tokens} query tokens over {kv_tokens} KV tokens; {call}; "
+                      "qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {page_size})")
+
+
+# The Qwen recipes' wording of a paged prefill (new and cached tokens counted apart).
+PREFILL_TEXT = ("{model} prefill, {what} ({q_tokens} new tokens, {kv_tokens} KV tokens): {call}; qo_indptr = "
+                "core.indptr(q_lens); kv = core.paged_kv(g, q_lens + prefix_lens, {page_size}) (pool 25% larger "
+                "than used, pages in random order)")
+
+
+def i32(a) -> np.ndarray:
+    return np.asarray(a, dtype=np.int32)
+
+
+def fill(template: str, fields: Mapping) -> str:
+    return template.format_map(fields)
+
+
+def paged_decode(name: str, s: Decode, seed: int, page_size: int, sm_scale: float, text: str,
+                 fields: Optional[Mapping] = None) -> Spec:
+    """A paged GQA decode workload: the situation's lengths drawn with core.rng(seed), paged by core.paged_kv.
+    Fields: what, call, kv_tokens, page_size, seed."""
+    g = core.rng(seed)
+    lens = s.lens(g)
+    kv = core.paged_kv(g, lens, page_size)
+    return Spec(
+        name, s.key,
+        {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
+         "num_kv_indices": len(kv["kv_indices"])},
+        {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
+         "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},
+        seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "kv_tokens": int(lens.sum()),
+                          "page_size": page_size, "seed": seed}),
+        stage="decode", num_tokens=s.batch)
+
+
+def paged_prefill(name: str, s: Prefill, seed: int, page_size: int, sm_scale: float, text: str,
+                  fields: Optional[Mapping] = None, *, q_first: bool = False) -> Spec:
+    """A paged causal GQA prefill workload: new tokens behind cached prefixes, both paged by core.paged_kv
+    (the new tokens' K/V are in the cache after the prefix). Fields: what, call, q_tokens, kv_tokens,
+    page_size, seed. q_first: total_q is the first axis (the order of definitions that declare it first)."""
+    g = core.rng(seed)
+    q, pre = s.lens(g)
+    kv = core.paged_kv(g, q + pre, page_size)
+    axes = {"batch_size": s.batch, "total_q": int(q.sum())}
+    if q_first:
+        axes = {"total_q": axes["total_q"], "batch_size": s.batch}
+    return Spec(
+        name, s.key,
+        {**axes, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
+        {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
+         "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
+         "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},
+        seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "q_tokens": int(q.sum()),
+                          "kv_tokens": int((q + pre).sum()), "page_size": page_size, "seed": seed}),
+        stage="prefill", num_tokens=int(q.sum()))
+
+
+def ragged_prefill(name: str, s: Prefill, seed: int, sm_scale: float, text: str,
+                   fields: Optional[Mapping] = None, *, q_first: bool = False) -> Spec:
+    """A ragged causal prefill over fresh prompts: the new tokens attend to each other only, so
+    kv_indptr == qo_indptr. Fields: what, call, tokens, seed. q_first: total_q and total_kv first."""
+    g = core.rng(seed)
+    q, _ = s.lens(g)
+    indptr = i32(core.indptr(q))
+    total = int(q.sum())
+    axes = {"batch_size": s.batch, "total_q": total, "total_kv": total, "len_indptr": s.batch + 1}
+    if q_first:
+        axes = {"total_q": total, "total_kv": total, "batch_size": s.batch, "len_indptr": s.batch + 1}
+    return Spec(
+        name, s.key, axes,
+        {"q": "random", "k": "random", "v": "random", "qo_indptr": indptr, "kv_indptr": indptr, "sm_scale": sm_scale},
+        seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "tokens": total, "seed": seed}),
+        stage="prefill", num_tokens=total)
+
+
+def rope_steps(decode: Iterable[Decode], prefill: Iterable[Prefill]):
+    """(situation, positions, seed) for RoPE: the decode steps' new tokens (position lens - 1), then the
+    prefill steps' new tokens (arange(prefix, prefix + q_len) per prompt); one seed after another."""
+    seed = 0
+    for s in decode:
+        yield s, s.lens(core.rng(seed)) - 1, seed  # the new token's position
+        seed += 1
+    for s in prefill:
+        q, pre = s.lens(core.rng(seed))
+        yield s, np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)]), seed
+        seed += 1
+
+
+def rope_what(s, seed: int) -> str:
+    """The step and how its positions were drawn, as the Python recipe modules describe a RoPE workload."""
+    if isinstance(s, Decode):
+        return f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}"
+    return (f"prefill, {s.what}: positions = concat(arange(prefix, prefix + q_len)) per prompt with "
+            f"{s.call(seed)}")
+
+
+def rope(name: str, s, positions: np.ndarray, seed: int, max_position: Optional[int], text: str,
+         fields: Optional[Mapping] = None) -> Spec:
+    """A RoPE workload over `positions`; max_position None: the largest position rounded up to a multiple
+    of 4096 (the rows a cache needs). Fields: what, call, max_position, seed."""
+    if max_position is None:
+        max_position = int(-(-(int(positions.max()) + 1) // 4096) * 4096)
+    stage = "decode" if isinstance(s, Decode) else "prefill"
+    return Spec(name, s.key, {"num_tokens": len(positions), "max_position": max_position},
+                {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"},
+                seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "max_position": max_position,
+                                  "seed": seed}),
+                stage=stage, num_tokens=len(positions))
+
+
+def per_request(g: np.random.Generator, batch: int, menu) -> np.ndarray:
+    """One setting per request, drawn from `menu` ((value, frequency), ...): a batch mixes requests
+    whose clients chose different sampling parameters."""
+    values = np.array([v for v, _ in menu])
+    weights = np.array([w for _, w in menu], dtype=np.float64)
+    return values[g.choice(len(values), size=batch, p=weights / weights.sum())]
+
+
+def menu_text(menu) -> str:
+    return "(" + ", ".join(f"({v}, {w})" for v, w in menu) + ")"
+
+
+def shard_rank(ids: np.ndarray, shard: int) -> int:
+    """The rank a vocabulary-shard workload records: the one holding the step's first token, so that the
+    rank has rows to look up (every rank sees the whole step; a rank that holds none of its tokens only
+    writes zeros). With more than one token the step must also have tokens of other shards (zero rows)."""
+    rank = int(ids[0]) // shard
+    local = np.asarray(ids, dtype=np.int64) - rank * shard
+    outside = int(((local < 0) | (local >= shard)).sum())
+    if len(ids) > 1 and outside == 0:
+        raise ValueError("every token of the step in one shard: no zero rows to check")
+    return rank
+
+
+def token_ids(g: np.random.Generator, n: int, vocab: int, alpha: float = 1.1) -> np.ndarray:
+    """`n` token ids of natural-looking text: token at popularity rank r has weight (r + 1)**-alpha, the
+    ranks spread over the vocabulary by a seeded permutation (ids carry no frequency order)."""
+    weights = np.arange(1, vocab + 1, dtype=np.float64) ** -alpha
+    ranks = g.choice(vocab, size=n, p=weights / weights.sum())
+    return g.permutation(vocab)[ranks]
+
+
+def ids_call(seed: int, n: int, vocab: int) -> str:
+    """token_ids' draw as the descriptions record it (under its first home's name, common_kernels)."""
+    return f"g = core.rng({seed}); input_ids = common_kernels.token_ids(g, {n}, {vocab}, alpha=1.1)"
+
+
+def slots_of(kv: dict, lens: np.ndarray, new: np.ndarray, page_size: int) -> np.ndarray:
+    """Slots (page * page_size + offset) of the last `new[b]` tokens of each sequence of length lens[b]."""
+    out = []
+    for b, (n, q) in enumerate(zip(lens, new)):
+        pages = kv["kv_indices"][kv["kv_indptr"][b]:kv["kv_indptr"][b + 1]]
+        pos = np.arange(n - q, n)
+        out.append(pages[pos // page_size] * page_size + pos % page_size)
+    return np.concatenate(out).astype(np.int64)
+
+
+def kv_append(name: str, key: str, slots: np.ndarray, num_pages: int, seed: int, what: str,
+              stage: Optional[str] = None) -> Spec:
+    """A paged KV-cache append of the step's tokens into `slots` (-1: a padding token the kernel skips)."""
+    return Spec(name, key, {"num_tokens": len(slots), "num_pages": num_pages},
+                {"k": "random", "v": "random", "k_cache": "random", "v_cache": "random", "slot_mapping": slots}, seed,
+                what, stage=stage, num_tokens=len(slots))
+
+
+def slots(g: np.random.Generator, batch: int) -> tuple[np.ndarray, int]:
+    """(distinct slot ids of the batch, pool size): the pool is 25% larger than the batch, ids in random order."""
+    pool = batch + int(math.ceil(batch * 0.25))
+    return g.permutation(pool)[:batch].astype(np.int64), pool

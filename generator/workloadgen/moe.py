@@ -1,0 +1,111 @@
+"""Seeded MoE routing for the recipes: which experts a step's tokens pick, and the layouts MoE kernels
+take from that (segment sizes, SGLang's block-aligned sort).
+
+- routed_counts: each token picks top_k DISTINCT experts of a Zipf-like popularity (Gumbel top-k);
+- skewed_bias and route_ids: DeepSeek-V3's noaux_tc selection over sigmoid scores plus a skewed
+  e_score_correction_bias (DeepSeek-V3, Kimi-K2);
+- align_block_size and block_m: moe_align_block_size as SGLang's fused MoE runs it.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Mapping, Optional
+
+import numpy as np
+
+from . import core
+from .spec import Spec
+
+MOE_TEXT = ("{model} MoE, {what}: {tokens} tokens x {top_k} experts = {rows} rows over {used} of {num_experts} "
+            "experts (largest segment {largest} rows): {call}; {role}")
+
+
+def routed_counts(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, *,
+                  alpha: float = 0.6) -> np.ndarray:
+    """Tokens per expert when each of `num_tokens` tokens picks `top_k` DISTINCT experts.
+
+    Expert popularity is Zipf-like as in core.skewed_counts (rank r has weight r**-alpha, ranks shuffled
+    over the experts); each token draws its top_k experts without replacement in proportion to the
+    popularity (Gumbel top-k). Unlike core.skewed_counts(g, num_tokens * top_k, num_experts), an expert
+    never gets more than num_tokens rows (a token cannot pick an expert twice), which matters for small
+    decode batches and for hot experts. alpha 0.6 puts ~7x the mean load on the hottest expert and
+    ~25% of the rows on the 8 hottest (a load-balanced router on a skewed batch); 1.0 is a strongly
+    imbalanced layer (~13x, ~40%)."""
+    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
+    weights = weights[g.permutation(num_experts)]
+    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
+    picks = np.argpartition(-keys, top_k - 1, axis=1)[:, :top_k]
+    return np.bincount(picks.ravel(), minlength=num_experts).astype(np.int64)
+
+
+def routed_call(seed: int, tokens: int, alpha: float, num_experts: int = 128, top_k: int = 8) -> str:
+    """The draw of routed_counts as Qwen3-30B-A3B's workload descriptions record it (under its first home's
+    name, qwen.routed_counts: the committed descriptions keep their bytes)."""
+    return (f"g = core.rng({seed}); counts = qwen.routed_counts(g, {tokens}, {num_experts}, {top_k}, "
+            f"alpha={alpha}); m_indptr = core.indptr(counts)")
+
+
+def skewed_bias(g: np.random.Generator, num_experts: int, spread: float) -> np.ndarray:
+    """A selection bias that makes a few experts hot: popularity ranks r (a random permutation of
+    1..num_experts) give spread * standardised(-ln r), float32. Added to sigmoid scores in (0, 1),
+    spread 0.02-0.08 skews loads like a trained router without a balanced bias does."""
+    rank = g.permutation(num_experts).astype(np.float64) + 1.0
+    z = -np.log(rank)
+    return (spread * (z - z.mean()) / z.std()).astype(np.float32)
+
+
+def route_ids(logits: np.ndarray, bias: np.ndarray, n_group: int = 8, topk_group: int = 4,
+              top_k: int = 8) -> np.ndarray:
+    """DeepSeek-V3 noaux_tc selection (the definitions' semantics), vectorised in numpy: [T, top_k] ids."""
+    t, e = logits.shape
+    biased = 1.0 / (1.0 + np.exp(-logits)) + bias[None, :]
+    grouped = biased.reshape(t, n_group, e // n_group)
+    group_scores = np.sort(grouped, axis=-1)[:, :, -2:].sum(axis=-1)
+    keep = np.argsort(-group_scores, axis=-1, kind="stable")[:, :topk_group]
+    mask = np.zeros((t, n_group), dtype=bool)
+    np.put_along_axis(mask, keep, True, axis=1)
+    masked = np.where(np.repeat(mask, e // n_group, axis=1), biased, -np.inf)
+    return np.argsort(-masked, axis=-1, kind="stable")[:, :top_k]
+
+
+def block_m(tokens: int) -> int:
+    """BLOCK_SIZE_M of SGLang's tuned FP8 block-128 MoE config on H200 for this many tokens."""
+    return 16 if tokens <= 512 else 64
+
+
+def align_block_size(topk_ids: np.ndarray, num_experts: int, block_size: int) -> dict:
+    """numpy moe_align_block_size, SGLang's convention (the definitions' semantics): bucket id + 1
+    (-1 = another rank's expert is bucket 0), stable within a bucket, buckets padded to block_size."""
+    flat = topk_ids.reshape(-1).astype(np.int64) + 1
+    pairs, buckets = flat.size, num_experts + 1
+    counts = np.bincount(flat, minlength=buckets)
+    starts = np.concatenate([[0], np.cumsum((counts + block_size - 1) // block_size * block_size)])
+    padded_len = pairs + buckets * (block_size - 1)
+    sorted_ids = np.full(padded_len, pairs, dtype=np.int64)
+    expert_ids = np.full((padded_len + block_size - 1) // block_size, -1, dtype=np.int64)
+    for b in range(buckets):
+        members = np.flatnonzero(flat == b)
+        sorted_ids[starts[b]:starts[b] + members.size] = members
+        expert_ids[starts[b] // block_size:starts[b + 1] // block_size] = b - 1
+    return {"sorted_token_ids": sorted_ids, "expert_ids": expert_ids, "num_tokens_post_padded": int(starts[-1]),
+            "block_size": block_size, "axes": {"block_m": block_size, "max_num_tokens_padded": padded_len,
+                                               "max_num_m_blocks": len(expert_ids)}}
+
+
+def grouped_gemms(gemms, tokens: int, alpha: float, what: str, seed: int, num_experts: int, top_k: int,
+                  text: str = MOE_TEXT, fields: Optional[Mapping] = None, stage: Optional[str] = None
+                  ) -> Iterator[Spec]:
+    """The expert GEMMs of one routed MoE step: `tokens` tokens pick top_k distinct experts each
+    (routed_counts with core.rng(seed) and popularity skew alpha), sorted by expert into segments
+    m_indptr; rows = tokens x top_k. gemms: ((definition, role), ...), one Spec each. Template fields:
+    what, tokens, top_k, rows, used (experts with rows), num_experts, largest, call, role, seed.
+    num_tokens is the step's tokens (not its rows)."""
+    counts = routed_counts(core.rng(seed), tokens, num_experts, top_k, alpha=alpha)
+    rows = tokens * top_k
+    base = {**(fields or {}), "what": what, "tokens": tokens, "top_k": top_k, "rows": rows,
+            "used": int((counts > 0).sum()), "num_experts": num_experts, "largest": int(counts.max()),
+            "call": routed_call(seed, tokens, alpha, num_experts, top_k), "seed": seed}
+    for name, role in gemms:
+        yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": num_experts + 1},
+                   {"A": "random", "B": "random", "m_indptr": np.asarray(core.indptr(counts), dtype=np.int32)},
+                   seed, text.format_map({**base, "role": role}), stage=stage, num_tokens=tokens)
