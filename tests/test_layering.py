@@ -79,9 +79,7 @@ def imports(root: Path = GENERATOR) -> Iterator[Import]:
 # -- modules: circles, size, recipes --------------------------------------------------------------
 
 MAX_LINES = 500
-# Being rewritten by another piece of work (recipes as data); its modules are held to the size rule
-# once that lands: remove the exemption then.
-LONG_MODULES_EXEMPT = ("workloadgen/",)
+LONG_MODULES_EXEMPT: tuple[str, ...] = ()  # none: every module of generator/ keeps to MAX_LINES
 
 
 def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
@@ -241,8 +239,6 @@ def test_no_module_is_too_long():
     assert long_modules() == []
 
 
-@pytest.mark.xfail(strict=True, reason="today's recipes share constants by importing one another; the rewrite of "
-                                        "workloadgen/ (recipes as data) ends that: remove this mark then")
 def test_recipes_do_not_import_each_other():
     assert recipe_imports() == []
 

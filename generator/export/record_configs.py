@@ -16,7 +16,6 @@ from ..model.dataset import Dataset
 from ..model.dtypes import DTYPE
 from ..model.layout import CANONICAL
 from .columns import JSON, SOURCE_FILES, SOURCE_LINE, SOURCE_PATH, STRING_LIST, Column, Config
-from .workload_step import workload_stage, workload_tokens
 
 # Nested objects with uniform keys are structs (typed columns); an absent optional key is null there.
 MODEL_KERNELS = pa.list_(pa.struct([pa.field("id", pa.string()), pa.field("count", pa.int64()),
@@ -149,9 +148,10 @@ WORKLOADS = Config(
                                                "path and tensor_key. `kerneltrace_inputs.make_inputs` follows it.",
                derive=_input_recipes),
         Column("stage", pa.string(), "decode or prefill: the step of serving the workload stands for (null where it "
-                                     "does not say).", derive=workload_stage),
+                                     "does not say).", ("workload", "stage"), optional=True),
         Column("num_tokens", pa.int64(), "Tokens of that model step, whatever the definition calls the axis "
-                                         "(batch_size, M, num_tokens, total_q, ...).", derive=workload_tokens),
+                                         "(batch_size, M, num_tokens, total_q, ...).", ("workload", "num_tokens"),
+               optional=True),
         Column("description", pa.string(), "Where the workload comes from.", ("workload", "description"),
                optional=True),
         Column("blob_paths", STRING_LIST, "Safetensors files the inputs read, relative to the repository root.",
