@@ -112,6 +112,21 @@ def test_the_guide_states_each_step_the_test_takes():
         assert step in guide, step
 
 
+def test_the_guides_checklist_runs_what_ci_runs():
+    """The guide's "before you open the pull request" list is the path CI enforces: every check command of the
+    CI workflow (validate, the tests, the site build) is in it, with the workload recipes' check."""
+    guide = GUIDE.read_text(encoding="utf-8")
+    section = guide.split("## Before you open the pull request", 1)[1].split("\n## ", 1)[0]
+    listed = {line.split("#")[0].strip() for line in section.split("```sh", 1)[1].split("```", 1)[0].splitlines()}
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "ci.yml").read_text(encoding="utf-8"))
+    ci = [step["run"].strip() for job in workflow["jobs"].values() for step in job["steps"] if "run" in step]
+    checks = [c for c in ci if c.startswith(("kerneltrace ", "python -m pytest"))]
+    assert checks, ci
+    for command in checks:  # the same command, CI's reporting format aside
+        assert any(command.split(" --format")[0] == line for line in listed), (command, listed)
+    assert "kerneltrace workloads --check" in listed
+
+
 def test_a_new_model_by_the_guide_and_a_planted_dtype_typo(clone):
     definition = add_the_model(clone)
     hooks = yaml.safe_load((clone / ".pre-commit-hooks.yaml").read_text())
