@@ -12,6 +12,7 @@ from typing import Callable, Optional, Sequence
 from . import __version__
 from .model.errors import KernelTraceError
 from .model.layout import CANONICAL
+from .model.repo_id import DEFAULT_REPO_ID
 
 
 def _add_dataset(p: argparse.ArgumentParser) -> None:
@@ -271,8 +272,8 @@ def _export_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--out", type=Path, default=Path("export"), metavar="DIR", help="output folder (default: export/)")
     p.add_argument("--format", choices=["hub", "flashinfer-trace"], default="hub", help="layout to write (default: hub)")
-    p.add_argument("--repo", default="kerneltrace/kerneltrace", metavar="ORG/NAME",
-                   help="repo id the dataset card's examples name (default: kerneltrace/kerneltrace)")
+    p.add_argument("--repo", default=DEFAULT_REPO_ID, metavar="ORG/NAME",
+                   help=f"repo id the dataset card's examples name (default: {DEFAULT_REPO_ID})")
 
 
 def _publish_args(p: argparse.ArgumentParser) -> None:

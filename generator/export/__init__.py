@@ -18,7 +18,6 @@ Hub layout:
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,6 +25,7 @@ from typing import Mapping
 
 from ..model.dataset import Dataset
 from ..model.errors import KernelTraceError
+from ..model.repo_id import DEFAULT_REPO_ID, check_repo_id
 from ..validate import load_valid
 from ..bench import inputs as inputs_module
 from .card import INPUTS_MODULE, CardInput, render_card
@@ -38,8 +38,6 @@ __all__ = ["export_dataset", "ExportSummary", "FORMATS", "DEFAULT_REPO_ID", "CON
            "record_from_row"]
 
 FORMATS = ("hub", "flashinfer-trace")
-DEFAULT_REPO_ID = "kerneltrace/kerneltrace"
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
@@ -69,8 +67,7 @@ def export_dataset(dataset_root: Path | str, out_dir: Path | str, fmt: str = "hu
     """
     if fmt not in FORMATS:
         raise KernelTraceError(f"unknown export format '{fmt}'; choose one of {', '.join(FORMATS)}")
-    if not _REPO_ID.match(repo_id):
-        raise KernelTraceError(f"repo id '{repo_id}' is not of the form ORG/NAME")
+    check_repo_id(repo_id)
     if shard_bytes < 1:
         raise KernelTraceError("shard size must be at least 1 byte")
     root, out = Path(dataset_root), Path(out_dir)

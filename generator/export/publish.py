@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -24,6 +23,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from .. import __version__
 from ..model.errors import KernelTraceError
+from ..model.repo_id import check_repo_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from huggingface_hub import HfApi
@@ -34,7 +34,6 @@ PROTECTED_PATHS = frozenset({".gitattributes"})
 # Files of an export folder that stay local: the marker `kerneltrace export` leaves so that it
 # may replace the folder later (generator/export/staging.py MARKER).
 LOCAL_ONLY_PATHS = frozenset({".kerneltrace-export"})
-_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 _CHUNK_BYTES = 1 << 20
 
 
@@ -112,7 +111,7 @@ def publish(dataset_root: Path, repo_id: str, *, revision: str = "main", create_
     The token comes from `token`, else HF_TOKEN, else huggingface_hub's saved login. A dry run
     needs none for a public repo. Raises KernelTraceError for everything the user can fix.
     """
-    _check_repo_id(repo_id)
+    check_repo_id(repo_id)
     token = resolve_token(token)
     if token is None and not dry_run:
         raise KernelTraceError(
@@ -239,11 +238,6 @@ def _hash_file(path: Path, rel: str) -> LocalFile:
             sha1.update(chunk)
             sha256.update(chunk)
     return LocalFile(path=rel, size_bytes=size, git_sha1=sha1.hexdigest(), sha256=sha256.hexdigest())
-
-
-def _check_repo_id(repo_id: str) -> None:
-    if not _REPO_ID.match(repo_id or "") or ".." in repo_id or "--" in repo_id:
-        raise KernelTraceError(f"--repo must look like ORG/NAME (letters, digits, '-', '_', '.'), got {repo_id!r}")
 
 
 def _human_size(n_bytes: int) -> str:
