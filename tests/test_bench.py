@@ -835,6 +835,18 @@ def test_bad_selection_and_device_are_clear_errors(tmp_path, capsys):
     assert "--device 'tpu': use cpu or cuda" in capsys.readouterr().err
 
 
+def test_a_run_on_hardware_without_a_spec_warns_that_no_floor_bounds_it(tmp_path, capsys):
+    root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(1))
+    for spec in (root / "hardware").glob("*.json"):  # whatever the factory wrote: this host's spec is gone
+        spec.unlink()
+    from generator.bench import floors_ms
+
+    ds = load(root)
+    assert floors_ms(ds, make_plan(ds, "cpu"), "CPU_NOWHERE_1T", {}) == {}
+    err = capsys.readouterr().err
+    assert "no hardware spec named" in err and "no speed-of-light floor" in err and "hardware/" in err
+
+
 def test_correctness_only_run_says_why_a_pair_failed(tmp_path, capsys):
     """No trace is written in a correctness-only run, so the reason must come with the outcome and be printed."""
     from generator import cli

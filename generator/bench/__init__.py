@@ -46,6 +46,11 @@ def floors_ms(ds, plan: Plan, hardware: str, cache: dict) -> dict:
     spec = ds.hardware_spec(hardware)
     floors: dict = {}
     if spec is None:
+        if plan.pairs:  # the traces will name this hardware, and validate warns about it too
+            print(f"kerneltrace bench: WARNING: no hardware spec named {hardware!r} in {ds.root / 'hardware'}: no "
+                  "speed-of-light floor bounds this run's latencies, and the site shows no SOL% for them. Add "
+                  f"hardware/{hardware}.json (peaks measured with tests/benchmarks/measure_cpu_peaks.py on a CPU), or "
+                  "an alias in an existing spec.", file=sys.stderr)
         return floors
     for pair in plan.pairs:
         d, w = pair.definition, pair.workload
