@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ..model.status import TraceStatus
 from . import protocol, timing
 from .check import (SAMPLES_P_VALUE, Verdict, check_support, chi2_sf, compare, compare_samples, sampling_draws,
                     two_sample_chi2)
@@ -90,9 +91,13 @@ class Options:
 @dataclass
 class Outcome:
     pair: Pair
-    status: str
+    status: str  # a TraceStatus, or NOT_MEASURED
     record: Optional[dict]  # the trace written, None in correctness-only runs
     log: str = ""  # why it did not pass (the trace's log; kept here too for correctness-only runs)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == TraceStatus.PASSED
 
 
 def _now() -> str:
@@ -114,9 +119,10 @@ def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
     evaluation = {"status": result["status"], "log": protocol.text(result.get("log") or "", 16000),
                   "correctness": result.get("correctness"), "performance": result.get("performance"),
                   "environment": environment, "timestamp": _now()}
-    if evaluation["status"] != "PASSED":
+    status = TraceStatus(result["status"])
+    if not status.carries_performance:
         evaluation["performance"] = None
-    if evaluation["status"] not in ("PASSED", "INCORRECT_NUMERICAL"):
+    if not status.carries_correctness:
         evaluation["correctness"] = None
     return {"definition": pair.definition.name, "workload": dict(pair.workload.data["workload"]),
             "solution": pair.solution.name, "evaluation": evaluation}
@@ -141,7 +147,7 @@ class WorkloadRun:
         self.sampling = self.definition["type"] == "sampling"
         self.draws = sampling_draws(_numel(self.outs[0]["shape"])) if self.sampling else 0  # per compared input set
         self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)
-        self.worst = Verdict("PASSED")
+        self.worst = Verdict(TraceStatus.PASSED)
         self.scalars: dict = {}
         self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
@@ -216,7 +222,7 @@ class WorkloadRun:
             for k, name in enumerate(names):
                 value = revealed[i]["out"].get(name)
                 if value is not None and protocol.digest(value) != committed[i][k]:
-                    raise Failed("REWARD_HACK", f"call {i + 1}: output {name!r} revealed after the batch is not the one "
+                    raise Failed(TraceStatus.REWARD_HACK, f"call {i + 1}: output {name!r} revealed after the batch is not the one "
                                                 "committed when it ended (an answer changed after the clock stopped)",
                                  worker_lost=True)
 
@@ -241,7 +247,7 @@ class WorkloadRun:
         stat, dof, draws, batches = self.pooled
         p_value = chi2_sf(stat, dof)
         if p_value < SAMPLES_P_VALUE:
-            self.record(Verdict("INCORRECT_NUMERICAL", f"the timed calls' draws ({draws} over {batches} input sets) do "
+            self.record(Verdict(TraceStatus.INCORRECT_NUMERICAL, f"the timed calls' draws ({draws} over {batches} input sets) do "
                                                        f"not follow the reference's distribution (chi-square {stat:.1f} "
                                                        f"on {dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
                         "the timed batches")
@@ -325,7 +331,7 @@ class WorkloadRun:
         # The first batch: every call compared; its times (compilation, autotuning, first touches) are dropped.
         first = self.draws if self.sampling else CORRECTNESS_CALLS
         s, r, _, _ = self.batch(first, True, sol_first=True)
-        result: dict[str, Any] = {"status": "PASSED"}
+        result: dict[str, Any] = {"status": TraceStatus.PASSED}
         if not self.opts.correctness_only:
             n = self.batch_size(max(statistics.median(s), statistics.median(r)))
             sol, ref = self.stats(*self.timed(n))
@@ -448,9 +454,9 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     sol = None
                 result = {"status": NOT_MEASURED, "log": f"the definition's reference failed ({exc.status}): {exc.log}"}
             except Failed as exc:
-                if exc.status == "COMPILE_ERROR":
+                if exc.status == TraceStatus.COMPILE_ERROR:
                     for p in pairs[i:]:
-                        finish(p, {"status": "COMPILE_ERROR", "log": exc.log})
+                        finish(p, {"status": TraceStatus.COMPILE_ERROR, "log": exc.log})
                     return
                 if exc.worker_lost and sol is not None:
                     sol.worker.kill()

@@ -24,6 +24,7 @@ from ..analyse.rankings import AuthorRanking, author_rankings
 from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
+from ..model.status import BASELINE_AUTHOR
 from .escape import escape_html
 from .urls import board_anchor, definition_page, hardware_page, solution_page
 
@@ -213,7 +214,7 @@ def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str
     boards = results.boards.get(name, ())
     links = tuple(
         SolutionLink(s, solution_page(s.name), tuple(lb.hardware for lb in boards if lb.entry(s.name) is not None))
-        for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != "baseline", s.name)))
+        for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != BASELINE_AUTHOR, s.name)))
     return {"boards": board_views(boards), "solution_links": links, "workloads": workload_views(ds, name)}
 
 
