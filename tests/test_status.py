@@ -5,9 +5,9 @@ the typed evaluation a trace is loaded with."""
 import json
 
 from generator.model.evaluation import Evaluation, performance_is_unstable
-from generator.model.records import Source, Trace
+from generator.model.records import Definition, Source, Trace
 from generator.model.schemas import TRACE_STATUSES
-from generator.model.status import TraceStatus
+from generator.model.status import DefinitionStatus, TraceStatus
 
 
 def test_trace_statuses_are_the_schemas_and_stay_strings():
@@ -16,6 +16,26 @@ def test_trace_statuses_are_the_schemas_and_stay_strings():
     assert f"{TraceStatus.TIMEOUT}" == "TIMEOUT" and str(TraceStatus.TIMEOUT) == "TIMEOUT"
     assert {s for s in TraceStatus if s.carries_correctness} == {"PASSED", "INCORRECT_NUMERICAL"}
     assert {s for s in TraceStatus if s.carries_performance} == {"PASSED"}
+
+
+def _definition(tags):
+    data = {"name": "k", "type": "norm", "axes": {}, "inputs": {}, "outputs": {}, "reference": "", "tags": tags}
+    return Definition.from_data(data, Source("definitions/norm/k.json"))
+
+
+def test_one_draft_rule_shared_by_the_site_and_the_export():
+    from generator.export.record_configs import DEFINITIONS
+    from generator.model.dataset import Dataset
+    from generator.site.render import definition_rows
+
+    status = next(c for c in DEFINITIONS.columns if c.name == "status").derive
+    for tags, expected in (([], "draft"), (["status:draft"], "draft"), (["status:verified"], "verified"),
+                           (["model:x"], "draft")):
+        d = _definition(tags)
+        ds = Dataset(root=None, definitions={"k": d})
+        assert d.status == expected == DefinitionStatus.of(tags)
+        assert status(d, ds) == expected  # the export's status column
+        assert definition_rows(ds)[0].draft == (expected == "draft")  # the site's mark, order and search boost
 
 
 def test_a_trace_is_loaded_with_its_typed_evaluation():
