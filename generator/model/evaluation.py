@@ -1,14 +1,14 @@
 """A trace's evaluation, typed (schema/trace.json#/properties/evaluation): parsed once when the trace is
 loaded, so no stage walks the trace's JSON again.
 
-A dataset holds up to millions of traces: the classes have slots, absent parts are None rather than empty
-objects, and equal environments (a bench run's traces share one) are one object.
+A dataset holds up to millions of traces: the parts are named tuples (compact, quick to build), absent parts
+are None rather than empty objects, and equal environments (a bench run's traces share one) are one object.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping, Optional
+import sys
+from typing import Any, Mapping, NamedTuple, Optional
 
 from .stability import spread_is_unstable
 from .status import TraceStatus
@@ -18,8 +18,7 @@ def _number(value: Any) -> Optional[float]:
     return value if isinstance(value, (int, float)) else None
 
 
-@dataclass(frozen=True, slots=True)
-class Correctness:
+class Correctness(NamedTuple):
     """How close the outputs came to the reference's (schema/trace.json#/$defs/correctness)."""
 
     max_absolute_error: Optional[float]
@@ -31,12 +30,10 @@ class Correctness:
 
     @classmethod
     def from_data(cls, c: Mapping) -> "Correctness":
-        return cls(c.get("max_absolute_error"), c.get("max_relative_error"), c.get("matched_ratio"), c.get("atol"),
-                   c.get("rtol"), c.get("input_sets"))
+        return cls._make(map(c.get, cls._fields))  # the fields are the schema's keys
 
 
-@dataclass(frozen=True, slots=True)
-class Performance:
+class Performance(NamedTuple):
     """The timing (schema/trace.json#/$defs/performance); every field but latency_ms may be absent."""
 
     latency_ms: float
@@ -54,9 +51,8 @@ class Performance:
 
     @classmethod
     def from_data(cls, p: Mapping) -> "Performance":
-        g = p.get
-        return cls(g("latency_ms"), g("reference_latency_ms"), g("speedup_factor"), g("mean_ms"), g("min_ms"),
-                   g("max_ms"), g("p20_ms"), g("p80_ms"), g("stderr_ms"), g("samples"), g("timer"), g("unstable"))
+        perf = cls._make(map(p.get, _PERFORMANCE_KEYS))
+        return perf if perf.timer is None else perf._replace(timer=sys.intern(perf.timer))  # a handful of timers
 
     @property
     def unstable(self) -> bool:
@@ -71,13 +67,15 @@ class Performance:
         return spread_is_unstable(*stats)
 
 
+_PERFORMANCE_KEYS = Performance._fields[:-1] + ("unstable",)  # the schema's keys, in the fields' order
+
+
 def performance_is_unstable(performance: Optional[Mapping]) -> bool:
     """Performance.unstable of a performance object still in JSON form (None or empty: stable)."""
     return bool(performance) and Performance.from_data(performance).unstable
 
 
-@dataclass(frozen=True, slots=True)
-class Environment:
+class Environment(NamedTuple):
     """Where it ran (schema/trace.json#/$defs/environment). `data` is the object as written (read-only), for
     showing it whole; `provenance` is its provenance object, or None."""
 
@@ -105,8 +103,7 @@ def environment_of(env: Mapping[str, Any]) -> Environment:
     return found
 
 
-@dataclass(frozen=True, slots=True)
-class Evaluation:
+class Evaluation(NamedTuple):
     status: TraceStatus
     log: str  # "" where the trace has none (null or absent)
     correctness: Optional[Correctness]
