@@ -54,3 +54,17 @@ def test_a_trace_is_loaded_with_its_typed_evaluation():
     assert not failed.passed and not failed.unstable and failed.environment is t.evaluation.environment  # shared
     assert not performance_is_unstable(None) and not performance_is_unstable({"latency_ms": 1.0})
     assert performance_is_unstable({"latency_ms": 1.0, "unstable": True})
+
+
+def test_traces_cross_processes_whole():
+    # load/parallel.py's helper process sends its traces back pickled: the typed evaluation must survive it.
+    import pickle
+
+    ev = {"status": "INCORRECT_NUMERICAL", "log": "off by 1", "correctness": {"max_absolute_error": 1.0},
+          "performance": None, "environment": {"hardware": "cpu", "libs": {"torch": "2"}},
+          "timestamp": "2025-01-01T00:00:00Z"}
+    data = {"definition": "k", "workload": {"uuid": "w", "axes": {}, "inputs": {}}, "solution": "s", "evaluation": ev}
+    t = Trace.from_data(data, Source("traces/a/norm/k.jsonl"))
+    back = pickle.loads(pickle.dumps(t))
+    assert back == t and back.status is TraceStatus.INCORRECT_NUMERICAL and back.evaluation.log == "off by 1"
+    assert back.evaluation.environment is t.evaluation.environment  # shared again on arrival

@@ -87,6 +87,10 @@ class Environment(NamedTuple):
         p = self.data.get("provenance")
         return p if isinstance(p, Mapping) else None
 
+    def __reduce__(self):
+        # Traces come back pickled from load's helper process (load/parallel.py): shared again on arrival.
+        return environment_of, (dict(self.data),)
+
 
 _ENVIRONMENTS: dict[str, Environment] = {}  # repr of the environment object -> its one Environment
 
