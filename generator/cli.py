@@ -110,7 +110,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(f"{len(summary.outcomes)} pair(s) on {summary.hardware}: "
           + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to do") + f"; {where}")
     for o in summary.outcomes:
-        if o.status != "PASSED":
+        if not o.passed:
             reason = _failure_reason(o)
             print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
                   + (f": {reason}" if reason else ""))
@@ -122,7 +122,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         print("NOT_MEASURED pairs have no trace: their definition's reference failed, not the solution; "
               "fix the reference (kerneltrace validate, tests/test_references.py) and run them again")
         return 1
-    return 1 if any(o.status != "PASSED" for o in summary.outcomes) and args.strict else 0
+    return 1 if any(not o.passed for o in summary.outcomes) and args.strict else 0
 
 
 def _failure_reason(outcome) -> str:

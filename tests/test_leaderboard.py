@@ -227,7 +227,7 @@ def test_per_workload_rows(boards):
 
 
 def test_unstable_timings_are_marked_and_not_ranked(tmp_path):
-    from generator.analyse.results import is_unstable
+    from generator.model.evaluation import performance_is_unstable as is_unstable
 
     assert is_unstable({"latency_ms": 3.9, "p20_ms": 1.27, "p80_ms": 11.3, "min_ms": 1.0})  # host noise
     assert is_unstable({"latency_ms": 48.0, "p20_ms": 40.0, "p80_ms": 50.0, "min_ms": 0.1})  # a far-off fast sample

@@ -18,7 +18,7 @@ pages all read from here, so no number is computed twice or in a template. The r
   each failure kind (INCORRECT_NUMERICAL, RUNTIME_ERROR, ...) is counted apart. fast_p is over *all*
   workloads, so coverage still shows there.
 - **Unstable measurements are not ranked.** A passed result whose timing is too noisy to trust (the
-  trace says `unstable`, or its statistics fail the bench's own rule: see `is_unstable`) counts as correct but gives no
+  trace says `unstable`, or its statistics fail the bench's own rule: see `Trace.unstable`) counts as correct but gives no
   latency, speedup or SOL% to any score; it is marked where it is shown.
 - **Scores.** geomean speedup: geometric mean of the speedups over the workloads the solution
   passed with a stable timing. fast_p(p): share of *all* workloads where the solution is correct,
@@ -35,7 +35,6 @@ latest.py (which traces count), rankings.py (authors), hardware.py (summaries), 
 from __future__ import annotations
 
 import heapq
-import json
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
@@ -44,7 +43,8 @@ from ..model.dataset import Dataset
 from ..model.layout import CANONICAL
 from ..model.records import Trace
 from .latest import by_hardware_name, instant, latest_traces, trace_order
-from .results import (BASELINE_AUTHOR, NOT_RUN, PASSED, Entry, Leaderboard, Result, WorkloadRow, is_unstable)
+from ..model.status import BASELINE_AUTHOR
+from .results import NOT_RUN, Entry, Leaderboard, Result, WorkloadRow
 from .scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
 
 
@@ -94,30 +94,29 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
     against its own reference run is used (marked)."""
     if trace is None:
         return Result(solution, workload, NOT_RUN, None, None, None, None, None, "", "", "")
-    # Parsed here and let go: caching every trace's parsed JSON (trace.data) costs GBs at a million traces.
-    ev = json.loads(trace.raw)["evaluation"]
-    correctness = ev.get("correctness") or {}
-    perf = ev.get("performance") or {}
-    passed = trace.status == PASSED
-    unstable = passed and is_unstable(perf)
+    ev = trace.evaluation
+    correctness, perf = ev.correctness, ev.performance
+    passed = ev.passed
+    unstable = ev.unstable
     latency = trace.latency_ms if passed else None
     speedup = baseline_ms / latency if passed and not unstable and latency and baseline_ms else None
-    recorded = perf.get("speedup_factor")
+    recorded = perf.speedup_factor if perf is not None else None
     speedup_recorded = False
     if (recorded_ok and speedup is None and passed and not unstable and isinstance(recorded, (int, float))
-            and recorded > 0 and (perf.get("reference_latency_ms") or 0) > 0):
+            and recorded > 0 and (perf.reference_latency_ms or 0) > 0):
         # no baseline solution on this hardware: the speedup the measuring tool recorded against its
         # own reference run (flashinfer-bench's reference_latency_ms / speedup_factor) is all there is
         speedup, speedup_recorded = float(recorded), True
-    p20, p80 = perf.get("p20_ms"), perf.get("p80_ms")
+    p20, p80 = (perf.p20_ms, perf.p80_ms) if perf is not None else (None, None)
     return Result(
         solution=solution, workload=workload, status=trace.status, latency_ms=latency, speedup=speedup,
-        max_absolute_error=correctness.get("max_absolute_error"),
-        max_relative_error=correctness.get("max_relative_error"),
-        samples=perf.get("samples") if passed else None, log=ev.get("log") or "", timestamp=trace.timestamp,
+        max_absolute_error=correctness.max_absolute_error if correctness is not None else None,
+        max_relative_error=correctness.max_relative_error if correctness is not None else None,
+        samples=perf.samples if passed and perf is not None else None, log=ev.log, timestamp=trace.timestamp,
         trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable,
         spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
-        environment=_environment(ev.get("environment") or {}, environments), timer=str(perf.get("timer", "")),
+        environment=_environment(ev.environment.data, environments),
+        timer=str(perf.timer if perf is not None and perf.timer is not None else ""),
         speedup_recorded=speedup_recorded,
     )
 

@@ -7,26 +7,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping, Optional, Sequence
 
-from ..model.stability import spread_is_unstable
+from ..model.status import TraceStatus
 from .scores import geomean, median
 
-BASELINE_AUTHOR = "baseline"
-PASSED = "PASSED"
 NOT_RUN = "NOT_RUN"  # status shown for a workload a solution has no trace for
-
-
-def is_unstable(performance: Mapping) -> bool:
-    """Whether a trace's timing is too noisy to rank: the bench's own `unstable` mark when present, else
-    the bench's rule applied to the statistics the trace recorded; a trace without them cannot be
-    judged and counts as stable."""
-    if not performance:
-        return False
-    if "unstable" in performance:
-        return bool(performance["unstable"])
-    median, p20, p80, fastest = (performance.get(k) for k in ("latency_ms", "p20_ms", "p80_ms", "min_ms"))
-    if not all(isinstance(v, (int, float)) for v in (median, p20, p80, fastest)):
-        return False
-    return spread_is_unstable(median, p20, p80, fastest)
 
 
 @dataclass(frozen=True)
@@ -53,7 +37,7 @@ class Result:
 
     @property
     def passed(self) -> bool:
-        return self.status == PASSED
+        return self.status == TraceStatus.PASSED
 
     @property
     def ran(self) -> bool:
@@ -61,7 +45,7 @@ class Result:
 
     @property
     def failed(self) -> bool:
-        return self.status not in (PASSED, NOT_RUN)
+        return self.status not in (TraceStatus.PASSED, NOT_RUN)
 
     @property
     def ranked(self) -> bool:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..model.errors import KernelTraceError
+from ..model.status import TraceStatus
 from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, DEFAULT_CPU_MAX_SAMPLER_ELEMENTS, Plan, make_plan, parse_shard, rejected_definitions
 from .store import MergeSummary, done_keys, merge
 
@@ -142,8 +143,8 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         summary.outcomes.append(o)
         if bar is not None:
             counts = summary.counts()
-            bar.set_postfix(passed=counts.get("PASSED", 0),
-                            failed=sum(v for k, v in counts.items() if k != "PASSED"), refresh=False)
+            bar.set_postfix(passed=counts.get(TraceStatus.PASSED, 0),
+                            failed=sum(v for k, v in counts.items() if k != TraceStatus.PASSED), refresh=False)
             bar.update(1)
 
     try:

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Optional
 
 import torch
 
+from ..model.status import TraceStatus
 from .inputs import TORCH_DTYPES
 
 
@@ -65,26 +66,26 @@ class Verdict:
 
     @property
     def ok(self) -> bool:
-        return self.status == "PASSED"
+        return self.status == TraceStatus.PASSED
 
 
 def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: Mapping[str, Any],
             axes: Mapping[str, int]) -> Verdict:
     """Compare every output; the first failing output decides the status, errors are the worst over all."""
-    worst = Verdict("PASSED")
+    worst = Verdict(TraceStatus.PASSED)
     worst_ratio = 1.0
     for name, spec in definition["outputs"].items():
         if name not in actual:
-            return Verdict("INCORRECT_SHAPE", f"output {name!r} is missing (returned {sorted(actual)})")
+            return Verdict(TraceStatus.INCORRECT_SHAPE, f"output {name!r} is missing (returned {sorted(actual)})")
         a, e = actual[name], expected[name]
         if type(a) is not torch.Tensor:  # noqa: E721 - subclasses are refused on purpose (guards.py)
-            return Verdict("REWARD_HACK", f"output {name!r} is a {type(a).__module__}.{type(a).__qualname__}, "
+            return Verdict(TraceStatus.REWARD_HACK, f"output {name!r} is a {type(a).__module__}.{type(a).__qualname__}, "
                                           "not a plain torch.Tensor")
         want_shape = tuple(int(axes[x]) for x in spec["shape"])
         if tuple(a.shape) != want_shape:
-            return Verdict("INCORRECT_SHAPE", f"output {name!r} has shape {tuple(a.shape)}, expected {want_shape}")
+            return Verdict(TraceStatus.INCORRECT_SHAPE, f"output {name!r} has shape {tuple(a.shape)}, expected {want_shape}")
         if a.dtype != TORCH_DTYPES[spec["dtype"]]:
-            return Verdict("INCORRECT_DTYPE", f"output {name!r} has dtype {a.dtype}, expected "
+            return Verdict(TraceStatus.INCORRECT_DTYPE, f"output {name!r} has dtype {a.dtype}, expected "
                                               f"{TORCH_DTYPES[spec['dtype']]}")
         tol = tolerance_for(definition["name"], name, spec["dtype"])
         af = a.detach().to("cpu", torch.float32)
@@ -107,14 +108,14 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
         worst.max_absolute_error = max(worst.max_absolute_error, max_abs)
         worst.max_relative_error = max(worst.max_relative_error, max_rel)
         worst_ratio = min(worst_ratio, ratio)
-        if worst.status == "PASSED":
+        if worst.status == TraceStatus.PASSED:
             worst.atol, worst.rtol = tol.atol, tol.rtol
             if bad_nonfinite is not None and bad_nonfinite.any():
-                worst.status = "INCORRECT_NUMERICAL"
+                worst.status = TraceStatus.INCORRECT_NUMERICAL
                 worst.message = (f"output {name!r} has {int(bad_nonfinite.sum())} NaN/inf element(s) where the "
                                  "reference is finite (unwritten output elements show as NaN)")
             elif ratio < tol.matched_ratio:
-                worst.status = "INCORRECT_NUMERICAL"
+                worst.status = TraceStatus.INCORRECT_NUMERICAL
                 worst.message = (f"output {name!r}: {ratio:.4%} of elements within atol={tol.atol:g} "
                                  f"rtol={tol.rtol:g} (needs {tol.matched_ratio:.2%}); max abs error {max_abs:.3g}")
     worst.matched_ratio = worst_ratio
@@ -251,21 +252,21 @@ class _Support:
         if not self.ok:
             return None
         if ids.shape[-1] != self.p.shape[0]:
-            return Verdict("INCORRECT_SHAPE", f"output {name!r} has {ids.shape[-1]} token ids per draw for "
+            return Verdict(TraceStatus.INCORRECT_SHAPE, f"output {name!r} has {ids.shape[-1]} token ids per draw for "
                                               f"{self.p.shape[0]} rows of probs")
         bad = (ids < 0) | (ids >= self.vocab)
         if bad.any():
             v = int(ids[bad][0])
-            return Verdict("INCORRECT_NUMERICAL", f"output {name!r} holds token ids outside [0, {self.vocab}) "
+            return Verdict(TraceStatus.INCORRECT_NUMERICAL, f"output {name!r} holds token ids outside [0, {self.vocab}) "
                                                   f"(e.g. {v})")
         picked = self.p.gather(1, ids.t()).t()  # [draws, rows]
         if (picked <= 0).any():
-            return Verdict("INCORRECT_NUMERICAL", f"output {name!r} picked a token of probability 0")
+            return Verdict(TraceStatus.INCORRECT_NUMERICAL, f"output {name!r} picked a token of probability 0")
         out = picked < self.floor[None, :]
         if out.any():
             d, r = (int(i) for i in out.nonzero()[0])
             rank = int((self.p[r] > picked[d, r]).sum())
-            return Verdict("INCORRECT_NUMERICAL",
+            return Verdict(TraceStatus.INCORRECT_NUMERICAL,
                            f"output {name!r}: {int(out.sum())} draw(s) outside the filtered support (top-k / "
                            f"top-p), e.g. row {r} picked token {int(ids[d, r])} of probability "
                            f"{float(picked[d, r]):.3g} (rank {rank}), below the least allowed {float(self.floor[r]):.3g}",
@@ -313,17 +314,17 @@ def _draw_tensor(definition: Mapping[str, Any], draw: Any, shape: Optional[tuple
     name, dtype = _output_spec(definition)
     if not isinstance(draw, Mapping) or name not in draw:
         got = sorted(draw) if isinstance(draw, Mapping) else type(draw).__name__
-        return Verdict("INCORRECT_SHAPE", f"{which}: output {name!r} is missing (returned {got})")
+        return Verdict(TraceStatus.INCORRECT_SHAPE, f"{which}: output {name!r} is missing (returned {got})")
     t = draw[name]
     if type(t) is not torch.Tensor:  # noqa: E721 - subclasses are refused on purpose (guards.py)
-        return Verdict("REWARD_HACK", f"{which}: output {name!r} is a {type(t).__module__}.{type(t).__qualname__}, "
+        return Verdict(TraceStatus.REWARD_HACK, f"{which}: output {name!r} is a {type(t).__module__}.{type(t).__qualname__}, "
                                       "not a plain torch.Tensor")
     if shape is not None and tuple(t.shape) != shape:
-        return Verdict("INCORRECT_SHAPE", f"{which}: output {name!r} has shape {tuple(t.shape)}, expected {shape}")
+        return Verdict(TraceStatus.INCORRECT_SHAPE, f"{which}: output {name!r} has shape {tuple(t.shape)}, expected {shape}")
     if dtype is not None and t.dtype != dtype:
-        return Verdict("INCORRECT_DTYPE", f"{which}: output {name!r} has dtype {t.dtype}, expected {dtype}")
+        return Verdict(TraceStatus.INCORRECT_DTYPE, f"{which}: output {name!r} has dtype {t.dtype}, expected {dtype}")
     if t.is_floating_point() or t.is_complex():
-        return Verdict("INCORRECT_DTYPE", f"{which}: output {name!r} has dtype {t.dtype}: token ids are integers")
+        return Verdict(TraceStatus.INCORRECT_DTYPE, f"{which}: output {name!r} has dtype {t.dtype}: token ids are integers")
     return t
 
 
@@ -345,7 +346,7 @@ def check_support(definition: Mapping[str, Any], draw: Mapping[str, Any], inputs
     if isinstance(t, Verdict):
         return t
     ids = t.detach().to("cpu", torch.int64).reshape(1, -1)
-    return _support_for(definition, inputs).check(name, ids) or Verdict("PASSED")
+    return _support_for(definition, inputs).check(name, ids) or Verdict(TraceStatus.PASSED)
 
 
 def chi2_sf(x: float, dof: int) -> float:
@@ -436,7 +437,7 @@ def compare_samples(definition: Mapping[str, Any], solution_draws: list, referen
     inputs = _as_inputs(inputs)
     name, _ = _output_spec(definition)
     if not solution_draws:
-        return Verdict("INCORRECT_SHAPE", f"no draws of {name!r} from the solution")
+        return Verdict(TraceStatus.INCORRECT_SHAPE, f"no draws of {name!r} from the solution")
     if not reference_draws:
         raise ValueError("compare_samples needs the reference's draws")
     b = torch.stack([d[name].detach().to("cpu", torch.int64) for d in reference_draws])  # trusted
@@ -456,7 +457,7 @@ def compare_samples(definition: Mapping[str, Any], solution_draws: list, referen
     stat, dof = two_sample_chi2(a, b)
     p_value = chi2_sf(stat, dof)
     if p_value < SAMPLES_P_VALUE:
-        return Verdict("INCORRECT_NUMERICAL", f"draws of {name!r} do not follow the reference's distribution "
+        return Verdict(TraceStatus.INCORRECT_NUMERICAL, f"draws of {name!r} do not follow the reference's distribution "
                                               f"(chi-square {stat:.1f} on {dof} dof, p = {p_value:.2g})",
                        matched_ratio=0.0)
-    return Verdict("PASSED", f"chi-square {stat:.1f} on {dof} dof, p = {p_value:.2g}")
+    return Verdict(TraceStatus.PASSED, f"chi-square {stat:.1f} on {dof} dof, p = {p_value:.2g}")

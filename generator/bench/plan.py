@@ -127,41 +127,41 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
     plan = Plan()
     workloads = ds.workloads_by_definition
     counts_cache = {} if counts_cache is None else counts_cache
-    for sol in sorted(ds.solutions.values(), key=lambda s: (s.definition, s.name)):
-        if definitions and sol.definition not in definitions:
+    for solution in sorted(ds.solutions.values(), key=lambda s: (s.definition, s.name)):
+        if definitions and solution.definition not in definitions:
             continue
-        if (solutions and sol.name not in solutions) or (authors and sol.author not in authors):
+        if (solutions and solution.name not in solutions) or (authors and solution.author not in authors):
             continue
-        d = ds.definitions.get(sol.definition)
+        d = ds.definitions.get(solution.definition)
         if d is None:
             continue
         if rejected and d.name in rejected:
-            plan.skipped.append((sol.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
+            plan.skipped.append((solution.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
             continue
-        if not runs_on(sol, device):
-            plan.skipped.append((sol.name, f"targets {', '.join(sol.target_hardware)}, not {device}"))
+        if not runs_on(solution, device):
+            plan.skipped.append((solution.name, f"targets {', '.join(solution.target_hardware)}, not {device}"))
             continue
         for w in sorted(workloads.get(d.name, []), key=lambda w: w.uuid):
-            pair = Pair(d, sol, w)
+            pair = Pair(d, solution, w)
             if shard and shard_of(pair.key, shard[1]) != shard[0]:
                 continue
             if max_bytes is not None and call_bytes(d, w) > max_bytes:
-                plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
+                plan.skipped.append((f"{solution.name} on {w.uuid[:8]} {dict(w.axes)}",
                                      f"{call_bytes(d, w) / 2**20:.0f} MiB per call > limit {max_bytes / 2**20:.0f} MiB"))
                 continue
             if max_flops is not None:
                 flops = call_flops(ds, d, w, counts_cache)
                 if flops is not None and flops > max_flops:
-                    plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
+                    plan.skipped.append((f"{solution.name} on {w.uuid[:8]} {dict(w.axes)}",
                                          f"{flops / 1e9:.1f} GFLOP per call > limit {max_flops / 1e9:g} GFLOP"))
                     continue
             elements = sampler_elements(d, w) if max_sampler_elements is not None else None
             if elements is not None and elements > max_sampler_elements:
-                plan.skipped.append((f"{sol.name} on {w.uuid[:8]} {dict(w.axes)}",
+                plan.skipped.append((f"{solution.name} on {w.uuid[:8]} {dict(w.axes)}",
                                      f"{elements:,d} probabilities per call > limit {max_sampler_elements:,d} for "
                                      "samplers on this device (their references draw row by row)"))
                 continue
-            if (sol.name, w.uuid, hardware) in done:
+            if (solution.name, w.uuid, hardware) in done:
                 plan.already_done += 1
                 continue
             plan.pairs.append(pair)

@@ -8,6 +8,7 @@ import time
 from typing import Optional, TYPE_CHECKING
 
 from ..model.errors import KernelTraceError
+from ..model.status import TraceStatus
 from . import protocol
 from .sandbox import Worker
 
@@ -61,13 +62,13 @@ class Remote:
                               f"building the {self.who}", timeout_s=opts.timeout_s)
         if header["op"] == "compile_error":
             self.worker.kill()
-            raise (ReferenceFailed if self.who == "reference" else Failed)("COMPILE_ERROR", protocol.text(header.get("log")))
+            raise (ReferenceFailed if self.who == "reference" else Failed)(TraceStatus.COMPILE_ERROR, protocol.text(header.get("log")))
 
     def _fail(self, exc: Exception, doing: str, timeout_s: float = 0) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed
         if isinstance(exc, protocol.Timeout):
             self.worker.kill()
-            return cls("TIMEOUT", f"{doing} ran past the {timeout_s:g} s limit\n{self.worker.log.text()}")
+            return cls(TraceStatus.TIMEOUT, f"{doing} ran past the {timeout_s:g} s limit\n{self.worker.log.text()}")
         try:
             self.worker.proc.wait(timeout=2)  # it may be exiting: let it say how
         except Exception:  # noqa: BLE001 - still running: it is killed below
@@ -78,7 +79,7 @@ class Remote:
             why = f"the {self.who}'s process ended ({how}) while {doing}"
         else:
             why = f"the {self.who}'s process sent a bad message ({exc}); it was killed"
-        return cls("RUNTIME_ERROR", f"{why}\n{self.worker.log.text()}")
+        return cls(TraceStatus.RUNTIME_ERROR, f"{why}\n{self.worker.log.text()}")
 
     def recv(self, expect: tuple, deadline: float, doing: str, max_payload: int = 0, timeout_s: float = 0):
         try:
@@ -105,7 +106,7 @@ class Remote:
         reply, _ = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls", timeout_s=timeout_s)
         wall = (time.perf_counter() - t0) * 1e3
         if reply["op"] != "done":
-            raise self._call_failed("REWARD_HACK" if reply["op"] == "cheat" else "RUNTIME_ERROR", reply)
+            raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
         try:
             self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
         except protocol.ProtocolError:

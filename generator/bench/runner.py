@@ -46,6 +46,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from ..model.status import TraceStatus
 from . import protocol, timing
 from .check import (SAMPLES_P_VALUE, Verdict, check_support, chi2_sf, compare, compare_samples, sampling_draws,
                     two_sample_chi2)
@@ -90,9 +91,13 @@ class Options:
 @dataclass
 class Outcome:
     pair: Pair
-    status: str
+    status: str  # a TraceStatus, or NOT_MEASURED
     record: Optional[dict]  # the trace written, None in correctness-only runs
     log: str = ""  # why it did not pass (the trace's log; kept here too for correctness-only runs)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == TraceStatus.PASSED
 
 
 def _now() -> str:
@@ -114,9 +119,10 @@ def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
     evaluation = {"status": result["status"], "log": protocol.text(result.get("log") or "", 16000),
                   "correctness": result.get("correctness"), "performance": result.get("performance"),
                   "environment": environment, "timestamp": _now()}
-    if evaluation["status"] != "PASSED":
+    status = TraceStatus(result["status"])
+    if not status.carries_performance:
         evaluation["performance"] = None
-    if evaluation["status"] not in ("PASSED", "INCORRECT_NUMERICAL"):
+    if not status.carries_correctness:
         evaluation["correctness"] = None
     return {"definition": pair.definition.name, "workload": dict(pair.workload.data["workload"]),
             "solution": pair.solution.name, "evaluation": evaluation}
@@ -125,8 +131,8 @@ def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
 class WorkloadRun:
     """Everything about one (solution, workload) pair that happens in this process."""
 
-    def __init__(self, pair: Pair, opts: Options, root: Path, sol: Remote, ref: Remote, rng: random.Random):
-        self.pair, self.opts, self.root, self.sol, self.ref, self.rng = pair, opts, root, sol, ref, rng
+    def __init__(self, pair: Pair, opts: Options, root: Path, solution: Remote, ref: Remote, rng: random.Random):
+        self.pair, self.opts, self.root, self.solution, self.ref, self.rng = pair, opts, root, solution, ref, rng
         self.definition = pair.definition.data
         self.workload = pair.workload.data["workload"]
         self.axes = {n: a["value"] for n, a in self.definition["axes"].items() if a["type"] == "const"}
@@ -141,7 +147,7 @@ class WorkloadRun:
         self.sampling = self.definition["type"] == "sampling"
         self.draws = sampling_draws(_numel(self.outs[0]["shape"])) if self.sampling else 0  # per compared input set
         self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)
-        self.worst = Verdict("PASSED")
+        self.worst = Verdict(TraceStatus.PASSED)
         self.scalars: dict = {}
         self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
@@ -183,32 +189,32 @@ class WorkloadRun:
         return calls
 
     # -- one batch on both sides ----------------------------------------------------------------------
-    def batch(self, n: int, reveal_all: bool, sol_first: bool) -> tuple[list[float], list[float], float, float]:
+    def batch(self, n: int, reveal_all: bool, solution_first: bool) -> tuple[list[float], list[float], float, float]:
         """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
         calls = self.calls(n)
         t = self.opts.timeout_s
         runs = {}
-        for remote in ((self.sol, self.ref) if sol_first else (self.ref, self.sol)):
+        for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
             runs[remote.who] = remote.batch(calls, self.deadline, t)
         self.batches += 1
-        (sol_ms, sol_digests, sol_wall), (ref_ms, _, ref_wall) = runs["solution"], runs["reference"]
+        (solution_ms, solution_digests, solution_wall), (ref_ms, _, ref_wall) = runs["solution"], runs["reference"]
         # The choice is made after both committed: nothing in the solution's process can know it earlier.
         small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
         chosen = list(range(n)) if reveal_all or small or n <= MIN_CHECKED else sorted(self.rng.sample(range(n), MIN_CHECKED))
         limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
-        sol_out = self.sol.reveal(chosen, [], limit, self.deadline, t)
+        solution_out = self.solution.reveal(chosen, [], limit, self.deadline, t)
         # A sampler's calls share one input set: the reference's worker (trusted) shows it, for the support check.
         with_inputs = chosen[:1] if self.sampling else []
         ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
-        self.check_commitments(chosen, sol_out, sol_digests)
+        self.check_commitments(chosen, solution_out, solution_digests)
         label = "the first batch" if reveal_all else f"batch {self.batches} (timed; checked after every answer was committed)"
         if self.sampling:
-            self.verify_draws([sol_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
+            self.verify_draws([solution_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
                               {**self.scalars, **ref_out[chosen[0]]["in"]}, label, reveal_all)
         else:
             for i in chosen:
-                self.verify(sol_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
-        return sol_ms, ref_ms, sol_wall, ref_wall
+                self.verify(solution_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
+        return solution_ms, ref_ms, solution_wall, ref_wall
 
     def check_commitments(self, chosen: list[int], revealed: dict, committed: list[list[str]]) -> None:
         names = [o["name"] for o in self.outs]
@@ -216,32 +222,32 @@ class WorkloadRun:
             for k, name in enumerate(names):
                 value = revealed[i]["out"].get(name)
                 if value is not None and protocol.digest(value) != committed[i][k]:
-                    raise Failed("REWARD_HACK", f"call {i + 1}: output {name!r} revealed after the batch is not the one "
+                    raise Failed(TraceStatus.REWARD_HACK, f"call {i + 1}: output {name!r} revealed after the batch is not the one "
                                                 "committed when it ended (an answer changed after the clock stopped)",
                                  worker_lost=True)
 
-    def verify(self, sol_out: dict, ref_out: dict, what: str) -> None:
-        self.record(compare(self.definition, sol_out, ref_out, self.axes), what)
+    def verify(self, solution_out: dict, ref_out: dict, what: str) -> None:
+        self.record(compare(self.definition, solution_out, ref_out, self.axes), what)
 
-    def verify_draws(self, sol_draws: list, ref_draws: list, inputs: dict, what: str, first: bool) -> None:
+    def verify_draws(self, solution_draws: list, ref_draws: list, inputs: dict, what: str, first: bool) -> None:
         """A sampler's batch (draws on one input set): every draw in the definition's support; the first batch's
         draws (check.sampling_draws) compared with the reference's as a distribution, and every timed batch's draws
         pooled with the others' into one test at the end (timed_samples), as strong as the first batch's."""
         if first:
-            self.record(compare_samples(self.definition, sol_draws, ref_draws, inputs), what)
+            self.record(compare_samples(self.definition, solution_draws, ref_draws, inputs), what)
             return
-        for k, draw in enumerate(sol_draws):  # shape, dtype, range, probability and the filters (cached per input set)
+        for k, draw in enumerate(solution_draws):  # shape, dtype, range, probability and the filters (cached per input set)
             self.record(check_support(self.definition, draw, inputs), f"{what}, draw {k + 1}")
         name = next(iter(self.definition["outputs"]))
-        stat, dof = two_sample_chi2(torch.stack([d[name].to(torch.int64) for d in sol_draws]),
+        stat, dof = two_sample_chi2(torch.stack([d[name].to(torch.int64) for d in solution_draws]),
                                     torch.stack([d[name].to(torch.int64) for d in ref_draws]))
-        self.pooled = (self.pooled[0] + stat, self.pooled[1] + dof, self.pooled[2] + len(sol_draws), self.pooled[3] + 1)
+        self.pooled = (self.pooled[0] + stat, self.pooled[1] + dof, self.pooled[2] + len(solution_draws), self.pooled[3] + 1)
 
     def timed_samples(self) -> None:
         stat, dof, draws, batches = self.pooled
         p_value = chi2_sf(stat, dof)
         if p_value < SAMPLES_P_VALUE:
-            self.record(Verdict("INCORRECT_NUMERICAL", f"the timed calls' draws ({draws} over {batches} input sets) do "
+            self.record(Verdict(TraceStatus.INCORRECT_NUMERICAL, f"the timed calls' draws ({draws} over {batches} input sets) do "
                                                        f"not follow the reference's distribution (chi-square {stat:.1f} "
                                                        f"on {dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
                         "the timed batches")
@@ -270,30 +276,30 @@ class WorkloadRun:
     def timed(self, n: int) -> tuple[list[float], list[float]]:
         """Batches until both sides have enough samples (timing.enough) over at least cfg.min_batches
         batches, alternating who goes first; then the outside bound (charge)."""
-        sol: list[list[float]] = []
+        solution: list[list[float]] = []
         ref: list[float] = []
-        sol_gaps: list[float] = []  # per call: the solution's batch time outside its reported calls
+        solution_gaps: list[float] = []  # per call: the solution's batch time outside its reported calls
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         started = time.perf_counter()
-        while ((len(sol) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
-               or not (timing.enough([x for b in sol for x in b], self.cfg, started)
+        while ((len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
+               or not (timing.enough([x for b in solution for x in b], self.cfg, started)
                        and timing.enough(ref, self.cfg, started))):
-            s, r, s_wall, r_wall = self.batch(n, False, sol_first=self.batches % 2 == 0)
-            sol_gaps.append((s_wall - sum(s)) / n)
+            s, r, s_wall, r_wall = self.batch(n, False, solution_first=self.batches % 2 == 0)
+            solution_gaps.append((s_wall - sum(s)) / n)
             harness.append(max(r_wall - sum(r), 0.0) / n)
             if self.opts.diagnostics:
-                phases = "/".join(f"{x:.3g}" for x in self.sol.phases) + " vs " + "/".join(f"{x:.3g}" for x in self.ref.phases)
-                self.notes.append(f"diagnostics: batch {self.batches} of {n}: outside the calls {sol_gaps[-1]:.4g} vs "
+                phases = "/".join(f"{x:.3g}" for x in self.solution.phases) + " vs " + "/".join(f"{x:.3g}" for x in self.ref.phases)
+                self.notes.append(f"diagnostics: batch {self.batches} of {n}: outside the calls {solution_gaps[-1]:.4g} vs "
                                   f"{harness[-1]:.4g} ms per call (solution vs reference); reported median "
                                   f"{statistics.median(s):.4g} vs {statistics.median(r):.4g} ms; workers' phases "
                                   f"(inputs/timed/guards/digests, ms) {phases}")
             # The first call of a batch meets threads, caches and (CUDA) a queue that sat idle while the worker
             # waited for the batch: compared like the others, its time is not a sample.
-            sol.append(s[1:] or s)
+            solution.append(s[1:] or s)
             ref += r[1:] or r
         if self.sampling:
             self.timed_samples()
-        return self.charge(sol, sol_gaps, harness), ref
+        return self.charge(solution, solution_gaps, harness), ref
 
     def charge(self, batches: list[list[float]], gaps: list[float], harness_gaps: list[float]) -> list[float]:
         """The outside bound: a batch's time per call outside the solution's reported calls, beyond the
@@ -320,35 +326,35 @@ class WorkloadRun:
 
     def run(self) -> dict:
         header, payload = self.workload_message()
-        for remote in (self.sol, self.ref):
+        for remote in (self.solution, self.ref):
             remote.workload(header, payload, self.deadline, self.opts.timeout_s)
         # The first batch: every call compared; its times (compilation, autotuning, first touches) are dropped.
         first = self.draws if self.sampling else CORRECTNESS_CALLS
-        s, r, _, _ = self.batch(first, True, sol_first=True)
-        result: dict[str, Any] = {"status": "PASSED"}
+        s, r, _, _ = self.batch(first, True, solution_first=True)
+        result: dict[str, Any] = {"status": TraceStatus.PASSED}
         if not self.opts.correctness_only:
             n = self.batch_size(max(statistics.median(s), statistics.median(r)))
-            sol, ref = self.stats(*self.timed(n))
-            if timing.unstable(sol) or timing.unstable(ref):
+            solution, ref = self.stats(*self.timed(n))
+            if timing.unstable(solution) or timing.unstable(ref):
                 self.notes.append("the first measurement was unstable (busy host); measured again")
-                sol, ref = self.stats(*self.timed(n))
-                if timing.unstable(sol) or timing.unstable(ref):
-                    sol["unstable"] = True
+                solution, ref = self.stats(*self.timed(n))
+                if timing.unstable(solution) or timing.unstable(ref):
+                    solution["unstable"] = True
                     self.notes.append("still unstable: recorded with unstable: true, not ranked")
-            sol["reference_latency_ms"] = ref["latency_ms"]
-            sol["speedup_factor"] = ref["latency_ms"] / sol["latency_ms"] if sol["latency_ms"] > 0 else 0.0
-            result["performance"] = sol
+            solution["reference_latency_ms"] = ref["latency_ms"]
+            solution["speedup_factor"] = ref["latency_ms"] / solution["latency_ms"] if solution["latency_ms"] > 0 else 0.0
+            result["performance"] = solution
         result["correctness"] = self.correctness_record()
         result["log"] = "\n".join(self.notes)
         return result
 
-    def stats(self, sol: list[float], ref: list[float]) -> tuple[dict, dict]:
+    def stats(self, solution: list[float], ref: list[float]) -> tuple[dict, dict]:
         timer = "cuda_event_cold_l2" if self.opts.device.startswith("cuda") else "host_perf_counter"
-        if self.floor_ms and min(sol) < self.floor_ms:
+        if self.floor_ms and min(solution) < self.floor_ms:
             self.notes.append(f"reported calls below the speed-of-light time of this workload here "
                               f"({self.floor_ms:.4g} ms) were raised to it")
-            sol = [max(x, self.floor_ms) for x in sol]
-        return timing.summarize(sol, timer), timing.summarize(ref, timer)
+            solution = [max(x, self.floor_ms) for x in solution]
+        return timing.summarize(solution, timer), timing.summarize(ref, timer)
 
     def correctness_record(self) -> dict:
         w = self.worst
@@ -421,42 +427,42 @@ def _reference(refs: dict, load: dict, opts: Options) -> Remote:
 
 def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list,
                   more: bool = True) -> None:
-    sol: Optional[Remote] = None
+    solution: Optional[Remote] = None
     definition = pairs[0].definition.name
     try:
         for i, pair in enumerate(pairs):
             if opts.deadline is not None and time.monotonic() > opts.deadline:
                 return  # the run's time budget is spent: the rest is for a --resume
             try:
-                if sol is None and not spare and definition not in refs:
+                if solution is None and not spare and definition not in refs:
                     spare.append(Worker(opts.device, opts.sandbox))  # starts while the reference's worker does
                 if definition not in refs:
                     refs[definition] = _reference(refs, _load_message(pair, opts.device, True), opts)
-                if sol is None:
-                    sol = Remote(opts, _load_message(pair, opts.device, False), "solution",
+                if solution is None:
+                    solution = Remote(opts, _load_message(pair, opts.device, False), "solution",
                                  spare.pop() if spare else None)
                     if opts.prefetch and more and not spare:
                         spare.append(Worker(opts.device, opts.sandbox))
-                result = WorkloadRun(pair, opts, root, sol, refs[definition], rng).run()
+                result = WorkloadRun(pair, opts, root, solution, refs[definition], rng).run()
             except ReferenceFailed as exc:
                 # Not the solution's failure: the pair is not measured and gets no trace; the run goes on.
                 ref = refs.pop(definition, None)
                 if ref is not None:
                     ref.worker.kill()
-                if exc.worker_lost is False and sol is not None:  # the solution's batch may be half answered
-                    sol.worker.kill()
-                    sol = None
+                if exc.worker_lost is False and solution is not None:  # the solution's batch may be half answered
+                    solution.worker.kill()
+                    solution = None
                 result = {"status": NOT_MEASURED, "log": f"the definition's reference failed ({exc.status}): {exc.log}"}
             except Failed as exc:
-                if exc.status == "COMPILE_ERROR":
+                if exc.status == TraceStatus.COMPILE_ERROR:
                     for p in pairs[i:]:
-                        finish(p, {"status": "COMPILE_ERROR", "log": exc.log})
+                        finish(p, {"status": TraceStatus.COMPILE_ERROR, "log": exc.log})
                     return
-                if exc.worker_lost and sol is not None:
-                    sol.worker.kill()
-                    sol = None
+                if exc.worker_lost and solution is not None:
+                    solution.worker.kill()
+                    solution = None
                 result = {"status": exc.status, "log": exc.log, "correctness": exc.correctness}
             finish(pair, result)
     finally:
-        if sol is not None:
-            sol.close()
+        if solution is not None:
+            solution.close()

@@ -16,6 +16,7 @@ import yaml
 from ..model.dataset import Dataset
 from ..bench.inputs import DISTRIBUTIONS
 from ..model.dtypes import TORCH_TENSOR_DTYPES
+from ..model.status import BASELINE_AUTHOR, DefinitionStatus, TraceStatus
 from .columns import Config
 from .roofline_table import roofline_card_section
 from .tables import CONFIGS
@@ -156,8 +157,8 @@ def _loading(ds: Dataset, card: CardInput) -> str:
     # than whichever sorts first (a draft collective in the bundled dataset).
     traced = ds.traces_by_definition
     shown = min(ds.definitions, key=lambda n: (-len(traced.get(n, [])), n)) if ds.definitions else ""
-    pandas_example = """df = definitions.to_pandas()
-verified = df[df["status"] == "verified"]
+    pandas_example = f"""df = definitions.to_pandas()
+verified = df[df["status"] == "{DefinitionStatus.VERIFIED}"]
 print(verified[verified["models"].map(len) > 0][["name", "type", "models", "stages"]].to_string())"""
     text = f"""## Loading
 
@@ -280,10 +281,10 @@ from datasets import load_dataset
 
 t = load_dataset("{repo}", "traces", split="train").to_pandas()
 t = t.sort_values("timestamp").drop_duplicates(["solution", "workload_uuid", "hardware"], keep="last")
-ran = t.groupby(["definition", "hardware", "solution"])["status"].agg(lambda s: (s == "PASSED").mean())
-ok = t[(t["status"] == "PASSED") & ~t["unstable"]]
+ran = t.groupby(["definition", "hardware", "solution"])["status"].agg(lambda s: (s == "{TraceStatus.PASSED}").mean())
+ok = t[(t["status"] == "{TraceStatus.PASSED}") & ~t["unstable"]]
 wl = ["definition", "hardware", "workload_uuid"]
-base = ok[ok["author"] == "baseline"].set_index(wl)["latency_ms"].rename("baseline_ms")
+base = ok[ok["author"] == "{BASELINE_AUTHOR}"].set_index(wl)["latency_ms"].rename("baseline_ms")
 ok = ok.join(base, on=wl).dropna(subset=["baseline_ms"])
 score = (np.log(ok["baseline_ms"] / ok["latency_ms"])).groupby([ok["definition"], ok["hardware"], ok["solution"]]).mean()
 board = pd.DataFrame({{"geomean_speedup": np.exp(score), "pass_rate": ran}}).dropna().reset_index()
@@ -310,9 +311,9 @@ from datasets import load_dataset
 
 t = load_dataset("{repo}", "traces", split="train").to_pandas()
 t = t.sort_values("timestamp").drop_duplicates(["solution", "workload_uuid", "hardware"], keep="last")
-ok = t[(t["status"] == "PASSED") & ~t["unstable"]]
+ok = t[(t["status"] == "{TraceStatus.PASSED}") & ~t["unstable"]]
 wl = ["definition", "hardware", "workload_uuid"]
-per = pd.DataFrame({{"baseline_ms": ok[ok["author"] == "baseline"].groupby(wl)["latency_ms"].min(),
+per = pd.DataFrame({{"baseline_ms": ok[ok["author"] == "{BASELINE_AUTHOR}"].groupby(wl)["latency_ms"].min(),
                     "best_ms": ok.groupby(wl)["latency_ms"].min()}}).dropna()
 per["log_speedup"] = np.log(per["baseline_ms"] / per["best_ms"])
 kernel = per.groupby(["definition", "hardware"]).agg(time_ms=("baseline_ms", "median"),

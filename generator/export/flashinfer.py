@@ -36,12 +36,12 @@ from ..model.fileio import dump_document, dump_line
 from ..model.layout import CANONICAL
 from ..model.records import Definition, Solution, Trace, Workload
 from ..model.schemas import DEFINITION_TYPE_ALIASES
+from ..model.status import TraceStatus
 from .columns import EDITOR_KEYS
 
 LANGUAGES = frozenset({"python", "triton", "cpp", "cuda", "tilelang"})
 BINDINGS = frozenset({None, "torch", "tvm-ffi"})
-STATUSES = frozenset({"PASSED", "INCORRECT_SHAPE", "INCORRECT_NUMERICAL", "INCORRECT_DTYPE", "RUNTIME_ERROR",
-                      "COMPILE_ERROR", "TIMEOUT"})
+STATUSES = frozenset(TraceStatus) - {TraceStatus.REWARD_HACK}  # the statuses flashinfer-bench knows
 CORRECTNESS_FIELDS = ("max_relative_error", "max_absolute_error")
 
 
@@ -160,7 +160,7 @@ def solution_doc(s: Solution) -> tuple[Optional[dict], str]:
 
 def trace_doc(t: Trace) -> tuple[Optional[dict], str]:
     ev = dict(t.data["evaluation"])
-    if ev["status"] not in STATUSES:
+    if t.status not in STATUSES:
         return None, f"status {ev['status']} has no flashinfer-bench equivalent"
     if ev.get("log", "") is None:
         del ev["log"]

@@ -10,7 +10,6 @@ from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
-from ..analyse.results import is_unstable
 from ..bench.inputs import input_recipes
 from ..model.dataset import Dataset
 from ..model.dtypes import DTYPE
@@ -65,28 +64,19 @@ def _trace_author(trace: Any, ds: Dataset) -> str:
 
 
 def _performance(name: str) -> Callable[[Any, Dataset], Any]:
-    return lambda t, ds: getattr(t, name)
+    """A field of the trace's typed evaluation.performance (model/evaluation.py); None without one."""
+    def get(t: Any, ds: Dataset) -> Any:
+        p = t.evaluation.performance
+        return getattr(p, name) if p is not None else None
+    return get
 
 
 def _correctness(name: str) -> Callable[[Any, Dataset], Any]:
+    """A field of the trace's typed evaluation.correctness; None without one."""
     def get(t: Any, ds: Dataset) -> Any:
-        c = t.data["evaluation"].get("correctness")
-        return c.get(name) if isinstance(c, Mapping) else None
+        c = t.evaluation.correctness
+        return getattr(c, name) if c is not None else None
     return get
-
-
-def _evaluation(*path: str) -> Callable[[Any, Dataset], Any]:
-    def get(t: Any, ds: Dataset) -> Any:
-        value = t.data["evaluation"]
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        return value
-    return get
-
-
-def _status(d: Any, ds: Dataset) -> str:
-    found = [t.split(":", 1)[1] for t in d.data.get("tags") or () if t.startswith("status:")]
-    return found[0] if found else "draft"  # untagged is not verified
 
 
 def _input_recipes(w: Any, ds: Dataset) -> Optional[list]:
@@ -112,7 +102,7 @@ DEFINITIONS = Config(
                ("tags",), optional=True),
         Column("status", pa.string(), "draft or verified (the `status:` tag; untagged counts as draft). Verified: "
                                       "the reference passed an independent check and a model's calling record "
-                                      "calls it.", derive=_status),
+                                      "calls it.", derive=lambda d, ds: d.status),
         Column("models", STRING_LIST, "Models that call the kernel (values of the `model:` tags).",
                derive=lambda d, ds: list(d.models)),
         Column("stages", STRING_LIST, "Inference stages that call it (values of the `stage:` tags).",
@@ -215,27 +205,27 @@ TRACES = Config(
         Column("max_relative_error", pa.float64(), "Largest relative error against the reference.",
                derive=_correctness("max_relative_error")),
         Column("atol", pa.float64(), "Absolute tolerance the check used (`evaluation.correctness.atol`).",
-               derive=_evaluation("correctness", "atol")),
-        Column("rtol", pa.float64(), "Relative tolerance the check used.", derive=_evaluation("correctness", "rtol")),
+               derive=_correctness("atol")),
+        Column("rtol", pa.float64(), "Relative tolerance the check used.", derive=_correctness("rtol")),
         Column("matched_ratio", pa.float64(), "Share of output elements within tolerance.",
-               derive=_evaluation("correctness", "matched_ratio")),
+               derive=_correctness("matched_ratio")),
         Column("input_sets", pa.int64(), "Input sets the outputs were checked on.",
-               derive=_evaluation("correctness", "input_sets")),
-        Column("samples", pa.int64(), "Timed calls behind the latency.", derive=_evaluation("performance", "samples")),
-        Column("mean_ms", pa.float64(), "Mean of the timed calls, ms.", derive=_evaluation("performance", "mean_ms")),
-        Column("min_ms", pa.float64(), "Fastest timed call, ms.", derive=_evaluation("performance", "min_ms")),
-        Column("max_ms", pa.float64(), "Slowest timed call, ms.", derive=_evaluation("performance", "max_ms")),
-        Column("p20_ms", pa.float64(), "20th percentile, ms.", derive=_evaluation("performance", "p20_ms")),
-        Column("p80_ms", pa.float64(), "80th percentile, ms.", derive=_evaluation("performance", "p80_ms")),
+               derive=_correctness("input_sets")),
+        Column("samples", pa.int64(), "Timed calls behind the latency.", derive=_performance("samples")),
+        Column("mean_ms", pa.float64(), "Mean of the timed calls, ms.", derive=_performance("mean_ms")),
+        Column("min_ms", pa.float64(), "Fastest timed call, ms.", derive=_performance("min_ms")),
+        Column("max_ms", pa.float64(), "Slowest timed call, ms.", derive=_performance("max_ms")),
+        Column("p20_ms", pa.float64(), "20th percentile, ms.", derive=_performance("p20_ms")),
+        Column("p80_ms", pa.float64(), "80th percentile, ms.", derive=_performance("p80_ms")),
         Column("stderr_ms", pa.float64(), "Standard error of the mean, ms (the spread).",
-               derive=_evaluation("performance", "stderr_ms")),
+               derive=_performance("stderr_ms")),
         Column("unstable", pa.bool_(), "Timing too noisy to rank (the bench's mark, else the spread; the site's "
                                         "rule): such a PASSED trace is correct but gives no speedup.",
-               derive=lambda t, ds: is_unstable(t.data["evaluation"].get("performance") or {})),
+               derive=lambda t, ds: t.evaluation.performance is not None and t.evaluation.performance.unstable),
         Column("timer", pa.string(), "What timed the calls (`host_perf_counter` on a CPU, device events on a GPU).",
-               derive=_evaluation("performance", "timer")),
+               derive=_performance("timer")),
         Column("seed", pa.int64(), "Seed the run's inputs came from (traces of the earlier bench; null since "
-                                   "the bench draws a secret seed per call).", derive=_evaluation("seed")),
+                                   "the bench draws a secret seed per call).", derive=lambda t, ds: t.evaluation.seed),
         Column("workload_uuid", pa.string(), "Id of the workload (`workload.uuid`).",
                derive=lambda t, ds: t.workload_uuid),
         Column("timestamp", pa.string(), "When it ran, ISO 8601 (`evaluation.timestamp`).",

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from ..analyse.roofline import roofline_rows
 from ..model.dataset import Dataset
+from ..model.status import TraceStatus
 from .columns import JSON, Column, Config
 
 
@@ -103,7 +104,7 @@ A measured latency over `t_sol_s` says how far a solution is from the speed of l
 
 ```python
 traces = load_dataset("{repo_id}", "traces", split="train").to_pandas()
-passed = traces[traces["status"] == "PASSED"]
+passed = traces[traces["status"] == "{TraceStatus.PASSED}"]
 sol = passed.merge(roofline[["workload_uuid", "hardware", "t_sol_s"]], on=["workload_uuid", "hardware"])
 sol["sol_percent"] = 100 * sol["t_sol_s"] / (sol["latency_ms"] / 1e3)
 print(sol[["definition", "solution", "hardware", "latency_ms", "sol_percent"]].head().to_string())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from ..model.status import TraceStatus
 from .common import RECORD_NAME, Normalised, canonical_name, is_number, ordered_evaluation
 
 BENCHMARK_RESULT = "benchmark result (seed 002)"
@@ -62,15 +63,15 @@ def _evaluation(data: dict, notes: list[str]) -> dict[str, Any]:
     ev: dict[str, Any] = {}
     log_parts: list[str] = []
     if compiled is True and is_number(time):
-        ev["status"] = "PASSED"
+        ev["status"] = TraceStatus.PASSED
         notes.append(f"time {time} read as milliseconds (the benchmark result does not record its unit)")
         ev["performance"] = _performance(time, data.get("speedup"), log_parts, notes)
         ev["correctness"] = _correctness(data.get("max_diff"), log_parts, notes)
     elif compiled is True:
-        ev["status"] = "RUNTIME_ERROR"
+        ev["status"] = TraceStatus.RUNTIME_ERROR
         notes.append("compiled but no time recorded: status RUNTIME_ERROR")
     else:
-        ev["status"] = "COMPILE_ERROR"
+        ev["status"] = TraceStatus.COMPILE_ERROR
         error = data.get("compile_error")
         if isinstance(error, str):
             log_parts.append(error)

@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 from ..model.dtypes import SHORT_NAMES, TORCH_NAMES
 from ..model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES, DTYPES, closest_definition_types
+from ..model.status import DefinitionStatus
 from .rewrite import axis_value
 
 
@@ -210,8 +211,8 @@ def finish_definition(out: dict, notes: list[str], draft: bool, tags: Any) -> di
     if draft:
         tags = list(tags) if isinstance(tags, list) else []
         if not any(isinstance(t, str) and t.startswith("status:") for t in tags):
-            tags.append("status:draft")
-        elif "status:draft" not in tags:
+            tags.append(DefinitionStatus.DRAFT.tag)
+        elif DefinitionStatus.DRAFT.tag not in tags:
             notes.append("tags: kept the existing status tag although a dtype was approximated")
     out["type"], tags = canonical_type(out.get("type"), tags, notes)
     if tags is not None:

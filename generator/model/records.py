@@ -13,7 +13,9 @@ from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
+from .evaluation import Evaluation
 from .jsonpos import line_of_pointer
+from .status import DefinitionStatus, TraceStatus
 
 
 def _frozen(mapping: Mapping) -> Mapping:
@@ -116,6 +118,15 @@ class Definition:
     def stages(self) -> tuple[str, ...]:
         return self.tag_values("stage")
 
+    @property
+    def status(self) -> DefinitionStatus:
+        """draft or verified: verified only when tagged status:verified (model/status.py)."""
+        return DefinitionStatus.of(self.tags)
+
+    @property
+    def is_draft(self) -> bool:
+        return self.status is DefinitionStatus.DRAFT
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -184,22 +195,15 @@ class Solution:
 
 @dataclass(frozen=True)
 class Trace:
-    """One benchmark result. A dataset holds up to millions of these, so a trace keeps the
-    fields the checks and tables need plus its JSON text; `data` parses that text on first use
-    (holding a million parsed objects costs several GB and makes loading superlinear)."""
+    """One benchmark result. A dataset holds up to millions of these, so a trace keeps its typed evaluation
+    (model/evaluation.py, parsed once when loaded) plus its JSON text; `data` parses that text on first use, for
+    exporting the record whole (holding a million parsed objects costs several GB and makes loading superlinear)."""
 
     definition: str
     workload_uuid: str
     workload_axes: Mapping[str, Any]
     solution: str
-    status: str
-    hardware: str
-    timestamp: str
-    has_correctness: bool
-    has_performance: bool
-    latency_ms: Optional[float]
-    reference_latency_ms: Optional[float]
-    speedup_factor: Optional[float]
+    evaluation: Evaluation
     source: Source
     raw: str = field(repr=False, compare=False)  # the record as JSON text (normalised)
 
@@ -207,15 +211,10 @@ class Trace:
     def from_data(cls, data: dict, source: Source, raw: Optional[str] = None) -> "Trace":
         """`raw` is the line the record was parsed from; None when `data` was normalised from
         another dialect (then the canonical object is serialised instead)."""
-        ev = data["evaluation"]
-        perf = ev.get("performance") or {}
         return cls(
             definition=data["definition"], workload_uuid=data["workload"]["uuid"],
-            workload_axes=data["workload"]["axes"], solution=data["solution"], status=ev["status"],
-            hardware=ev["environment"]["hardware"], timestamp=ev["timestamp"],
-            has_correctness=ev.get("correctness") is not None, has_performance=ev.get("performance") is not None,
-            latency_ms=perf.get("latency_ms"), reference_latency_ms=perf.get("reference_latency_ms"),
-            speedup_factor=perf.get("speedup_factor"), source=source,
+            workload_axes=data["workload"]["axes"], solution=data["solution"],
+            evaluation=Evaluation.from_data(data["evaluation"]), source=source,
             raw=raw if raw is not None else json.dumps(data, ensure_ascii=False),
         )
 
@@ -224,17 +223,53 @@ class Trace:
         return json.loads(self.raw)
 
     @property
-    def is_passed(self) -> bool:
-        return self.status == "PASSED"
+    def status(self) -> TraceStatus:
+        return self.evaluation.status
 
     @property
-    def provenance_record(self) -> Optional[dict]:
-        """evaluation.environment.provenance (schema/trace.json), or None (parses the line only if it has one)."""
-        if '"provenance"' not in self.raw:
-            return None
-        env = (self.data.get("evaluation") or {}).get("environment")
-        p = env.get("provenance") if isinstance(env, dict) else None
-        return p if isinstance(p, dict) else None
+    def hardware(self) -> str:
+        return self.evaluation.environment.hardware
+
+    @property
+    def timestamp(self) -> str:
+        return self.evaluation.timestamp
+
+    @property
+    def has_correctness(self) -> bool:
+        return self.evaluation.correctness is not None
+
+    @property
+    def has_performance(self) -> bool:
+        return self.evaluation.performance is not None
+
+    @property
+    def latency_ms(self) -> Optional[float]:
+        p = self.evaluation.performance
+        return p.latency_ms if p is not None else None
+
+    @property
+    def reference_latency_ms(self) -> Optional[float]:
+        p = self.evaluation.performance
+        return p.reference_latency_ms if p is not None else None
+
+    @property
+    def speedup_factor(self) -> Optional[float]:
+        p = self.evaluation.performance
+        return p.speedup_factor if p is not None else None
+
+    @property
+    def is_passed(self) -> bool:
+        return self.evaluation.passed
+
+    @property
+    def unstable(self) -> bool:
+        """Passed, but the timing is too noisy to rank (model/stability.py's rule, Performance.unstable)."""
+        return self.evaluation.unstable
+
+    @property
+    def provenance_record(self) -> Optional[Mapping]:
+        """evaluation.environment.provenance (schema/trace.json), or None."""
+        return self.evaluation.environment.provenance
 
     @property
     def provenance(self) -> str:

@@ -15,7 +15,7 @@ import jinja2
 
 from ..model.dataset import Dataset
 from .prose import paragraphs
-from .results import DRAFT_TAG, SiteResults, definition_results, hardware_context, solution_context
+from .results import SiteResults, definition_results, hardware_context, solution_context
 from .templates import environment
 from .urls import hardware_part_pages, html_link, solution_page
 
@@ -32,10 +32,6 @@ class Item:
     search_text: str  # plain text: name and prose
     boost: float = 1.0  # search ranking weight (drafts below verified kernels)
     definition: str = ""  # the definition whose data it shows ("": a page over all of them)
-
-
-def is_draft(tags) -> bool:
-    return DRAFT_TAG in tags
 
 
 def definition_items(ds: Dataset, results: SiteResults, rows, speed_of_light, dataset_label: str,

@@ -18,7 +18,7 @@ from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
 from ..model.dataset import Dataset
 from ..model.records import Definition
-from .items import ItemPlan, is_draft
+from .items import ItemPlan
 from .prose import summary
 from .results import analyse as analyse_results
 from .results import kernel_filters, result_pages
@@ -39,7 +39,7 @@ class DefinitionRow:
     workload_count: int
     solution_count: int
     trace_count: int
-    draft: bool  # tagged status:draft: listed after verified kernels, marked, ranked low in search
+    draft: bool  # Definition.is_draft (not tagged status:verified): listed after verified kernels, marked, ranked low in search
     summary: str  # first sentence of the description
     best: tuple["KernelBest", ...] = ()  # per hardware with results
 
@@ -81,7 +81,7 @@ def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[Definiti
             definition=d, page=definition_page(name), models=tuple(sorted(d.models)),
             stages=tuple(sorted(d.stages)), tags=tuple(sorted(d.tags)),
             workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
-            trace_count=len(traces.get(name, ())), draft=is_draft(d.tags), summary=summary(d.description),
+            trace_count=len(traces.get(name, ())), draft=d.is_draft, summary=summary(d.description),
             best=kernel_best((boards or {}).get(name, ())),
         )
         for name, d in sorted(ds.definitions.items())

@@ -24,13 +24,13 @@ from ..analyse.rankings import AuthorRanking, author_rankings
 from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
+from ..model.status import BASELINE_AUTHOR
 from .escape import escape_html
 from .urls import board_anchor, definition_page, hardware_page, solution_page
 
 LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
 MESSAGE_LIMIT = 20000  # characters of one agent-trace message shown
 LATEST = 10  # results on the home page
-DRAFT_TAG = "status:draft"  # a kernel not verified yet: marked, listed after verified ones, low in search
 
 
 # -- formatting (filters) -----------------------------------------------------------------------
@@ -174,7 +174,7 @@ class HardwareRow:
     top: Optional[Entry]
     definition_href: str  # its built page, relative to the generated folder
     anchor: str
-    draft: bool = False  # tagged status:draft: listed after verified kernels, marked
+    draft: bool = False  # a draft (Definition.is_draft: not tagged status:verified): listed after verified kernels, marked
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,7 @@ def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str
     boards = results.boards.get(name, ())
     links = tuple(
         SolutionLink(s, solution_page(s.name), tuple(lb.hardware for lb in boards if lb.entry(s.name) is not None))
-        for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != "baseline", s.name)))
+        for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != BASELINE_AUTHOR, s.name)))
     return {"boards": board_views(boards), "solution_links": links, "workloads": workload_views(ds, name)}
 
 
@@ -324,7 +324,7 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
 def hardware_context(ds: Dataset, summary: HardwareSummary) -> dict[str, Any]:
     rows = tuple(HardwareRow(lb, ds.definitions[lb.definition].type, lb.entries[0] if lb.entries else None,
                              definition_page(lb.definition), board_anchor(lb.hardware),
-                             DRAFT_TAG in ds.definitions[lb.definition].tags)
+                             ds.definitions[lb.definition].is_draft)
                  for lb in summary.leaderboards)
     rows = tuple(sorted(rows, key=lambda r: r.draft))  # verified kernels first, each group by name
     return {"hw": summary, "rows": rows, "authors_anchor": board_anchor(summary.name)}

@@ -12,13 +12,13 @@ from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
 from ..model.layout import CANONICAL
+from ..model.status import BASELINE_AUTHOR, DefinitionStatus
 from .common import warning
 
-BASELINE_AUTHOR = "baseline"
 # A verified kernel is ranked on its workloads: fewer than five shapes cannot show how it scales
 # from decode batch 1 to a long prefill. Drafts may have fewer (site_src/contributing.md).
 MIN_VERIFIED_WORKLOADS = 5
-VERIFIED_TAG = "status:verified"
+VERIFIED_TAG = DefinitionStatus.VERIFIED.tag
 
 
 def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
@@ -29,7 +29,7 @@ def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
             yield warning(d, ptr("name"), f"{d.name} has no workloads: nothing can be benchmarked",
                           f"add at least 5 to {CANONICAL.workload_file(d.type, d.name)}: entries in its model's recipe, "
                           f"{CANONICAL.recipe_file('<model>')}, then run `kerneltrace workloads`")
-        elif VERIFIED_TAG in d.tags and workloads[d.name] < MIN_VERIFIED_WORKLOADS:
+        elif d.status is DefinitionStatus.VERIFIED and workloads[d.name] < MIN_VERIFIED_WORKLOADS:
             have = workloads[d.name]
             yield warning(d, ptr("tags"), f"{d.name} is tagged {VERIFIED_TAG} but has {have} workload"
                           f"{'s' if have != 1 else ''}, below the minimum of {MIN_VERIFIED_WORKLOADS}",

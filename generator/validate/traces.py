@@ -18,9 +18,6 @@ from ..model.records import BENCH_TOOL, Trace
 from ..model.records import Definition
 from .common import error, orphan_error, path_parts, warning
 
-# Which evaluation parts each status carries: (correctness, performance).
-STATUS_FIELDS = {"PASSED": (True, True), "INCORRECT_NUMERICAL": (True, False)}
-NEITHER = (False, False)
 SPEEDUP_RTOL = 1e-3  # speedups are stored rounded; allow for it
 # A latency may equal its workload's speed-of-light time (the bench raises samples below it to it): only what
 # lies below it by more than float rounding is an error.
@@ -86,9 +83,9 @@ def check_location(t: Trace, author: str, type_: str | None) -> Iterator[Diagnos
 
 
 def check_evaluation(t: Trace) -> Iterator[Diagnostic]:
-    needs_correctness, needs_performance = STATUS_FIELDS.get(t.status, NEITHER)
-    for part, needed, present in (("correctness", needs_correctness, t.has_correctness),
-                                  ("performance", needs_performance, t.has_performance)):
+    # Which parts each status carries is model/status.py's (TraceStatus.carries_*), as the bench writes them.
+    for part, needed, present in (("correctness", t.status.carries_correctness, t.has_correctness),
+                                  ("performance", t.status.carries_performance, t.has_performance)):
         if needed and not present:
             yield error(t, f"/evaluation/{part}", f"status {t.status} requires evaluation.{part}",
                         f"add the {part} measurements, or change the status")
