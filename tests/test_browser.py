@@ -124,6 +124,21 @@ def test_kernel_page_shows_leaderboards_per_hardware(visit, server):
     visit.check()
 
 
+def test_each_model_has_a_page_with_a_labelled_step_estimate_per_stage(visit, server):
+    page = open_page(visit, server, "generated/models.html")
+    page.locator("article table a", has_text="test/model").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("generated/models/test-model.html")
+    text = page.locator("article").inner_text()
+    # decode: the kernel at its workload nearest 64 tokens (wl-4, batch 16), from its trace there
+    assert "Decode at 64 tokens on H100_SXM" in text and "From traces: 1 kernels, 3 of 3 calls, 100% of the time" in text
+    rows = page.locator("details.kt-parts table").first.locator("tbody tr td").all_text_contents()
+    assert rows[:4] == [DEF, "3", "trace", "16"] and "wl-4" in rows[-1]
+    # prefill: the kernel has no prefill workload, so the step is not the decode step again
+    assert "Prefill at 4096 tokens on H100_SXM" in text and "Not estimated: 1 kernels, 3 calls." in text
+    visit.check()
+
+
 def test_solution_page_shows_source_results_failures_and_agent_trace(visit, server):
     page = open_page(visit, server, f"generated/solutions/{FAST}.html")
     text = page.locator("article").text_content()  # logs and environments sit in closed <details>

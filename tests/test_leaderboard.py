@@ -356,3 +356,34 @@ def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
                                                         "peak_tflops": {"float32": 1.0}, "memory_bandwidth_gb_s": 50.0})
     [board] = definition_leaderboards(load(other), "rmsnorm_h128")
     assert board.entries[0].sol_percent is None  # no spec for the hardware the trace names
+
+
+def test_step_estimates_are_per_stage_at_the_serving_point_from_traces_else_the_speed_of_light(tmp_path):
+    """A record served on test_cpu: rmsnorm_h128 (decode only, 3 calls) and a kernel with no definition.
+    At 64 decode tokens the kernel stands at w4 (batch 16, the nearest): its time is the baseline's trace on
+    w4 itself (not a median over w1..w4), and without that trace the speed of light of w4; prefill has no
+    workload of that stage, so nothing there is estimated (decode no longer equals prefill)."""
+    from generator.analyse.step_estimates import NONE, SOL, TRACE, step_estimates
+
+    record = {"model": "test/model", "framework": "SGLang", "serving": {"hardware": "test_cpu", "gpus": 1, "tensor_parallel": 1},
+              "kernels": [{"id": DEF, "count": 3}, {"id": "missing_h1", "count": 2}]}
+    traces = [trace(BASE, "w1", "test_cpu", 1.0), trace(BASE, "w4", "test_cpu", 4.0),
+              trace(ALICE, "w4", "test_cpu", 2.0)]
+
+    def estimates(traced):
+        root = write_dataset(tmp_path / f"d{len(traced)}", workloads=WORKLOADS, traces=traced, model=record)
+        dump(root / f"solutions/alice/norm/{DEF}/{ALICE}.json", solution(ALICE, "alice"))
+        ds = load(root)
+        return {(e.stage, e.hardware): e for e in step_estimates(ds, all_leaderboards(ds))["test-model"]}
+
+    decode = estimates(traces)[("decode", "test_cpu")]
+    assert decode.serving and decode.tokens == 64
+    part, missing = decode.parts
+    assert (part.kernel, part.source, part.workload, part.tokens) == (DEF, TRACE, "w4", 16)
+    assert (part.baseline_ms, part.best_ms) == (12.0, 6.0) and decode.speedup == 2.0
+    assert (missing.source, missing.calls, missing.description) == (NONE, 2, "no definition yet")
+    assert (decode.calls(TRACE), decode.calls(NONE), decode.step_calls) == (3, 2, 5)
+    prefill = estimates(traces)[("prefill", "test_cpu")]
+    assert {p.kernel: (p.source, p.description) for p in prefill.parts}[DEF] == (NONE, "no prefill workload")
+    sol = estimates(traces[:1])[("decode", "test_cpu")].parts[0]
+    assert (sol.source, sol.workload) == (SOL, "w4") and 0 < sol.best_ms < 12.0

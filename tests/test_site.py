@@ -452,24 +452,27 @@ def test_charts_are_drawn_by_the_site_itself(results_site):
     assert total <= 1_000_000, total
 
 
-def test_models_page_shows_where_a_step_spends_its_time(tmp_path):
-    from generator.analyse.estimates import ModelEstimate
+def test_model_page_shows_where_a_step_spends_its_time(tmp_path):
+    from generator.analyse.step_estimates import EstimatePart, StepEstimate
+    from generator.analyse.coverage import ModelCoverage, StageCoverage
     from generator.site.templates import environment
 
-    estimate = ModelEstimate("decode", "H100_SXM", 2, 3, 5, 6, 3.0, 2.0, 1.5,
-                             (("gemm_<x>", 4, 2.0, 1.5), ("norm", 1, 1.0, 0.5)))
-    page = environment().get_template("models.md.j2").render(
-        coverage=[type("M", (), {"model": "m", "name": "m", "framework": "f", "description": "", "kernels": (),
-                                 "missing": (), "stages": {}})()][:0], prefix="", estimates={}, dataset="dataset")
-    assert "Where a step" not in page  # nothing to show without estimates
-    from generator.analyse.coverage import ModelCoverage, StageCoverage
+    estimate = StepEstimate("decode", 64, "H100_SXM", True, (
+        EstimatePart("gemm_<x>", 4, "trace", "w1", 64, "decode", 2.0, 1.5),
+        EstimatePart("norm", 1, "speed of light", "w2", 64, "decode", 0.5, 0.5),
+        EstimatePart("gone", 2, "none", description="no definition yet")))
     m = ModelCoverage("m", "M", "f", "", (), {"decode": StageCoverage(1, 1, 1, 1), "prefill": StageCoverage(1, 1, 1, 1)})
-    page = environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
-                                                               dataset="dataset")
+    page = environment().get_template("model.md.j2").render(m=m, est=(estimate,), dataset="dataset",
+                                                              decode_tokens=64, prefill_tokens=4096)
     bar = re.search(r'<div class="kt-timebar-bar"[^>]*>(.*?)</div>', page).group(1)
     widths = re.findall(r'style="width: ([0-9.]+)%" title="([^"]*)"', bar)
-    assert [w for w, _ in widths] == ["75.00", "25.00"]  # 1.5 of 2.0 ms, 0.5 of 2.0 ms
-    assert widths[0][1].startswith("gemm_&lt;x&gt;: 4 calls")  # names escaped
+    assert [w for w, _ in widths] == ["75.00", "25.00"]  # 1.5 of 2.0 ms, 0.5 of 2.0 ms; "none" is not drawn
+    assert widths[0][1].startswith("gemm_&lt;x&gt;: 4 calls") and widths[1][1].endswith("from the speed of light")
+    assert "From traces: 1 kernels, 4 of 7 calls, 75% of the time." in page
+    assert "Not estimated: 1 kernels, 2 calls." in page
+    overview = environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
+                                                                 dataset="dataset", decode_tokens=64, prefill_tokens=4096)
+    assert "(models/m.md)" in overview and "<code>gemm_&lt;x&gt;</code> 75%" in overview
 
 
 def _local_targets(site: Path):

@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
+from ..analyse.step_estimates import DECODE_TOKENS, PREFILL_TOKENS
 from ..model.dataset import Dataset
 from ..model.records import Definition
 from .items import ItemPlan, is_draft
@@ -24,7 +25,7 @@ from .results import analyse as analyse_results
 from .results import kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
 from .templates import environment
-from .urls import definition_page
+from .urls import definition_page, model_page
 
 
 @dataclass(frozen=True)
@@ -111,8 +112,13 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
     coverage = model_coverage(ds)
+    serving_point = {"decode_tokens": DECODE_TOKENS, "prefill_tokens": PREFILL_TOKENS}
     pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
-                                                                 estimates=results.models, dataset=dataset_label)
+                                                                 estimates=results.models, dataset=dataset_label,
+                                                                 **serving_point)
+    for m in coverage:  # one page per calling record: its kernels and where its steps' time goes
+        pages[model_page(m.name)] = env.get_template("model.md.j2").render(
+            m=m, est=results.models.get(m.name, ()), dataset=dataset_label, **serving_point)
     # Included into the hand-written home page, so links are relative to it.
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     # Authors, the hardware list and the home page's summary.
