@@ -31,7 +31,7 @@ from ..model.dataset import Dataset
 from .results import Leaderboard
 from .workload_step import workload_stage, workload_tokens
 
-__all__ = ["DECODE_TOKENS", "PREFILL_TOKENS", "EstimatePart", "StepEstimate", "step_estimates"]
+__all__ = ["DECODE_TOKENS", "PREFILL_TOKENS", "EstimatePart", "StepEstimate", "representative_workload", "step_estimates"]
 
 DECODE_TOKENS = 64  # running requests of a decode step, one new token each
 PREFILL_TOKENS = 4096  # tokens of a prefill chunk
@@ -114,6 +114,14 @@ def _pick(ds: Dataset, kernel: str, stage: str, target: int) -> Any:
         return (abs(math.log(t / target)), -t) if t else (math.inf, 0)
 
     return min(staged, key=distance)
+
+
+def representative_workload(ds: Dataset, definition: str) -> Any:
+    """The workload that stands for a definition where definitions are compared (the kernels index): its decode
+    workload nearest DECODE_TOKENS, else its prefill workload nearest PREFILL_TOKENS, else its first; None
+    without workloads."""
+    return (_pick(ds, definition, "decode", DECODE_TOKENS) or _pick(ds, definition, "prefill", PREFILL_TOKENS)
+            or next(iter(ds.workloads_by_definition.get(definition, [])), None))
 
 
 def _traced(lb: Optional[Leaderboard], uuid: str) -> Optional[tuple[float, float]]:

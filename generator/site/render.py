@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
-from ..analyse.step_estimates import DECODE_TOKENS, PREFILL_TOKENS
+from ..analyse.step_estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
 from ..model.dataset import Dataset
 from ..model.records import Definition
 from .items import ItemPlan, is_draft
@@ -50,9 +50,9 @@ class KernelBest:
     """A definition's best numbers on one hardware, for the kernels index."""
 
     hardware: str
-    latency_ms: Optional[float]  # fastest stable latency on the definition's first workload
+    latency_ms: Optional[float]  # fastest stable latency on the definition's representative workload
     workload: str  # that workload's axes, "batch_size=1"
-    sol_percent: Optional[float]  # the best solution's SOL%
+    sol_percent: Optional[float]  # that latency's SOL%
 
 
 @dataclass(frozen=True)
@@ -63,14 +63,18 @@ class Totals:
     traces: int
 
 
-def kernel_best(boards) -> tuple[KernelBest, ...]:
+def kernel_best(boards, workload=None) -> tuple[KernelBest, ...]:
+    """Per board: the fastest stable latency on the definition's representative `workload` (its first workload
+    when none is given) and the SOL% of that latency."""
     out = []
     for lb in boards:
-        first = lb.rows[0] if lb.rows else None
-        latencies = [r.latency_ms for r in first.results if r.ranked and r.latency_ms] if first else []
-        label = " ".join(f"{a}={v}" for a, v in first.axes) if first else ""
-        sols = [e.sol_percent for e in lb.entries if e.sol_percent is not None]
-        out.append(KernelBest(lb.hardware, min(latencies, default=None), label, max(sols, default=None)))
+        uuid = getattr(workload, "uuid", None)
+        row = next((r for r in lb.rows if r.uuid == uuid), lb.rows[0] if lb.rows else None)
+        ranked = [r for r in row.results if r.ranked and r.latency_ms] if row else []
+        best = min(ranked, key=lambda r: r.latency_ms, default=None)
+        label = " ".join(f"{a}={v}" for a, v in row.axes) if row else ""
+        out.append(KernelBest(lb.hardware, best.latency_ms if best else None, label,
+                              best.sol_percent if best else None))
     return tuple(out)
 
 
@@ -83,7 +87,7 @@ def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[Definiti
             stages=tuple(sorted(d.stages)), tags=tuple(sorted(d.tags)),
             workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
             trace_count=len(traces.get(name, ())), draft=is_draft(d.tags), summary=summary(d.description),
-            best=kernel_best((boards or {}).get(name, ())),
+            best=kernel_best((boards or {}).get(name, ()), representative_workload(ds, name)),
         )
         for name, d in sorted(ds.definitions.items())
     ]
@@ -108,7 +112,9 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     rows = definition_rows(ds, results.boards)
     pages = {
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),
-                                                                       filters=kernel_filters(ds, rows)),
+                                                                       filters=kernel_filters(ds, rows),
+                                                                       decode_tokens=DECODE_TOKENS,
+                                                                       prefill_tokens=PREFILL_TOKENS),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
     coverage = model_coverage(ds)

@@ -44,6 +44,7 @@ FILTERS = {
     "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread,
     # result tables of the HTML pages (rows.py builds them as Markup)
     "board_rows": board_rows, "solution_rows": solution_rows, "trace_details": trace_details,
+    "zip": lambda a, b: zip(a, b),
 }
 
 
