@@ -314,22 +314,42 @@ def test_filters_narrow_the_kernels_index(visit, server):
     visit.check()
 
 
-def test_kernels_index_on_a_phone_shows_name_and_best_latency(browser, server):
+def test_kernels_index_on_a_phone_shows_name_summary_and_best_latency(browser, server):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     v = Visit(context.new_page())
     page = open_page(v, server, "generated/definitions.html")
     row = page.locator("#kt-kernels tbody tr").first
-    name, best = row.locator("td").nth(0), row.locator("td").nth(3)  # name, type, summary, then H100_SXM's best
-    assert "H100_SXM" in page.locator("#kt-kernels thead th").nth(3).inner_text()
-    for cell in (name, best):
+    name, summary, best = row.locator("td").nth(0), row.locator("td").nth(2), row.locator("td").nth(3)
+    assert "H100_SXM" in page.locator("#kt-kernels thead th").nth(3).text_content()
+    for cell in (name, summary, best):  # each row is a card: name, summary, then each machine's best
         box = cell.bounding_box()
         assert box is not None and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
     # like with like: the workload nearest 64 decode tokens (wl-4, where alice's solution fails), not the first
     assert name.inner_text() == DEF and best.inner_text().startswith("0.04 ms")
+    assert best.evaluate("e => getComputedStyle(e, '::before').content") == '"H100_SXM: "' 
     assert best.get_attribute("title") == "batch_size=16"
-    assert not row.locator("td").nth(2).is_visible()  # the summary gives way on a narrow screen
+    assert summary.inner_text() and not row.locator("td").nth(1).is_visible()  # the type gives way
     v.check()
     context.close()
+
+
+def test_kernels_index_filters_live_in_the_url_and_the_find_box_has_a_border(visit, server):
+    page = open_page(visit, server, "generated/definitions.html")
+    find = page.locator("input[data-filter-text]")
+    assert find.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
+    assert find.evaluate("e => parseFloat(getComputedStyle(e).borderTopWidth)") >= 1
+    page.select_option("select[name='model']", "model:other-model")
+    find.fill("plant")
+    query = page.evaluate("location.search")
+    assert "model=other-model" in query and "find=plant" in query, query
+    shared = open_page(visit, server, "generated/definitions.html" + query)
+    assert shared.locator("select[name='model']").input_value() == "model:other-model"
+    assert shared.locator("input[data-filter-text]").input_value() == "plant"
+    assert shared.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
+    shared.select_option("select[name='model']", "")
+    shared.locator("input[data-filter-text]").fill("")
+    assert shared.evaluate("location.search") == "", shared.locator("input[data-filter-text]").input_value()
+    visit.check()
 
 
 def test_planted_script_in_a_description_does_not_run(visit, server):
