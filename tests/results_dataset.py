@@ -66,6 +66,12 @@ def browser_dataset(root: Path) -> Path:
             fast.append(trace(FAST, w, hw, 0.01 * scale * (1 + i)) if i < 3 else
                         trace(FAST, w, hw, None, "RUNTIME_ERROR", log="CUDA error: an illegal memory access </pre>"))
             slow.append(trace(SLOW, w, hw, 0.05 * scale))
+    # how the results were produced: alice's measured by the bench, bob's recorded from elsewhere, the
+    # baseline's from before traces said (no provenance)
+    for traces, kind, tool in ((fast, "measured", "kerneltrace bench"), (slow, "recorded", "FlashInfer-Trace")):
+        for t in traces:
+            t["evaluation"]["environment"]["provenance"] = dict(
+                {"kind": kind, "tool": tool}, **({"version": "0.1.0", "run_id": "run-1"} if kind == "measured" else {}))
     dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", base)
     dump_lines(root / f"traces/alice/norm/{DEF}.jsonl", fast)
     dump_lines(root / f"traces/bob/norm/{DEF}.jsonl", slow)

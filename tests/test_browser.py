@@ -155,6 +155,17 @@ def test_a_board_with_only_the_baseline_is_not_presented_as_a_leaderboard(visit,
     visit.check()
 
 
+def test_results_say_how_they_were_produced(visit, server):
+    page = open_page(visit, server, f"generated/definitions/{DEF}.html")
+    board = page.locator(".kt-leaderboard table").first
+    provenance = {row[1].split("\n")[0].split()[0]: row[1].split("\n")[-1] for row in
+                  board.locator("tbody tr").evaluate_all("rows => rows.map(r => [0, r.cells[1].innerText])")}
+    assert provenance == {FAST: "measured", SLOW: "recorded", "rmsnorm_h128_torch": "before provenance was recorded"}
+    solution = open_page(visit, server, f"generated/solutions/{SLOW}.html")
+    assert solution.locator("article table").nth(1).locator("tbody tr td").nth(-2).inner_text() == "recorded"
+    visit.check()
+
+
 def test_solution_page_shows_source_results_failures_and_agent_trace(visit, server):
     page = open_page(visit, server, f"generated/solutions/{FAST}.html")
     text = page.locator("article").text_content()  # logs and environments sit in closed <details>

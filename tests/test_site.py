@@ -359,11 +359,12 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     assert len(boards) == 2
     # H100_SXM: baseline 0.04 ms; alice 0.01/0.02/0.03 ms and a failure; bob 0.05 ms (see results_dataset)
     assert table_rows(boards[0]) == [
-        ["1", FAST, "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR", "150"],
-        ["2", "rmsnorm_h128_torch baseline", "baseline", "python", "1.00×", "0%", "—", "100% (4/4 ran)", "200"],
-        ["3", SLOW, "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
-    ]  # SOL% "—": the test dataset has no H100_SXM hardware spec
-    assert table_rows(boards[1])[0][:5] == ["1", FAST, "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
+        ["1", f"{FAST} measured", "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR", "150"],
+        ["2", "rmsnorm_h128_torch baseline before provenance was recorded", "baseline", "python", "1.00×", "0%", "—",
+         "100% (4/4 ran)", "200"],
+        ["3", f"{SLOW} recorded", "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
+    ]  # SOL% "—": the test dataset has no H100_SXM hardware spec; how each solution's results were produced
+    assert table_rows(boards[1])[0][:5] == ["1", f"{FAST} measured", "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
     assert table_rows(boards[1])[0][6].endswith("%")  # test_cpu has a spec and the definition a cascade: SOL%
     assert f'href="../solutions/{FAST}.html"' in boards[0]
 
@@ -400,8 +401,8 @@ def test_solution_page(results_site):
     assert html.unescape(re.sub(r"<[^>]+>", "", sources[1])).lstrip("\n") == TRICKY_SOURCE
     assert "KernelTrace is an open dataset" not in page and "<script>" not in page
     results = table_rows(re.search(r'<div class="kt-sortable"[^>]*>(.*?)</div>', page, re.S).group(1))
-    assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "details"]
-    assert results[3][-2:] == ["RUNTIME_ERROR", "details"]
+    assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "measured", "details"]
+    assert results[3][-3:] == ["RUNTIME_ERROR", "measured", "details"]
     # Every trace has a detail view: its file and line, when it ran, its timing and its environment.
     detail = re.search(r'<details class="kt-trace" id="results-h100_sxm-t1">(.*?)</details>', page, re.S).group(1)
     for shown in ("traces/alice/norm/", "2026-", "H100_SXM", "samples"):

@@ -118,7 +118,7 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
         trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable,
         spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
         environment=_environment(ev.get("environment") or {}, environments), timer=str(perf.get("timer", "")),
-        speedup_recorded=speedup_recorded,
+        speedup_recorded=speedup_recorded, provenance=trace.provenance,
     )
 
 

@@ -19,7 +19,7 @@ from ..model.records import TensorSpec
 from .escape import escape_block, escape_html, escape_inline, fence_for, highlight_html
 from .prose import anchor_id, blocks, paragraphs
 from .results import (fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, sort_key, trend)
-from .rows import board_rows, fmt_spread, solution_rows, trace_details
+from .rows import board_rows, fmt_spread, provenance_summary, solution_rows, trace_details
 from .urls import board_anchor, hardware_page, html_link
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -44,7 +44,7 @@ FILTERS = {
     "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread,
     # result tables of the HTML pages (rows.py builds them as Markup)
     "board_rows": board_rows, "solution_rows": solution_rows, "trace_details": trace_details,
-    "zip": lambda a, b: zip(a, b),
+    "zip": lambda a, b: zip(a, b), "provenance": provenance_summary,
 }
 
 
