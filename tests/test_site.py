@@ -578,3 +578,14 @@ def test_a_formula_block_in_a_description_renders_as_escaped_pre():
     plain = environment().from_string('{% import "macros.html.j2" as kt %}{{ kt.paragraphs(text) }}').render(
         text="    a = b\nc = d")
     assert "<pre" not in plain and "<p>a = b c = d</p>" in plain
+
+
+def test_the_unstable_rule_is_stated_as_stability_py_has_it(results_site):
+    from generator.model.stability import MAX_SPREAD, MIN_OVER_MEDIAN
+    from generator.site.templates import _share
+
+    spread, fastest = _share(MAX_SPREAD), _share(MIN_OVER_MEDIAN)
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert f"(p80 − p20 over {spread} the median) or its fastest sample is under {fastest} of the median" in readme
+    page = text_of(page_of(results_site, f"generated/definitions/{DEF}.html"))
+    assert f"the middle of its samples wider than {spread} their median, or its fastest sample under {fastest} of it" in page

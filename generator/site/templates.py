@@ -16,6 +16,7 @@ import jinja2
 from markupsafe import Markup
 
 from ..model.records import TensorSpec
+from ..model.stability import MAX_SPREAD, MIN_OVER_MEDIAN
 from .escape import escape_block, escape_html, escape_inline, fence_for, highlight_html
 from .prose import anchor_id, blocks, paragraphs
 from .results import (fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, sort_key, trend)
@@ -48,6 +49,15 @@ FILTERS = {
 }
 
 
+def _share(x: float) -> str:
+    """0.5 -> "half", 0.25 -> "a quarter"; other shares as "0.3 times"."""
+    return {0.5: "half", 0.25: "a quarter", 1 / 3: "a third"}.get(x, f"{x:g} times")
+
+
+# The unstable rule as the pages state it, from the one place it lives.
+UNSTABLE_RULE = {"spread": _share(MAX_SPREAD), "fastest": _share(MIN_OVER_MEDIAN)}
+
+
 def _autoescape(name: str | None) -> bool:
     """Every template but the Markdown ones (a template made from a string is HTML too)."""
     return not (name or "").endswith(MARKDOWN_SUFFIX)
@@ -57,4 +67,5 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
                              autoescape=_autoescape, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(FILTERS)
+    env.globals["unstable"] = UNSTABLE_RULE
     return env
