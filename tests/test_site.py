@@ -455,7 +455,7 @@ def test_charts_are_drawn_by_the_site_itself(results_site):
 
 
 def test_model_page_shows_where_a_step_spends_its_time(tmp_path):
-    from generator.analyse.step_estimates import EstimatePart, StepEstimate
+    from generator.analyse.estimates import EstimatePart, StepEstimate
     from generator.analyse.coverage import ModelCoverage, StageCoverage
     from generator.site.templates import environment
 

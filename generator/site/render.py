@@ -16,7 +16,7 @@ from typing import Optional
 
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
-from ..analyse.step_estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
+from ..analyse.estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
 from ..model.dataset import Dataset
 from ..model.records import Definition
 from .items import ItemPlan, is_draft

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
 
-from ..analyse.step_estimates import StepEstimate, step_estimates
+from ..analyse.estimates import StepEstimate, step_estimates
 from ..analyse.hardware import HardwareSummary, hardware_summaries
 from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
 from ..analyse.rankings import AuthorRanking, author_rankings
