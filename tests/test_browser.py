@@ -340,6 +340,8 @@ def test_kernels_index_on_a_phone_shows_name_summary_and_best_latency(browser, s
     assert best.evaluate("e => getComputedStyle(e, '::before').content") == '"H100_SXM: "' 
     assert best.get_attribute("title") == "batch_size=16"
     assert summary.inner_text() and not row.locator("td").nth(1).is_visible()  # the type gives way
+    assert page.locator("#kt-kernels table").evaluate(  # the cards wrap inside the page: no sideways scrolling
+        "t => t.getBoundingClientRect().right <= t.closest('.kt-kernels').getBoundingClientRect().right + 1")
     v.check()
     context.close()
 
