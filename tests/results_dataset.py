@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from dataset_factory import DEFINITION, SOLUTION, TRACE, WORKLOAD, dump, dump_lines, write_dataset
+from dataset_factory import DEFINITION, EINSUM, SOLUTION, TRACE, WORKLOAD, dump, dump_lines, write_dataset
 
 DEF = "rmsnorm_h128"
 FAST, SLOW = "rmsnorm_h128_fast", "rmsnorm_h128_slow"
@@ -66,6 +66,12 @@ def browser_dataset(root: Path) -> Path:
             fast.append(trace(FAST, w, hw, 0.01 * scale * (1 + i)) if i < 3 else
                         trace(FAST, w, hw, None, "RUNTIME_ERROR", log="CUDA error: an illegal memory access </pre>"))
             slow.append(trace(SLOW, w, hw, 0.05 * scale))
+    # how the results were produced: alice's measured by the bench, bob's recorded from elsewhere, the
+    # baseline's from before traces said (no provenance)
+    for traces, kind, tool in ((fast, "measured", "kerneltrace bench"), (slow, "recorded", "FlashInfer-Trace")):
+        for t in traces:
+            t["evaluation"]["environment"]["provenance"] = dict(
+                {"kind": kind, "tool": tool}, **({"version": "0.1.0", "run_id": "run-1"} if kind == "measured" else {}))
     dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", base)
     dump_lines(root / f"traces/alice/norm/{DEF}.jsonl", fast)
     dump_lines(root / f"traces/bob/norm/{DEF}.jsonl", slow)
@@ -80,4 +86,15 @@ def browser_dataset(root: Path) -> Path:
     evil = dict(copy.deepcopy(DEFINITION), name="planted_h128", description=f"Planted {PLANTED} here.",
                 tags=["stage:prefill", "model:other-model", "status:draft"])
     dump(root / "definitions/norm/planted_h128.json", evil)
+    # planted_h128 has only its baseline's results, on test_cpu: a board with nothing to rank
+    alone = [copy.deepcopy(w) for w in WORKLOADS[:2]]
+    for w in alone:
+        w["definition"] = "planted_h128"
+        w["workload"]["uuid"] = "p" + w["workload"]["uuid"]
+    dump_lines(root / "workloads/norm/planted_h128.jsonl", alone)
+    dump(root / "solutions/baseline/norm/planted_h128/planted_h128_torch.json",
+         dict(copy.deepcopy(SOLUTION), name="planted_h128_torch", definition="planted_h128"))
+    traces = [dict(trace("planted_h128_torch", w, "test_cpu", 0.08), definition="planted_h128") for w in alone]
+    dump_lines(root / "traces/baseline/norm/planted_h128.jsonl", traces)
+    (root / "einsums/norm/planted_h128.yaml").write_text(EINSUM, encoding="utf-8")
     return root

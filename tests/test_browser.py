@@ -124,6 +124,48 @@ def test_kernel_page_shows_leaderboards_per_hardware(visit, server):
     visit.check()
 
 
+def test_each_model_has_a_page_with_a_labelled_step_estimate_per_stage(visit, server):
+    page = open_page(visit, server, "generated/models.html")
+    page.locator("article table a", has_text="test/model").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("generated/models/test-model.html")
+    text = page.locator("article").inner_text()
+    # decode: the kernel at its workload nearest 64 tokens (wl-4, batch 16), from its trace there
+    assert "Decode at 64 tokens on H100_SXM" in text and "From traces: 1 kernels, 3 of 3 calls, 100% of the time" in text
+    rows = page.locator("details.kt-parts table").first.locator("tbody tr td").all_text_contents()
+    assert rows[:4] == [DEF, "3", "trace", "16"] and "wl-4" in rows[-1]
+    # prefill: the kernel has no prefill workload, so the step is not the decode step again
+    assert "Prefill at 4096 tokens on H100_SXM" in text and "Not estimated: 1 kernels, 3 calls." in text
+    visit.check()
+
+
+def test_a_board_with_only_the_baseline_is_not_presented_as_a_leaderboard(visit, server):
+    page = open_page(visit, server, "generated/definitions/planted_h128.html")
+    alone = page.locator("#results-test_cpu ~ .kt-alone").first
+    text = alone.inner_text()
+    assert text.startswith("Only the baseline has run on test_cpu") and "of the speed of light" in text
+    assert page.locator(".kt-leaderboard, .kt-chart").count() == 0  # no rank, no one-step fast_p chart
+    assert "Rank" not in page.locator("article").inner_text()
+    cells = alone.locator("tbody tr").first.locator("td").all_inner_texts()
+    assert cells[2] == "0.08" and cells[3] not in ("", "—") and cells[4].endswith("%")  # latency, T_SOL, SOL%
+    solution = open_page(visit, server, "generated/solutions/planted_h128_torch.html").locator("article").inner_text()
+    assert "Only the baseline has run on test_cpu" in solution and "Rank 1 of 1" not in solution
+    home = open_page(visit, server, "index.html").locator(".kt-latest").inner_text()
+    assert "baseline only" in home and "of 1" not in home
+    visit.check()
+
+
+def test_results_say_how_they_were_produced(visit, server):
+    page = open_page(visit, server, f"generated/definitions/{DEF}.html")
+    board = page.locator(".kt-leaderboard table").first
+    provenance = {row[1].split("\n")[0].split()[0]: row[1].split("\n")[-1] for row in
+                  board.locator("tbody tr").evaluate_all("rows => rows.map(r => [0, r.cells[1].innerText])")}
+    assert provenance == {FAST: "measured", SLOW: "recorded", "rmsnorm_h128_torch": "before provenance was recorded"}
+    solution = open_page(visit, server, f"generated/solutions/{SLOW}.html")
+    assert solution.locator("article table").nth(1).locator("tbody tr td").nth(-2).inner_text() == "recorded"
+    visit.check()
+
+
 def test_solution_page_shows_source_results_failures_and_agent_trace(visit, server):
     page = open_page(visit, server, f"generated/solutions/{FAST}.html")
     text = page.locator("article").text_content()  # logs and environments sit in closed <details>
@@ -283,20 +325,44 @@ def test_filters_narrow_the_kernels_index(visit, server):
     visit.check()
 
 
-def test_kernels_index_on_a_phone_shows_name_and_best_latency(browser, server):
+def test_kernels_index_on_a_phone_shows_name_summary_and_best_latency(browser, server):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     v = Visit(context.new_page())
     page = open_page(v, server, "generated/definitions.html")
     row = page.locator("#kt-kernels tbody tr").first
-    name, best = row.locator("td").nth(0), row.locator("td").nth(3)  # name, type, summary, then H100_SXM's best
-    assert "H100_SXM" in page.locator("#kt-kernels thead th").nth(3).inner_text()
-    for cell in (name, best):
+    name, summary, best = row.locator("td").nth(0), row.locator("td").nth(2), row.locator("td").nth(3)
+    assert "H100_SXM" in page.locator("#kt-kernels thead th").nth(3).text_content()
+    for cell in (name, summary, best):  # each row is a card: name, summary, then each machine's best
         box = cell.bounding_box()
         assert box is not None and box["width"] > 0 and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
-    assert name.inner_text() == DEF and best.inner_text().startswith("0.01 ms")
-    assert not row.locator("td").nth(2).is_visible()  # the summary gives way on a narrow screen
+    # like with like: the workload nearest 64 decode tokens (wl-4, where alice's solution fails), not the first
+    assert name.inner_text() == DEF and best.inner_text().startswith("0.04 ms")
+    assert best.evaluate("e => getComputedStyle(e, '::before').content") == '"H100_SXM: "' 
+    assert best.get_attribute("title") == "batch_size=16"
+    assert summary.inner_text() and not row.locator("td").nth(1).is_visible()  # the type gives way
+    assert page.locator("#kt-kernels table").evaluate(  # the cards wrap inside the page: no sideways scrolling
+        "t => t.getBoundingClientRect().right <= t.closest('.kt-kernels').getBoundingClientRect().right + 1")
     v.check()
     context.close()
+
+
+def test_kernels_index_filters_live_in_the_url_and_the_find_box_has_a_border(visit, server):
+    page = open_page(visit, server, "generated/definitions.html")
+    find = page.locator("input[data-filter-text]")
+    assert find.evaluate("e => getComputedStyle(e).borderTopStyle") == "solid"
+    assert find.evaluate("e => parseFloat(getComputedStyle(e).borderTopWidth)") >= 1
+    page.select_option("select[name='model']", "model:other-model")
+    find.fill("plant")
+    query = page.evaluate("location.search")
+    assert "model=other-model" in query and "find=plant" in query, query
+    shared = open_page(visit, server, "generated/definitions.html" + query)
+    assert shared.locator("select[name='model']").input_value() == "model:other-model"
+    assert shared.locator("input[data-filter-text]").input_value() == "plant"
+    assert shared.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
+    shared.select_option("select[name='model']", "")
+    shared.locator("input[data-filter-text]").fill("")
+    assert shared.evaluate("location.search") == "", shared.locator("input[data-filter-text]").input_value()
+    visit.check()
 
 
 def test_planted_script_in_a_description_does_not_run(visit, server):

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.analyse.estimates import model_estimates
+from generator.analyse.estimates import step_estimates
 from generator.analyse.leaderboard import all_leaderboards
 from generator.bench import inputs as bench_inputs
 from generator.export import export_dataset
@@ -271,16 +271,17 @@ def test_card_snippets_print_the_sites_numbers(hub, load_offline, monkeypatch, c
         definition, hardware, solution = line.split()[:3]
         got_best[(definition, hardware)] = solution
     assert got_best == expected_best and len(got_best) > 40
-    expected = {(name, e.stage, e.hardware): e for name, es in model_estimates(ds, boards).items() for e in es}
+    expected = {(name, e.stage, e.hardware): e for name, es in step_estimates(ds, boards).items() for e in es}
     got = {}
     for line in estimate_out.splitlines():
-        name, stage, hw, base, best, speedup = line.split()
-        got[(name, stage, hw)] = (float(base), float(best), float(speedup))
+        name, stage, hw, best, base, traced, sol, none = line.split()
+        got[(name, stage, hw)] = (float(best), float(base), int(traced), int(sol), int(none))
     assert set(got) == set(expected) and got
-    for key, (base, best, speedup) in got.items():
+    for key, (best, base, traced, sol, none) in got.items():
         e = expected[key]
-        assert math.isclose(base, e.baseline_ms, rel_tol=1e-5) and math.isclose(best, e.best_ms, rel_tol=1e-5)
-        assert math.isclose(speedup, e.speedup, rel_tol=1e-5)
+        assert math.isclose(base, e.baseline_ms, rel_tol=1e-5) and math.isclose(best, e.best_ms, rel_tol=1e-5), key
+        assert (traced, sol, none) == (e.calls("trace"), e.calls("speed of light"), e.calls("none")), key
+    assert any(e.calls("trace") for e in expected.values())  # the bundled traces stand in somewhere
 
 
 def test_best_solution_snippet_is_not_the_fastest_trace(tmp_path, load_offline, monkeypatch, capsys):

@@ -21,12 +21,11 @@ import math
 
 import pytest
 
-from generator.analyse.estimates import kernel_speedup, model_estimates
 from generator.analyse.hardware import hardware_summaries
 from generator.analyse.latest import latest_traces
 from generator.analyse.leaderboard import all_leaderboards, definition_leaderboards, latest_results, solution_boards
 from generator.analyse.rankings import author_rankings
-from generator.analyse.results import NOT_RUN
+from generator.analyse.results import NOT_RUN, kernel_speedup
 from generator.analyse.scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
 from generator.load import load
 from dataset_factory import DEFINITION, HARDWARE, SOLUTION, WORKLOAD, dump, dump_lines, write_dataset
@@ -311,17 +310,11 @@ def test_hardware_summaries_and_latest_results(ds, boards):
     assert latest[0].entry.author == "alice" and latest[0].solutions == 2
 
 
-def test_model_estimates_weigh_kernels_by_calls(ds, boards):
+def test_kernel_speedup_of_a_board(ds, boards):
     # H100: baseline 1, 2, 4 ms on w1..w3 (w4 failed); best passing 0.5, 0.5, 2 ms -> 2x, 4x, 2x
     time_ms, speedup = kernel_speedup(board(boards, H100))
     assert time_ms == 2.0 and speedup == pytest.approx(16 ** (1 / 3))
-    estimates = model_estimates(ds, boards)["test-model"]
-    assert [(e.stage, e.hardware) for e in estimates] == [("decode", H100), ("decode", "test_cpu"),
-                                                          ("prefill", H100), ("prefill", "test_cpu")]
-    decode = estimates[0]
-    assert (decode.kernels, decode.step_kernels, decode.calls, decode.step_calls) == (1, 1, 3, 3)
-    assert decode.baseline_ms == 6.0 and decode.speedup == pytest.approx(16 ** (1 / 3))
-    assert estimates[1].speedup == 1.0  # on the CPU nothing beats the baseline
+    assert kernel_speedup(board(boards, "test_cpu"))[1] == 1.0  # on the CPU nothing beats the baseline
 
 
 def test_same_dataset_same_leaderboards(ds, boards):
@@ -356,3 +349,34 @@ def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
                                                         "peak_tflops": {"float32": 1.0}, "memory_bandwidth_gb_s": 50.0})
     [board] = definition_leaderboards(load(other), "rmsnorm_h128")
     assert board.entries[0].sol_percent is None  # no spec for the hardware the trace names
+
+
+def test_step_estimates_are_per_stage_at_the_serving_point_from_traces_else_the_speed_of_light(tmp_path):
+    """A record served on test_cpu: rmsnorm_h128 (decode only, 3 calls) and a kernel with no definition.
+    At 64 decode tokens the kernel stands at w4 (batch 16, the nearest): its time is the baseline's trace on
+    w4 itself (not a median over w1..w4), and without that trace the speed of light of w4; prefill has no
+    workload of that stage, so nothing there is estimated (decode no longer equals prefill)."""
+    from generator.analyse.estimates import NONE, SOL, TRACE, step_estimates
+
+    record = {"model": "test/model", "framework": "SGLang", "serving": {"hardware": "test_cpu", "gpus": 1, "tensor_parallel": 1},
+              "kernels": [{"id": DEF, "count": 3}, {"id": "missing_h1", "count": 2}]}
+    traces = [trace(BASE, "w1", "test_cpu", 1.0), trace(BASE, "w4", "test_cpu", 4.0),
+              trace(ALICE, "w4", "test_cpu", 2.0)]
+
+    def estimates(traced):
+        root = write_dataset(tmp_path / f"d{len(traced)}", workloads=WORKLOADS, traces=traced, model=record)
+        dump(root / f"solutions/alice/norm/{DEF}/{ALICE}.json", solution(ALICE, "alice"))
+        ds = load(root)
+        return {(e.stage, e.hardware): e for e in step_estimates(ds, all_leaderboards(ds))["test-model"]}
+
+    decode = estimates(traces)[("decode", "test_cpu")]
+    assert decode.serving and decode.tokens == 64
+    part, missing = decode.parts
+    assert (part.kernel, part.source, part.workload, part.tokens) == (DEF, TRACE, "w4", 16)
+    assert (part.baseline_ms, part.best_ms) == (12.0, 6.0) and decode.speedup == 2.0
+    assert (missing.source, missing.calls, missing.description) == (NONE, 2, "no definition yet")
+    assert (decode.calls(TRACE), decode.calls(NONE), decode.step_calls) == (3, 2, 5)
+    prefill = estimates(traces)[("prefill", "test_cpu")]
+    assert {p.kernel: (p.source, p.description) for p in prefill.parts}[DEF] == (NONE, "no prefill workload")
+    sol = estimates(traces[:1])[("decode", "test_cpu")].parts[0]
+    assert (sol.source, sol.workload) == (SOL, "w4") and 0 < sol.best_ms < 12.0

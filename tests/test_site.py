@@ -117,6 +117,7 @@ def test_definition_page_shows_the_spec(tmp_path):
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     for expected in ("Copies x.", "Length.", "[N, D]", "scalar", "N >= 1", "def run(x, scale):"):
         assert expected in text
+    assert "No results yet" in text and "No solutions yet" in text  # a definition without results says so
     assert '<div class="language-python highlight">' in page  # the reference is a highlighted code block
     # File paths are named as the --dataset given, never as an installed checkout's dataset/.
     assert f"<code>{(tmp_path / 'dataset').as_posix()}/definitions/misc/copy_d8.json</code>" in page
@@ -359,11 +360,12 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     assert len(boards) == 2
     # H100_SXM: baseline 0.04 ms; alice 0.01/0.02/0.03 ms and a failure; bob 0.05 ms (see results_dataset)
     assert table_rows(boards[0]) == [
-        ["1", FAST, "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR", "150"],
-        ["2", "rmsnorm_h128_torch baseline", "baseline", "python", "1.00×", "0%", "—", "100% (4/4 ran)", "200"],
-        ["3", SLOW, "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
-    ]  # SOL% "—": the test dataset has no H100_SXM hardware spec
-    assert table_rows(boards[1])[0][:5] == ["1", FAST, "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
+        ["1", f"{FAST} measured", "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR", "150"],
+        ["2", "rmsnorm_h128_torch baseline before provenance was recorded", "baseline", "python", "1.00×", "0%", "—",
+         "100% (4/4 ran)", "200"],
+        ["3", f"{SLOW} recorded", "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
+    ]  # SOL% "—": the test dataset has no H100_SXM hardware spec; how each solution's results were produced
+    assert table_rows(boards[1])[0][:5] == ["1", f"{FAST} measured", "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
     assert table_rows(boards[1])[0][6].endswith("%")  # test_cpu has a spec and the definition a cascade: SOL%
     assert f'href="../solutions/{FAST}.html"' in boards[0]
 
@@ -381,9 +383,9 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     assert f"{FAST} by alice (triton): results on H100_SXM, test_cpu" in text
 
 
-def test_definition_without_results_says_so(results_site):
+def test_a_board_with_only_the_baseline_says_so(results_site):
     text = text_of(page_of(results_site, "generated/definitions/planted_h128.html"))
-    assert "No results yet" in text and "No solutions yet" in text
+    assert "Only the baseline has run on test_cpu" in text and "there is nothing to rank yet" in text and "Rank" not in text
 
 
 def test_solution_page(results_site):
@@ -400,8 +402,8 @@ def test_solution_page(results_site):
     assert html.unescape(re.sub(r"<[^>]+>", "", sources[1])).lstrip("\n") == TRICKY_SOURCE
     assert "KernelTrace is an open dataset" not in page and "<script>" not in page
     results = table_rows(re.search(r'<div class="kt-sortable"[^>]*>(.*?)</div>', page, re.S).group(1))
-    assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "details"]
-    assert results[3][-2:] == ["RUNTIME_ERROR", "details"]
+    assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "measured", "details"]
+    assert results[3][-3:] == ["RUNTIME_ERROR", "measured", "details"]
     # Every trace has a detail view: its file and line, when it ran, its timing and its environment.
     detail = re.search(r'<details class="kt-trace" id="results-h100_sxm-t1">(.*?)</details>', page, re.S).group(1)
     for shown in ("traces/alice/norm/", "2026-", "H100_SXM", "samples"):
@@ -427,7 +429,7 @@ def test_authors_hardware_and_home_pages(results_site):
 
     home = page_of(results_site, "index.html")
     text = text_of(home)
-    for count in ("2 definitions", "4 workloads", "3 solutions", "24 traces", "2 hardware"):
+    for count in ("2 definitions", "6 workloads", "4 solutions", "26 traces", "2 hardware"):
         assert count in text, count
     assert re.search(r"Latest results", text) and f"{FAST}" in text
 
@@ -453,24 +455,27 @@ def test_charts_are_drawn_by_the_site_itself(results_site):
     assert total <= 1_000_000, total
 
 
-def test_models_page_shows_where_a_step_spends_its_time(tmp_path):
-    from generator.analyse.estimates import ModelEstimate
+def test_model_page_shows_where_a_step_spends_its_time(tmp_path):
+    from generator.analyse.estimates import EstimatePart, StepEstimate
+    from generator.analyse.coverage import ModelCoverage, StageCoverage
     from generator.site.templates import environment
 
-    estimate = ModelEstimate("decode", "H100_SXM", 2, 3, 5, 6, 3.0, 2.0, 1.5,
-                             (("gemm_<x>", 4, 2.0, 1.5), ("norm", 1, 1.0, 0.5)))
-    page = environment().get_template("models.md.j2").render(
-        coverage=[type("M", (), {"model": "m", "name": "m", "framework": "f", "description": "", "kernels": (),
-                                 "missing": (), "stages": {}})()][:0], prefix="", estimates={}, dataset="dataset")
-    assert "Where a step" not in page  # nothing to show without estimates
-    from generator.analyse.coverage import ModelCoverage, StageCoverage
+    estimate = StepEstimate("decode", 64, "H100_SXM", True, (
+        EstimatePart("gemm_<x>", 4, "trace", "w1", 64, "decode", 2.0, 1.5),
+        EstimatePart("norm", 1, "speed of light", "w2", 64, "decode", 0.5, 0.5),
+        EstimatePart("gone", 2, "none", description="no definition yet")))
     m = ModelCoverage("m", "M", "f", "", (), {"decode": StageCoverage(1, 1, 1, 1), "prefill": StageCoverage(1, 1, 1, 1)})
-    page = environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
-                                                               dataset="dataset")
+    page = environment().get_template("model.md.j2").render(m=m, est=(estimate,), dataset="dataset",
+                                                              decode_tokens=64, prefill_tokens=4096)
     bar = re.search(r'<div class="kt-timebar-bar"[^>]*>(.*?)</div>', page).group(1)
     widths = re.findall(r'style="width: ([0-9.]+)%" title="([^"]*)"', bar)
-    assert [w for w, _ in widths] == ["75.00", "25.00"]  # 1.5 of 2.0 ms, 0.5 of 2.0 ms
-    assert widths[0][1].startswith("gemm_&lt;x&gt;: 4 calls")  # names escaped
+    assert [w for w, _ in widths] == ["75.00", "25.00"]  # 1.5 of 2.0 ms, 0.5 of 2.0 ms; "none" is not drawn
+    assert widths[0][1].startswith("gemm_&lt;x&gt;: 4 calls") and widths[1][1].endswith("from the speed of light")
+    assert "From traces: 1 kernels, 4 of 7 calls, 75% of the time." in page
+    assert "Not estimated: 1 kernels, 2 calls." in page
+    overview = environment().get_template("models.md.j2").render(coverage=[m], prefix="", estimates={"m": (estimate,)},
+                                                                 dataset="dataset", decode_tokens=64, prefill_tokens=4096)
+    assert "(models/m.md)" in overview and "<code>gemm_&lt;x&gt;</code> 75%" in overview
 
 
 def _local_targets(site: Path):
@@ -574,3 +579,14 @@ def test_a_formula_block_in_a_description_renders_as_escaped_pre():
     plain = environment().from_string('{% import "macros.html.j2" as kt %}{{ kt.paragraphs(text) }}').render(
         text="    a = b\nc = d")
     assert "<pre" not in plain and "<p>a = b c = d</p>" in plain
+
+
+def test_the_unstable_rule_is_stated_as_stability_py_has_it(results_site):
+    from generator.model.stability import MAX_SPREAD, MIN_OVER_MEDIAN
+    from generator.site.templates import _share
+
+    spread, fastest = _share(MAX_SPREAD), _share(MIN_OVER_MEDIAN)
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8").split())
+    assert f"(p80 − p20 over {spread} the median) or its fastest sample is under {fastest} of the median" in readme
+    page = text_of(page_of(results_site, f"generated/definitions/{DEF}.html"))
+    assert f"the middle of its samples wider than {spread} their median, or its fastest sample under {fastest} of it" in page

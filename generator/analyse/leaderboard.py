@@ -117,7 +117,7 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
         spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
         environment=_environment(ev.environment.data, environments),
         timer=str(perf.timer if perf is not None and perf.timer is not None else ""),
-        speedup_recorded=speedup_recorded,
+        speedup_recorded=speedup_recorded, provenance=trace.provenance,
     )
 
 

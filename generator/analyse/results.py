@@ -34,6 +34,7 @@ class Result:
     environment: tuple[tuple[str, str], ...] = ()  # the trace's environment, flattened ("libs.torch", "2.13")
     timer: str = ""
     speedup_recorded: bool = False  # speedup is the trace's own speedup_factor (no baseline result here)
+    provenance: str = ""  # the trace's Trace.provenance: measured, recorded or unknown ("" when not run)
 
     @property
     def passed(self) -> bool:

@@ -299,33 +299,63 @@ def _step_estimate(repo: str) -> str:
 
 ## Per-step estimate for a model
 
-The Models page's estimate: per kernel and hardware, the baseline's median latency over the
-workloads, and the geometric mean over workloads of the baseline's latency over the best stable
-passing one (the baseline's own when nothing beats it); a step sums count x time over the kernels a
-calling record lists for that stage (`stage` null: both), once at the baseline and once at the best:
+The Models pages' estimate: one decode step with 64 requests running (one new token each) and one prefill
+chunk of 4096 tokens, on the hardware the calling record is served on and on every other hardware where its
+kernels have traces. Each kernel stands at its workload of that stage (else of no stated stage) whose
+`num_tokens` is nearest the step's (log scale; ties: the larger, then the first by uuid); its time per call is
+the baseline's latest stable passing latency on that very workload and hardware (and the best stable passing
+one there), else that workload's speed of light (`roofline`, a lower bound), else nothing (counted apart):
 
 ```python
-import numpy as np
+import math
 import pandas as pd
 from datasets import load_dataset
 
-t = load_dataset("{repo}", "traces", split="train").to_pandas()
-t = t.sort_values("timestamp").drop_duplicates(["solution", "workload_uuid", "hardware"], keep="last")
+def table(config):
+    return load_dataset("{repo}", config, split="train").to_pandas()
+
+t = table("traces").sort_values("timestamp").drop_duplicates(["solution", "workload_uuid", "hardware"], keep="last")
 ok = t[(t["status"] == "{TraceStatus.PASSED}") & ~t["unstable"]]
-wl = ["definition", "hardware", "workload_uuid"]
-per = pd.DataFrame({{"baseline_ms": ok[ok["author"] == "{BASELINE_AUTHOR}"].groupby(wl)["latency_ms"].min(),
-                    "best_ms": ok.groupby(wl)["latency_ms"].min()}}).dropna()
-per["log_speedup"] = np.log(per["baseline_ms"] / per["best_ms"])
-kernel = per.groupby(["definition", "hardware"]).agg(time_ms=("baseline_ms", "median"),
-                                                      log_speedup=("log_speedup", "mean")).reset_index()
-for model in load_dataset("{repo}", "models", split="train"):
-    for stage in ("decode", "prefill"):
-        calls = pd.DataFrame([k for k in model["kernels"] if not k["stage"] or k["stage"] == stage])
-        step = calls.merge(kernel, left_on="id", right_on="definition")
-        for hw, s in step.groupby("hardware"):
-            base_ms = (s["count"] * s["time_ms"]).sum()
-            best_ms = (s["count"] * s["time_ms"] / np.exp(s["log_speedup"])).sum()
-            print(model["name"], stage, hw, f"{{base_ms:.6g}} {{best_ms:.6g}} {{base_ms / best_ms:.6g}}")
+base = ok[ok["author"] == "{BASELINE_AUTHOR}"].groupby(["workload_uuid", "hardware"])["latency_ms"].min()
+best = ok.groupby(["workload_uuid", "hardware"])["latency_ms"].min()
+sol_ms = (table("roofline").set_index(["workload_uuid", "hardware"])["t_sol_s"] * 1e3).to_dict()
+workloads = table("workloads")
+specs = table("hardware").sort_values("name")
+hw_name = {{}}  # a machine by its name, or by an alias of it (the first spec by name that lists it)
+for h in specs.explode("aliases").itertuples():
+    if isinstance(h.aliases, str):
+        hw_name.setdefault(h.aliases, h.name)
+hw_name.update({{name: name for name in specs["name"]}})
+
+def pick(kernel, stage, tokens):
+    ws = workloads[workloads["definition"] == kernel]
+    ws = ws[ws["stage"] == stage] if (ws["stage"] == stage).any() else ws[ws["stage"].isna()]
+    key = lambda w: ((abs(math.log(w.num_tokens / tokens)), -w.num_tokens, w.uuid) if w.num_tokens > 0
+                     else (math.inf, 0, w.uuid))
+    return min(ws.itertuples(), key=key).uuid if len(ws) else ""
+
+for model in table("models").itertuples():
+    serving = hw_name.get((model.serving or {{}}).get("hardware"), (model.serving or {{}}).get("hardware"))
+    ids = {{k["id"] for k in model.kernels}}
+    traced = sorted(set(t.loc[t["definition"].isin(ids), "hardware"]) - {{serving}})
+    for stage, tokens in (("decode", 64), ("prefill", 4096)):
+        calls = {{}}
+        for k in model.kernels:
+            if not k["stage"] or k["stage"] == stage:
+                calls[k["id"]] = calls.get(k["id"], 0) + k["count"]
+        for hw in ([serving] if serving else []) + traced:
+            base_ms = best_ms = 0.0
+            by = {{"trace": 0, "speed of light": 0, "none": 0}}  # calls per source
+            for kernel, n in calls.items():
+                key = (pick(kernel, stage, tokens), hw)
+                if key in base.index:
+                    base_ms, best_ms, source = base_ms + n * base[key], best_ms + n * min(base[key], best[key]), "trace"
+                elif key in sol_ms:
+                    base_ms, best_ms, source = base_ms + n * sol_ms[key], best_ms + n * sol_ms[key], "speed of light"
+                else:
+                    source = "none"
+                by[source] += n
+            print(model.name, stage, hw, f"{{best_ms:.6g}} {{base_ms:.6g}}", by["trace"], by["speed of light"], by["none"])
 ```"""
 
 

@@ -16,6 +16,7 @@ from typing import Optional
 
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
+from ..analyse.estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
 from ..model.dataset import Dataset
 from ..model.records import Definition
 from .items import ItemPlan
@@ -24,7 +25,7 @@ from .results import analyse as analyse_results
 from .results import kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
 from .templates import environment
-from .urls import definition_page
+from .urls import definition_page, model_page
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ class KernelBest:
     """A definition's best numbers on one hardware, for the kernels index."""
 
     hardware: str
-    latency_ms: Optional[float]  # fastest stable latency on the definition's first workload
+    latency_ms: Optional[float]  # fastest stable latency on the definition's representative workload
     workload: str  # that workload's axes, "batch_size=1"
-    sol_percent: Optional[float]  # the best solution's SOL%
+    sol_percent: Optional[float]  # that latency's SOL%
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,18 @@ class Totals:
     traces: int
 
 
-def kernel_best(boards) -> tuple[KernelBest, ...]:
+def kernel_best(boards, workload=None) -> tuple[KernelBest, ...]:
+    """Per board: the fastest stable latency on the definition's representative `workload` (its first workload
+    when none is given) and the SOL% of that latency."""
     out = []
     for lb in boards:
-        first = lb.rows[0] if lb.rows else None
-        latencies = [r.latency_ms for r in first.results if r.ranked and r.latency_ms] if first else []
-        label = " ".join(f"{a}={v}" for a, v in first.axes) if first else ""
-        sols = [e.sol_percent for e in lb.entries if e.sol_percent is not None]
-        out.append(KernelBest(lb.hardware, min(latencies, default=None), label, max(sols, default=None)))
+        uuid = getattr(workload, "uuid", None)
+        row = next((r for r in lb.rows if r.uuid == uuid), lb.rows[0] if lb.rows else None)
+        ranked = [r for r in row.results if r.ranked and r.latency_ms] if row else []
+        best = min(ranked, key=lambda r: r.latency_ms, default=None)
+        label = " ".join(f"{a}={v}" for a, v in row.axes) if row else ""
+        out.append(KernelBest(lb.hardware, best.latency_ms if best else None, label,
+                              best.sol_percent if best else None))
     return tuple(out)
 
 
@@ -82,7 +87,7 @@ def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[Definiti
             stages=tuple(sorted(d.stages)), tags=tuple(sorted(d.tags)),
             workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
             trace_count=len(traces.get(name, ())), draft=d.is_draft, summary=summary(d.description),
-            best=kernel_best((boards or {}).get(name, ())),
+            best=kernel_best((boards or {}).get(name, ()), representative_workload(ds, name)),
         )
         for name, d in sorted(ds.definitions.items())
     ]
@@ -107,12 +112,19 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     rows = definition_rows(ds, results.boards)
     pages = {
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),
-                                                                       filters=kernel_filters(ds, rows)),
+                                                                       filters=kernel_filters(ds, rows),
+                                                                       decode_tokens=DECODE_TOKENS,
+                                                                       prefill_tokens=PREFILL_TOKENS),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
     coverage = model_coverage(ds)
+    serving_point = {"decode_tokens": DECODE_TOKENS, "prefill_tokens": PREFILL_TOKENS}
     pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
-                                                                 estimates=results.models, dataset=dataset_label)
+                                                                 estimates=results.models, dataset=dataset_label,
+                                                                 **serving_point)
+    for m in coverage:  # one page per calling record: its kernels and where its steps' time goes
+        pages[model_page(m.name)] = env.get_template("model.md.j2").render(
+            m=m, est=results.models.get(m.name, ()), dataset=dataset_label, **serving_point)
     # Included into the hand-written home page, so links are relative to it.
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     # Authors, the hardware list and the home page's summary.

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
 
-from ..analyse.estimates import ModelEstimate, model_estimates
+from ..analyse.estimates import StepEstimate, step_estimates
 from ..analyse.hardware import HardwareSummary, hardware_summaries
 from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
 from ..analyse.rankings import AuthorRanking, author_rankings
@@ -186,7 +186,7 @@ class SiteResults:
     hardware: tuple[HardwareSummary, ...]
     latest: tuple[LatestResult, ...]
     agent_traces: Mapping[str, AgentTrace]  # by solution name
-    models: Mapping[str, tuple[ModelEstimate, ...]]  # by calling record name
+    models: Mapping[str, tuple[StepEstimate, ...]]  # by calling record name: per stage and hardware
 
 
 def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]] = None) -> SiteResults:
@@ -198,7 +198,7 @@ def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]]
         if t.solution not in agent or (s is not None and s.author == t.author):
             agent[t.solution] = t
     return SiteResults(boards, author_rankings(ds, boards), hardware_summaries(ds, boards),
-                       latest_results(boards, LATEST), agent, model_estimates(ds, boards))
+                       latest_results(boards, LATEST), agent, step_estimates(ds, boards))
 
 
 def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:

@@ -37,6 +37,34 @@ def status(r: Result) -> str:
     return f'<span class="kt-status kt-bad">{esc(r.status)}</span>'
 
 
+PROVENANCE = {"measured": "measured", "recorded": "recorded", "unknown": "before provenance was recorded"}
+PROVENANCE_TITLE = {"measured": "measured by this project's bench", "recorded": "imported from another tool's records",
+                    "unknown": "written before traces recorded how they were produced"}
+
+
+def provenance(r: Result) -> str:
+    """How a result was produced, as a badge ("" when it did not run)."""
+    if not r.provenance:
+        return ""
+    kind = r.provenance if r.provenance in PROVENANCE else "unknown"
+    return (f'<span class="kt-badge kt-prov-{kind}" title="{PROVENANCE_TITLE[kind]}">{PROVENANCE[kind]}</span>')
+
+
+def provenance_summary(results: Sequence[Result]) -> Markup:
+    """How a solution's results on a board were produced: one badge per kind, with a count when they mix."""
+    counts: dict[str, int] = {}
+    for r in results:
+        if r.provenance:
+            kind = r.provenance if r.provenance in PROVENANCE else "unknown"
+            counts[kind] = counts.get(kind, 0) + 1
+    badges = []
+    for kind in PROVENANCE:
+        if kind in counts:
+            n = f"{counts[kind]} " if len(counts) > 1 else ""
+            badges.append(f'<span class="kt-badge kt-prov-{kind}" title="{PROVENANCE_TITLE[kind]}">{n}{PROVENANCE[kind]}</span>')
+    return Markup(" ".join(badges))
+
+
 def cell(r: Result) -> str:
     """A result on the definition page: latency (spread on hover) and speedup, or its status."""
     if not r.passed:
@@ -77,7 +105,7 @@ def solution_rows(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str) -> Ma
             f'<td data-sort="{sort_key(r.speedup)}"><span class="kt-speedup {trend(r.speedup)}">{fmt_speedup(r.speedup)}</span></td>'
             f'<td data-sort="{sort_key(r.max_absolute_error)}">{fmt_err(r.max_absolute_error)}</td>'
             f'<td data-sort="{sort_key(r.max_relative_error)}">{fmt_err(r.max_relative_error)}</td>'
-            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{detail}</td></tr>')
+            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{provenance(r)}</td><td>{detail}</td></tr>')
     return Markup("\n".join(out))
 
 
@@ -94,7 +122,8 @@ def trace_details(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str, datas
         if not r.ran:
             continue
         latency = f" · {fmt_ms(r.latency_ms)} ms" if r.latency_ms is not None else ""
-        facts = [("Trace", f"<code>{esc(dataset)}/{esc(r.trace_path)}</code>"), ("Run at", esc(fmt_when(r.timestamp)))]
+        facts = [("Trace", f"<code>{esc(dataset)}/{esc(r.trace_path)}</code>"), ("Run at", esc(fmt_when(r.timestamp))),
+                 ("Provenance", provenance(r))]
         if r.passed:
             timing = f"median {fmt_ms(r.latency_ms)} ms"
             if r.spread:

@@ -16,10 +16,11 @@ import jinja2
 from markupsafe import Markup
 
 from ..model.records import TensorSpec
+from ..model.stability import MAX_SPREAD, MIN_OVER_MEDIAN
 from .escape import escape_block, escape_html, escape_inline, fence_for, highlight_html
 from .prose import anchor_id, blocks, paragraphs
 from .results import (fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, sort_key, trend)
-from .rows import board_rows, fmt_spread, solution_rows, trace_details
+from .rows import board_rows, fmt_spread, provenance_summary, solution_rows, trace_details
 from .urls import board_anchor, hardware_page, html_link
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
@@ -44,7 +45,17 @@ FILTERS = {
     "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread,
     # result tables of the HTML pages (rows.py builds them as Markup)
     "board_rows": board_rows, "solution_rows": solution_rows, "trace_details": trace_details,
+    "zip": lambda a, b: zip(a, b), "provenance": provenance_summary,
 }
+
+
+def _share(x: float) -> str:
+    """0.5 -> "half", 0.25 -> "a quarter"; other shares as "0.3 times"."""
+    return {0.5: "half", 0.25: "a quarter", 1 / 3: "a third"}.get(x, f"{x:g} times")
+
+
+# The unstable rule as the pages state it, from the one place it lives.
+UNSTABLE_RULE = {"spread": _share(MAX_SPREAD), "fastest": _share(MIN_OVER_MEDIAN)}
 
 
 def _autoescape(name: str | None) -> bool:
@@ -56,4 +67,5 @@ def environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATE_DIR)), undefined=jinja2.StrictUndefined,
                              autoescape=_autoescape, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(FILTERS)
+    env.globals["unstable"] = UNSTABLE_RULE
     return env

@@ -25,6 +25,11 @@ def solution_page(name: str) -> str:
     return f"solutions/{name}.html"
 
 
+def model_page(name: str) -> str:
+    """A calling record's page (Markdown, built by mkdocs), by its file stem."""
+    return f"models/{name}.md"
+
+
 def hardware_page(name: str) -> str:
     return f"hardware/{hardware_slug(name)}.html"
 

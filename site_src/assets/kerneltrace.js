@@ -68,7 +68,9 @@
   // -- filters --------------------------------------------------------------------------------
   // A form.kt-filters holds selects with data-filter="NAME" and a text box (data-filter-text); the
   // rows of the table inside the element with id data-target carry data-NAME="value|value".
-  // URL parameters (?type=gemm) preset the selects.
+  // URL parameters (?type=gemm&model=llama-3.1-8b&tag=fused&find=rms; not ?q=, which opens Material's
+  // search) preset the selects and the text box, and every change writes them back (history.replaceState),
+  // so a filtered view can be shared or bookmarked.
 
   function initFilters(root) {
     root.querySelectorAll("form.kt-filters").forEach(function (form) {
@@ -98,15 +100,32 @@
         });
         if (count) count.textContent = shown + " of " + rows.length + " " + noun;
       }
+      function remember() {
+        var state = new URLSearchParams(window.location.search);
+        selects.forEach(function (select) {
+          var value = select.value;
+          if (value && select.name === "model") value = value.replace(/^model:/, "");
+          if (value) state.set(select.name, value); else state.delete(select.name);
+        });
+        if (text && text.value.trim()) state.set("find", text.value.trim()); else state.delete("find");
+        var query = state.toString();
+        try {
+          window.history.replaceState(null, "", window.location.pathname + (query ? "?" + query : "") + window.location.hash);
+        } catch (e) { /* file:// pages may refuse: the filters still work */ }
+      }
+      function changed() { apply(); remember(); }
       selects.forEach(function (select) {
         var wanted = params.get(select.name);  // ?type=gemm, ?model=llama-3.1-8b, ?tag=fused
         if (wanted && select.name === "model") wanted = "model:" + wanted;
         if (wanted && Array.prototype.some.call(select.options, function (o) { return o.value === wanted; })) {
           select.value = wanted;
         }
-        select.addEventListener("change", apply);
+        select.addEventListener("change", changed);
       });
-      if (text) text.addEventListener("input", apply);
+      if (text) {
+        if (params.get("find")) text.value = params.get("find");
+        text.addEventListener("input", changed);
+      }
       apply();
     });
   }
