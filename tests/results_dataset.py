@@ -26,7 +26,7 @@ HARDWARE = ("H100_SXM", "test_cpu")
 
 def workload(i: int) -> dict:
     w = copy.deepcopy(WORKLOAD)
-    w["workload"].update(uuid=f"wl-{i}", axes={"batch_size": 2 ** i}, seed=i)
+    w["workload"].update(uuid=f"wl-{i}", axes={"batch_size": 2 ** i}, seed=i, stage="decode", num_tokens=2 ** i)
     return w
 
 

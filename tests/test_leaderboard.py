@@ -38,6 +38,7 @@ def workload(uuid: str, batch: int) -> dict:
     w = copy.deepcopy(WORKLOAD)
     w["workload"]["uuid"] = uuid
     w["workload"]["axes"] = {"batch_size": batch}
+    w["workload"].update(stage="decode", num_tokens=batch)  # as a recipe writes them: the step it stands for
     return w
 
 
