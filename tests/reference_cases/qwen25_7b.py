@@ -26,12 +26,12 @@ CASES = {
     "fused_add_rmsnorm_h3584": Case(ROWS, fused_inputs, fused_expected),
     "silu_and_mul_i18944": Case(TOKENS, silu_inputs, silu_expected),
     "rope_neox_h28_kv4_d128": Case(ROPE, rope_inputs, rope_expected),
-    # K (the accumulation depth the tolerances are about) stays real; wide N shrinks to 1000 columns.
-    "gemm_bias_n4608_k3584": gpt_oss.gemm_case(True, N=1000),
-    "gemm_n3584_k3584": gemm_case(N=1000),
-    "gemm_n37888_k3584": gemm_case(N=1000),
-    "gemm_n3584_k18944": gemm_case(N=1000),
-    "gemm_n152064_k3584": gemm_case(N=1000),
+    # K (the accumulation depth the tolerances are about) stays real; wide N shrinks to 256 columns (every column is the same dot product over K).
+    "gemm_bias_n4608_k3584": gpt_oss.gemm_case(True, N=256),
+    "gemm_n3584_k3584": gemm_case(N=256),
+    "gemm_n37888_k3584": gemm_case(N=256),
+    "gemm_n3584_k18944": gemm_case(N=256),
+    "gemm_n152064_k3584": gemm_case(N=256),
     "gqa_paged_decode_h28_kv4_d128_ps1": Case(
         [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 3}, {"batch_size": 3, "num_kv_indices": 40, "num_pages": 50},
          {"batch_size": 5, "num_kv_indices": 97, "num_pages": 97}], decode_inputs, decode_expected, derived=decode_derived),
@@ -47,7 +47,5 @@ CASES = {
         [{"batch_size": 1, "total_q": 7, "total_kv": 7}, {"batch_size": 3, "total_q": 20, "total_kv": 33},
          {"batch_size": 4, "total_q": 37, "total_kv": 37}],
         ragged_inputs, ragged_expected, derived=prefill_derived),
-    "top_k_sampling_from_probs_v152064": llama.sampling_case("top_k"),
-    "top_p_sampling_from_probs_v152064": llama.sampling_case("top_p"),
     "top_k_top_p_sampling_from_probs_v152064": llama.sampling_case("top_k_top_p"),
 }
