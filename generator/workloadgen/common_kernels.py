@@ -257,7 +257,7 @@ def qwen_tp4_moe_workloads() -> Iterator[Spec]:
         rows = tokens * QWEN_TOP_K
         yield Spec("silu_and_mul_i192", f"t{rows}", {"num_tokens": rows}, {"input": "random"}, seed,
                    f"Qwen3-30B-A3B TP4, {what}: {tokens} tokens x 8 routed experts = {rows} rows; SwiGLU on the rank's "
-                   f"192 intermediate columns")
+                   f"192 intermediate columns", num_tokens=tokens)  # the step's tokens, not its routed rows
 
 
 def workloads() -> Iterator[Spec]:

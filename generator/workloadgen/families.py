@@ -79,15 +79,18 @@ def paged_prefill(name: str, s: Prefill, seed: int, page_size: int, sm_scale: fl
 
 
 def ragged_prefill(name: str, s: Prefill, seed: int, sm_scale: float, text: str,
-                   fields: Optional[Mapping] = None) -> Spec:
+                   fields: Optional[Mapping] = None, *, q_first: bool = False) -> Spec:
     """A ragged causal prefill over fresh prompts: the new tokens attend to each other only, so
-    kv_indptr == qo_indptr. Fields: what, call, tokens, seed."""
+    kv_indptr == qo_indptr. Fields: what, call, tokens, seed. q_first: total_q and total_kv first."""
     g = core.rng(seed)
     q, _ = s.lens(g)
     indptr = i32(core.indptr(q))
     total = int(q.sum())
+    axes = {"batch_size": s.batch, "total_q": total, "total_kv": total, "len_indptr": s.batch + 1}
+    if q_first:
+        axes = {"total_q": total, "total_kv": total, "batch_size": s.batch, "len_indptr": s.batch + 1}
     return Spec(
-        name, s.key, {"batch_size": s.batch, "total_q": total, "total_kv": total, "len_indptr": s.batch + 1},
+        name, s.key, axes,
         {"q": "random", "k": "random", "v": "random", "qo_indptr": indptr, "kv_indptr": indptr, "sm_scale": sm_scale},
         seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "tokens": total, "seed": seed}),
         stage="prefill", num_tokens=total)

@@ -124,7 +124,8 @@ def token_workloads() -> Iterator[Spec]:
                    f"skewed_logits)")
         yield Spec("swiglu_oai_and_mul_i2880", f"t{m * TOP_K}", {"num_tokens": m * TOP_K}, {"input": "random"},
                    seed, f"{about} x 4 routed experts = {m * TOP_K} rows; clamped SwiGLU between the expert GEMMs "
-                         f"(as a separate kernel: vLLM's non-fused MXFP4 MoE paths)")
+                         f"(as a separate kernel: vLLM's non-fused MXFP4 MoE paths)",
+                   num_tokens=m)  # the step's tokens, not its routed rows
     for seed, (m, what) in enumerate(LM_HEAD):
         yield Spec("gemm_n201088_k2880", f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
                    f"{MODEL} TP1 lm_head, {what}: {m} rows")

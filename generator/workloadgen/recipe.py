@@ -13,9 +13,9 @@ definition it writes workloads for; this module turns it into Specs with the bui
       - {family: paged_decode, definition: ..., scenarios: decode, page_size: 16, sm_scale: $sm_scale,
          description: "{model} decode, {what} ..."}
 
-Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed), paged_decode,
-paged_prefill, ragged_prefill, rope, sampling, embedding_shard; see each builder. Every entry's seed
-is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
+Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
+paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm; see each builder.
+Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import yaml
 
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
-from . import core, families
+from . import core, families, moe
 from .scenarios import SETS, Decode, Prefill, Tokens
 from .spec import Spec
 
@@ -71,10 +71,13 @@ class Recipe:
                                str(step["what"]))
             if keys == {"tokens", "stage", "what"} and step["stage"] in ("decode", "prefill"):
                 return Tokens(int(step["tokens"]), str(step["what"]), step["stage"])
+            if keys == {"tokens", "alpha", "what"}:  # a routed MoE step (moe.routed_counts' skew alpha)
+                return (int(step["tokens"]), float(step["alpha"]), str(step["what"]))
         except (TypeError, ValueError) as exc:
             raise RecipeError(f"{self.path}: {where}: {exc}") from None
         raise RecipeError(f"{self.path}: {where}: a step is {{batch, context, sigma, what}} (decode), {{batch, tokens, "
-                          f"prefix, sigma, what}} (prefill) or {{tokens, stage: decode|prefill, what}}")
+                          f"prefix, sigma, what}} (prefill), {{tokens, stage: decode|prefill, what}} or {{tokens, "
+                          f"alpha, what}} (MoE)")
 
     def value(self, v: Any) -> Any:
         """A constant's value for "$name"; anything else as written."""
@@ -114,10 +117,11 @@ class Recipe:
 
 def _tokens(r: Recipe, e: dict) -> Iterator[Spec]:
     """A kernel whose var axes follow the step's token count m: `axes` values are templates ("{m}") or numbers.
-    `each` (optional): a list of field sets, one workload per set and step (e.g. q and k heads of one norm)."""
+    `each` (optional): a list of field sets, one workload per set and step (e.g. q and k heads of one norm).
+    `per_token` (optional): rows per token, the field {rows} (e.g. tokens x routed experts)."""
     for seed, t in enumerate(r.steps(e)):
         for more in e.get("each", [{}]):
-            f = r.fields(m=t.count, what=t.what, seed=seed, **more)
+            f = r.fields(m=t.count, what=t.what, seed=seed, rows=t.count * int(e.get("per_token", 1)), **more)
             axes = {k: int(v.format_map(f)) if isinstance(v, str) else int(v) for k, v in e["axes"].items()}
             inputs = {k: r.value(v) for k, v in e["inputs"].items()}
             yield Spec(e["definition"], e["key"].format_map(f), axes, inputs, seed, e["description"].format_map(f),
@@ -131,14 +135,35 @@ def _paged_decode(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _paged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
+    """q_first (optional): total_q is the first axis, as some definitions list it."""
     for seed, s in enumerate(r.steps(e)):
         yield families.paged_prefill(e["definition"], s, seed, int(e["page_size"]), r.value(e["sm_scale"]),
-                                     e.get("description", families.PAGED_PREFILL_TEXT), r.fields())
+                                     e.get("description", families.PAGED_PREFILL_TEXT), r.fields(),
+                                     q_first=bool(e.get("q_first", False)))
 
 
 def _ragged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
     for seed, s in enumerate(r.steps(e)):
-        yield families.ragged_prefill(e["definition"], s, seed, r.value(e["sm_scale"]), e["description"], r.fields())
+        yield families.ragged_prefill(e["definition"], s, seed, r.value(e["sm_scale"]), e["description"], r.fields(),
+                                      q_first=bool(e.get("q_first", False)))
+
+
+def _listed(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Shapes given one by one: `shapes` is a list of {key, axes, tokens, stage, what}; seed = its index."""
+    for seed, shape in enumerate(e["shapes"]):
+        f = r.fields(what=shape["what"], m=shape["tokens"], seed=seed)
+        yield Spec(e["definition"], shape["key"], {k: int(v) for k, v in shape["axes"].items()},
+                   {k: r.value(v) for k, v in e["inputs"].items()}, seed, e["description"].format_map(f),
+                   stage=shape["stage"], num_tokens=int(shape["tokens"]))
+
+
+def _moe_grouped_gemm(r: Recipe, e: dict) -> Iterator[Spec]:
+    """The expert GEMMs of routed MoE steps ({tokens, alpha, what}): moe.grouped_gemms, one workload per
+    step and entry of `gemms` ([definition, role]); description: moe.MOE_TEXT's fields."""
+    for seed, (tokens, alpha, what) in enumerate(r.steps(e)):
+        yield from moe.grouped_gemms([tuple(g) for g in e["gemms"]], tokens, alpha, what, seed,
+                                     int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
+                                     e.get("description", moe.MOE_TEXT), r.fields())
 
 
 def _rope(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -182,12 +207,16 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
 # family -> (builder, required keys, optional keys)
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
-               ("scenarios_pick", "each")),
+               ("scenarios_pick", "each", "per_token")),
     "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale"),
                      ("scenarios_pick", "description")),
     "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale"),
-                      ("scenarios_pick", "description")),
-    "ragged_prefill": (_ragged_prefill, ("definition", "scenarios", "sm_scale", "description"), ("scenarios_pick",)),
+                      ("scenarios_pick", "description", "q_first")),
+    "ragged_prefill": (_ragged_prefill, ("definition", "scenarios", "sm_scale", "description"),
+                       ("scenarios_pick", "q_first")),
+    "listed": (_listed, ("definition", "shapes", "inputs", "description"), ()),
+    "moe_grouped_gemm": (_moe_grouped_gemm, ("scenarios", "gemms", "num_experts", "top_k"),
+                         ("scenarios_pick", "description")),
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
              ("decode_pick", "prefill_pick", "max_position")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
