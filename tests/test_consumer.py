@@ -68,7 +68,16 @@ TOO_LARGE_FOR_CI = {
     "mla_paged_prefill_causal_h16_ckv512_kpe64_ps1", "mla_paged_prefill_causal_h8_ckv512_kpe64_ps1",
     "mla_ragged_prefill_causal_h16_qk192_vo128", "moe_fp8_block_scale_ds_routing_topk8_ng8_kg4_e32_h7168_i2048",
     "quantized_gemm_n4096_k4096_ng128_kg128", "quantized_grouped_gemm_n4096_k4096_kg128",
-    "rope_gemma3_global_h16_kv8_d128", "rope_gemma3_local_h16_kv8_d128"
+    "rope_gemma3_global_h16_kv8_d128", "rope_gemma3_local_h16_kv8_d128",
+    # Qwen3-8B, Qwen3-14B, Qwen3-32B TP4, Llama-3.2-3B and Qwen2.5-7B (weights, tables and KV pools of their serving shapes)
+    "embedding_v128256_h3072", "embedding_v151936_h4096", "embedding_v151936_h5120", "embedding_v152064_h3584",
+    "embedding_v37984_h5120", "gemm_bias_n4608_k3584", "gemm_n12800_k5120", "gemm_n128256_k3072",
+    "gemm_n151936_k4096", "gemm_n151936_k5120", "gemm_n152064_k3584", "gemm_n16384_k3072", "gemm_n24576_k4096",
+    "gemm_n2560_k5120", "gemm_n3072_k8192", "gemm_n34816_k5120", "gemm_n3584_k18944", "gemm_n3584_k3584",
+    "gemm_n37888_k3584", "gemm_n37984_k5120", "gemm_n4096_k12288", "gemm_n5120_k17408", "gemm_n5120_k3072",
+    "gemm_n5120_k5120", "gemm_n5120_k6400", "gemm_n7168_k5120", "gqa_paged_decode_h24_kv8_d128_ps1",
+    "gqa_paged_decode_h24_kv8_d128_ps16", "gqa_paged_decode_h28_kv4_d128_ps16",
+    "gqa_paged_decode_h40_kv8_d128_ps16", "rope_neox_h28_kv4_d128"
 }
 REFERENCE_TOTAL_ELEMENTS = 12_000_000  # random elements of one reference call, all inputs together
 

@@ -14,7 +14,8 @@ definition it writes workloads for; this module turns it into Specs with the bui
          description: "{model} decode, {what} ..."}
 
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
-paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm; see each builder.
+paged_prefill, ragged_prefill, rope, sampling, embedding_shard, embedding (TP1: ids_call), softmax_temperature (b,
+temperature_menu), listed, moe_grouped_gemm; see each builder.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
 
@@ -189,6 +190,28 @@ def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
                    stage="decode", num_tokens=b)
 
 
+def _embedding(r: Recipe, e: dict) -> Iterator[Spec]:
+    """The whole table (TP1) looking up the step's token ids: Zipf-popular ids over a seeded permutation of the
+    vocabulary (families.token_ids, the ids the TP1 embeddings of common_kernels.py draw); {ids_call} in the text."""
+    vocab = int(r.value(e["vocab"]))
+    for seed, t in enumerate(r.steps(e)):
+        ids = families.token_ids(core.rng(seed), t.count, vocab).astype(np.int32)
+        f = r.fields(m=t.count, what=t.what, seed=seed, ids_call=families.ids_call(seed, t.count, vocab))
+        yield Spec(e["definition"], f"t{t.count}", {"num_tokens": t.count}, {"input_ids": ids, "weight": "random"},
+                   seed, e["description"].format_map(f), stage=t.stage, num_tokens=t.count)
+
+
+def _softmax_temperature(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Logits of b sequences (random: the definition's draw) and per-request temperatures drawn from core.rng(seed)
+    with `temperature_menu` ((value, share of requests), ...); {temperature_menu} in the text."""
+    menu = r.value(e["temperature_menu"])
+    for seed, b in enumerate(r.value(e["batches"])):
+        temp = families.per_request(core.rng(seed), b, menu).astype(np.float32)
+        f = r.fields(b=b, seed=seed, temperature_menu=families.menu_text(menu))
+        yield Spec(e["definition"], f"b{b}", {"batch_size": b}, {"logits": "random", "temperature": temp}, seed,
+                   e["description"].format_map(f), stage="decode", num_tokens=b)
+
+
 def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
     """One rank's vocabulary shard (vocab / shards rows) looking up uniform token ids g.integers(0, vocab);
     the rank is the one holding the step's first token. description_one_token: the text for m == 1."""
@@ -220,6 +243,8 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
              ("decode_pick", "prefill_pick", "max_position")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
+    "embedding": (_embedding, ("definition", "scenarios", "vocab", "description"), ("scenarios_pick",)),
+    "softmax_temperature": (_softmax_temperature, ("definition", "batches", "temperature_menu", "description"), ()),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
 }

@@ -1,0 +1,51 @@
+"""Independent formulations for the Qwen2.5-7B definitions (TP1, bfloat16).
+
+Qwen2.5-7B is a Llama-style dense model with Qwen's constants (rms_norm_eps 1e-6, rope_theta 1e6 with no scaling)
+and a bias on qkv_proj, so the float64 checks are qwen.py's for the norms, SwiGLU, GEMMs and RoPE (F.rms_norm,
+F.silu, F.linear, complex multiplication with the real rope_theta 1e6 cache), gpt_oss.py's F.linear with bias for
+the qkv projection, llama.py's attention on a dense re-packing of the paged cache (28 query heads over 4 KV heads,
+group size 7) and its statistical sampler checks at a shrunk vocabulary.
+"""
+
+from __future__ import annotations
+
+from . import gpt_oss, llama
+from .common import Case, rope_expected
+from .llama import (decode_derived, decode_expected, decode_inputs, paged_prefill_expected, paged_prefill_inputs,
+                    prefill_derived, ragged_expected, ragged_inputs)
+from .qwen import (fused_expected, fused_inputs, gemm_case, rmsnorm_expected, rmsnorm_inputs, rope_inputs,
+                   silu_expected, silu_inputs)
+
+ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
+TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
+ROPE = [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
+        {"num_tokens": 9, "max_position": 40960}]
+
+CASES = {
+    "rmsnorm_h3584": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
+    "fused_add_rmsnorm_h3584": Case(ROWS, fused_inputs, fused_expected),
+    "silu_and_mul_i18944": Case(TOKENS, silu_inputs, silu_expected),
+    "rope_neox_h28_kv4_d128": Case(ROPE, rope_inputs, rope_expected),
+    # K (the accumulation depth the tolerances are about) stays real; wide N shrinks to 256 columns (every column is the same dot product over K).
+    "gemm_bias_n4608_k3584": gpt_oss.gemm_case(True, N=256),
+    "gemm_n3584_k3584": gemm_case(N=256),
+    "gemm_n37888_k3584": gemm_case(N=256),
+    "gemm_n3584_k18944": gemm_case(N=256),
+    "gemm_n152064_k3584": gemm_case(N=256),
+    "gqa_paged_decode_h28_kv4_d128_ps1": Case(
+        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 3}, {"batch_size": 3, "num_kv_indices": 40, "num_pages": 50},
+         {"batch_size": 5, "num_kv_indices": 97, "num_pages": 97}], decode_inputs, decode_expected, derived=decode_derived),
+    "gqa_paged_decode_h28_kv4_d128_ps16": Case(
+        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
+         {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),
+    "gqa_paged_prefill_causal_h28_kv4_d128_ps16": Case(
+        [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
+         {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
+         {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}],
+        paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
+    "gqa_ragged_prefill_causal_h28_kv4_d128": Case(
+        [{"batch_size": 1, "total_q": 7, "total_kv": 7}, {"batch_size": 3, "total_q": 20, "total_kv": 33},
+         {"batch_size": 4, "total_q": 37, "total_kv": 37}],
+        ragged_inputs, ragged_expected, derived=prefill_derived),
+    "top_k_top_p_sampling_from_probs_v152064": llama.sampling_case("top_k_top_p"),
+}
