@@ -117,15 +117,22 @@ def rope_what(s, seed: int) -> str:
             f"{s.call(seed)}")
 
 
-def rope(name: str, s, positions: np.ndarray, seed: int, max_position: Optional[int], text: str,
-         fields: Optional[Mapping] = None) -> Spec:
+ROPE_INPUTS = {"positions": "@positions", "q": "random", "k": "random", "cos_sin_cache": "random"}
+
+
+def rope(name: str, s, positions: np.ndarray, seed: int, max_position, text: str,
+         fields: Optional[Mapping] = None, inputs: Optional[Mapping] = None) -> Spec:
     """A RoPE workload over `positions`; max_position None: the largest position rounded up to a multiple
-    of 4096 (the rows a cache needs). Fields: what, call, max_position, seed."""
+    of 4096 (the rows a cache needs); "largest + 1": the rows the step's positions need. inputs: the
+    definition's inputs ("@positions" for the positions; default ROPE_INPUTS). Fields: what, call,
+    max_position, seed."""
     if max_position is None:
         max_position = int(-(-(int(positions.max()) + 1) // 4096) * 4096)
+    elif max_position == "largest + 1":
+        max_position = int(positions.max()) + 1
     stage = "decode" if isinstance(s, Decode) else "prefill"
-    return Spec(name, s.key, {"num_tokens": len(positions), "max_position": max_position},
-                {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"},
+    given = {k: positions.astype(np.int64) if v == "@positions" else v for k, v in (inputs or ROPE_INPUTS).items()}
+    return Spec(name, s.key, {"num_tokens": len(positions), "max_position": max_position}, given,
                 seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "max_position": max_position,
                                   "seed": seed}),
                 stage=stage, num_tokens=len(positions))

@@ -14,7 +14,8 @@ definition it writes workloads for; this module turns it into Specs with the bui
          description: "{model} decode, {what} ..."}
 
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
-paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm; see each builder.
+paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm, slot_state and
+kv_append (state.py); see each builder.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
 
@@ -28,7 +29,7 @@ import yaml
 
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
-from . import core, families, moe
+from . import core, families, moe, state
 from .scenarios import SETS, Decode, Prefill, Tokens
 from .spec import Spec
 
@@ -69,14 +70,15 @@ class Recipe:
             if keys == {"batch", "tokens", "prefix", "sigma", "what"}:
                 return Prefill(int(step["batch"]), int(step["tokens"]), int(step["prefix"]), float(step["sigma"]),
                                str(step["what"]))
-            if keys == {"tokens", "stage", "what"} and step["stage"] in ("decode", "prefill"):
+            # stage null: the workloads record no stage (a step written down before workloads had one)
+            if keys == {"tokens", "stage", "what"} and step["stage"] in ("decode", "prefill", None):
                 return Tokens(int(step["tokens"]), str(step["what"]), step["stage"])
             if keys == {"tokens", "alpha", "what"}:  # a routed MoE step (moe.routed_counts' skew alpha)
                 return (int(step["tokens"]), float(step["alpha"]), str(step["what"]))
         except (TypeError, ValueError) as exc:
             raise RecipeError(f"{self.path}: {where}: {exc}") from None
         raise RecipeError(f"{self.path}: {where}: a step is {{batch, context, sigma, what}} (decode), {{batch, tokens, "
-                          f"prefix, sigma, what}} (prefill), {{tokens, stage: decode|prefill, what}} or {{tokens, "
+                          f"prefix, sigma, what}} (prefill), {{tokens, stage: decode|prefill|null, what}} or {{tokens, "
                           f"alpha, what}} (MoE)")
 
     def value(self, v: Any) -> Any:
@@ -167,12 +169,33 @@ def _moe_grouped_gemm(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _rope(r: Recipe, e: dict) -> Iterator[Spec]:
-    """Decode steps (`decode`, `decode_pick`) then prefill steps; max_position: the cache's rows, or absent
-    for the largest position rounded up to a multiple of 4096. description: {decode: ..., prefill: ...}."""
+    """Decode steps (`decode`, `decode_pick`) then prefill steps; max_position: the cache's rows, "largest + 1"
+    (the rows the step's positions need), or absent for the largest position rounded up to a multiple of
+    4096. description: {decode: ..., prefill: ...}. inputs (optional): the definition's inputs, "@positions"
+    for the positions (default families.ROPE_INPUTS)."""
     max_position = r.value(e["max_position"]) if "max_position" in e else None
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()} if "inputs" in e else None
     for s, positions, seed in families.rope_steps(r.steps(e, "decode"), r.steps(e, "prefill")):
         text = e["description"]["decode" if isinstance(s, Decode) else "prefill"]
-        yield families.rope(e["definition"], s, positions, seed, max_position, text, r.fields())
+        yield families.rope(e["definition"], s, positions, seed, max_position, text, r.fields(), inputs)
+
+
+def _slot_state(r: Recipe, e: dict) -> Iterator[Spec]:
+    """A kernel on per-sequence state slots (state.slot_state): decode steps ({tokens, stage: decode, what})
+    or prefill steps; `inputs` name the arrays the step draws as "@slots", "@cu_seqlens",
+    "@has_initial_state"; `axes` are templates of state.py's fields."""
+    for seed, s in enumerate(r.steps(e)):
+        yield state.slot_state(e["definition"], s, seed, e["axes"], {k: r.value(v) for k, v in e["inputs"].items()},
+                               e["description"], r.fields())
+
+
+def _kv_append(r: Recipe, e: dict) -> Iterator[Spec]:
+    """The paged KV-cache append of decode or prefill steps (state.kv_append_step); description: a template,
+    or {decode: ..., prefill: ...}."""
+    text = e["description"]
+    for seed, s in enumerate(r.steps(e)):
+        t = text if isinstance(text, str) else text["decode" if isinstance(s, Decode) else "prefill"]
+        yield state.kv_append_step(e["definition"], s, seed, int(e["page_size"]), t, r.fields())
 
 
 def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -218,8 +241,10 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "moe_grouped_gemm": (_moe_grouped_gemm, ("scenarios", "gemms", "num_experts", "top_k"),
                          ("scenarios_pick", "description")),
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
-             ("decode_pick", "prefill_pick", "max_position")),
+             ("decode_pick", "prefill_pick", "max_position", "inputs")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
+    "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick",)),
+    "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"), ("scenarios_pick",)),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
 }
