@@ -15,7 +15,8 @@ definition it writes workloads for; this module turns it into Specs with the bui
 
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
 paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm, slot_state and
-kv_append (state.py); see each builder.
+kv_append (state.py), dsa (dsa.py); see each builder. `first_seed` (where a family takes it) starts the
+seeds at another number.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
 
@@ -29,7 +30,7 @@ import yaml
 
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
-from . import core, families, moe, state
+from . import core, dsa, families, moe, state
 from .scenarios import SETS, Decode, Prefill, Tokens
 from .spec import Spec
 
@@ -116,18 +117,24 @@ class Recipe:
         steps = self.scenarios[name]
         return [steps[j] for j in entry[f"{key}_pick"]] if f"{key}_pick" in entry else steps
 
+    def seeded(self, entry: dict, key: str = "scenarios"):
+        """(seed, step) of an entry's steps: seeds count from `first_seed` (default 0)."""
+        return enumerate(self.steps(entry, key), start=int(entry.get("first_seed", 0)))
+
 
 def _tokens(r: Recipe, e: dict) -> Iterator[Spec]:
     """A kernel whose var axes follow the step's token count m: `axes` values are templates ("{m}") or numbers.
     `each` (optional): a list of field sets, one workload per set and step (e.g. q and k heads of one norm).
-    `per_token` (optional): rows per token, the field {rows} (e.g. tokens x routed experts)."""
-    for seed, t in enumerate(r.steps(e)):
+    `per_token` (optional): rows per token, the field {rows} (e.g. tokens x routed experts); a field set of
+    `each` may give its own per_token and description."""
+    for seed, t in r.seeded(e):
         for more in e.get("each", [{}]):
-            f = r.fields(m=t.count, what=t.what, seed=seed, rows=t.count * int(e.get("per_token", 1)), **more)
+            rows = t.count * int(more.get("per_token", e.get("per_token", 1)))
+            f = r.fields(m=t.count, what=t.what, seed=seed, rows=rows, **more)
             axes = {k: int(v.format_map(f)) if isinstance(v, str) else int(v) for k, v in e["axes"].items()}
             inputs = {k: r.value(v) for k, v in e["inputs"].items()}
-            yield Spec(e["definition"], e["key"].format_map(f), axes, inputs, seed, e["description"].format_map(f),
-                       stage=t.stage, num_tokens=t.count)
+            yield Spec(e["definition"], e["key"].format_map(f), axes, inputs, seed,
+                       more.get("description", e["description"]).format_map(f), stage=t.stage, num_tokens=t.count)
 
 
 def _paged_decode(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -184,7 +191,7 @@ def _slot_state(r: Recipe, e: dict) -> Iterator[Spec]:
     """A kernel on per-sequence state slots (state.slot_state): decode steps ({tokens, stage: decode, what})
     or prefill steps; `inputs` name the arrays the step draws as "@slots", "@cu_seqlens",
     "@has_initial_state"; `axes` are templates of state.py's fields."""
-    for seed, s in enumerate(r.steps(e)):
+    for seed, s in r.seeded(e):
         yield state.slot_state(e["definition"], s, seed, e["axes"], {k: r.value(v) for k, v in e["inputs"].items()},
                                e["description"], r.fields())
 
@@ -193,9 +200,22 @@ def _kv_append(r: Recipe, e: dict) -> Iterator[Spec]:
     """The paged KV-cache append of decode or prefill steps (state.kv_append_step); description: a template,
     or {decode: ..., prefill: ...}."""
     text = e["description"]
-    for seed, s in enumerate(r.steps(e)):
+    for seed, s in r.seeded(e):
         t = text if isinstance(text, str) else text["decode" if isinstance(s, Decode) else "prefill"]
         yield state.kv_append_step(e["definition"], s, seed, int(e["page_size"]), t, r.fields())
+
+
+def _dsa(r: Recipe, e: dict) -> Iterator[Spec]:
+    """DeepSeek Sparse Attention kernels (dsa.py): `kernel` one of dsa.BUILDERS over decode or prefill steps;
+    `config` {page, topk, sink, recent}; sparse_mla takes sm_scale; cache_store takes the other `inputs` and
+    `slot_input`, the input that gets the slots."""
+    c = dsa.DSA(**{k: int(v) for k, v in r.value(e["config"]).items()})
+    build = dsa.BUILDERS[e["kernel"]]
+    extra = {"sparse_mla": lambda: (float(r.value(e["sm_scale"])),),
+             "cache_store": lambda: ({k: r.value(v) for k, v in e["inputs"].items()}, e["slot_input"])}
+    more = extra.get(e["kernel"], tuple)()
+    for seed, s in r.seeded(e):
+        yield build(e["definition"], s, seed, c, *more)
 
 
 def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -230,7 +250,7 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
 # family -> (builder, required keys, optional keys)
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
-               ("scenarios_pick", "each", "per_token")),
+               ("scenarios_pick", "each", "per_token", "first_seed")),
     "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale"),
                      ("scenarios_pick", "description")),
     "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale"),
@@ -243,8 +263,11 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
              ("decode_pick", "prefill_pick", "max_position", "inputs")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
-    "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick",)),
-    "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"), ("scenarios_pick",)),
+    "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
+    "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
+                  ("scenarios_pick", "first_seed")),
+    "dsa": (_dsa, ("kernel", "definition", "scenarios", "config"),
+            ("scenarios_pick", "first_seed", "sm_scale", "inputs", "slot_input")),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
 }
