@@ -15,7 +15,8 @@ definition it writes workloads for; this module turns it into Specs with the bui
 
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
 paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm, slot_state and
-kv_append (state.py), dsa (dsa.py); see each builder. `first_seed` (where a family takes it) starts the
+kv_append (state.py), dsa (dsa.py),
+mla, biased_routing and fp8_moe_rank (mla.py); see each builder. `first_seed` (where a family takes it) starts the
 seeds at another number.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
@@ -30,7 +31,7 @@ import yaml
 
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
-from . import core, dsa, families, moe, state
+from . import core, dsa, families, mla, moe, state
 from .scenarios import SETS, Decode, Prefill, Tokens
 from .spec import Spec
 
@@ -247,6 +248,32 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
                    text.format_map(f), stage=t.stage, num_tokens=t.count)
 
 
+def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
+    """DeepSeek-V3 MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, per_token (inputs),
+    cache_store, ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
+    k = e["kernel"]
+    more = {"paged": lambda: (int(e["page_size"]), float(r.value(e["sm_scale"]))),
+            "per_token": lambda: ({n: r.value(v) for n, v in e["inputs"].items()},),
+            "ragged_prefill": lambda: (float(r.value(e["sm_scale"])),)}.get(k, tuple)()
+    build = {"paged": mla.paged, "rope": mla.rope, "per_token": mla.per_token, "cache_store": mla.cache_store,
+             "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k}[k]
+    for seed, s in r.seeded(e):
+        yield build(e["definition"], s, seed, *more)
+
+
+def _biased_routing(r: Recipe, e: dict) -> Iterator[Spec]:
+    """noaux_tc routing with a skewed bias (mla.biased_routing); `steps`: {tokens, spread, stage, what}."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield mla.biased_routing(e["definition"], step, seed, int(r.value(e["num_experts"])))
+
+
+def _fp8_moe_rank(r: Recipe, e: dict) -> Iterator[Spec]:
+    """One EP rank's fused FP8 MoE (mla.fp8_moe_rank); `steps`: {tokens, spread, rank, stage, what}."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield mla.fp8_moe_rank(e["definition"], step, seed, int(r.value(e["num_experts"])),
+                               int(r.value(e["local_experts"])), int(e["ep"]), float(r.value(e["routed_scaling_factor"])))
+
+
 # family -> (builder, required keys, optional keys)
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
@@ -268,6 +295,11 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
                   ("scenarios_pick", "first_seed")),
     "dsa": (_dsa, ("kernel", "definition", "scenarios", "config"),
             ("scenarios_pick", "first_seed", "sm_scale", "inputs", "slot_input")),
+    "mla": (_mla, ("kernel", "definition", "scenarios"),
+            ("scenarios_pick", "first_seed", "page_size", "sm_scale", "inputs")),
+    "biased_routing": (_biased_routing, ("definition", "steps", "num_experts"), ("first_seed",)),
+    "fp8_moe_rank": (_fp8_moe_rank, ("definition", "steps", "num_experts", "local_experts", "ep",
+                                     "routed_scaling_factor"), ("first_seed",)),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
 }
