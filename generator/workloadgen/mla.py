@@ -60,20 +60,24 @@ def prefill_lens(s: Prefill, seed: int):
     return g, q_lens, prefix
 
 
-def paged(name: str, s, seed: int, page: int, sm_scale: float) -> Spec:
-    """Absorbed MLA on the paged latent cache: a decode batch, or a prefill (causal) behind cached prefixes."""
+def paged(name: str, s, seed: int, page: int, sm_scale: float, lead: str = "", scale_text: str = SM_SCALE_TEXT,
+          raw_keys: bool = False) -> Spec:
+    """Absorbed MLA on the paged latent cache: a decode batch, or a prefill (causal) behind cached prefixes.
+    lead: words before the step's stage in the description (e.g. the model); scale_text: how sm_scale was made;
+    raw_keys: the key writes the median context as a number (b16_ctx8192, not b16_ctx8k)."""
     latent = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random"}
     if isinstance(s, Decode):
         g = core.rng(seed)
         lens = core.seq_lens(g, s.batch, s.median, low=64, high=32768, sigma=s.sigma)
         layout = core.paged_kv(g, lens, page)
-        return Spec(name, step_key(s), {"batch_size": s.batch, "num_pages": layout["num_pages"],
+        key = f"b{s.batch}_ctx{s.median}" if raw_keys else step_key(s)
+        return Spec(name, key, {"batch_size": s.batch, "num_pages": layout["num_pages"],
                                         "len_indptr": s.batch + 1, "num_kv_indices": len(layout["kv_indices"])},
                     {**latent, "kv_indptr": layout["kv_indptr"], "kv_indices": layout["kv_indices"],
                      "kv_last_page_len": layout["kv_last_page_len"], "sm_scale": sm_scale}, seed,
-                    f"decode, {s.what}: lens = core.seq_lens(core.rng({seed}), {s.batch}, {s.median}, low=64, "
+                    f"{lead}decode, {s.what}: lens = core.seq_lens(core.rng({seed}), {s.batch}, {s.median}, low=64, "
                     f"high=32768, sigma={s.sigma}) (total {int(lens.sum())} tokens), layout = core.paged_kv(same rng, "
-                    f"lens, {page}) (25% free pages, shuffled); {SM_SCALE_TEXT}", stage="decode", num_tokens=s.batch)
+                    f"lens, {page}) (25% free pages, shuffled); {scale_text}", stage="decode", num_tokens=s.batch)
     g, q_lens, prefix = prefill_lens(s, seed)
     layout = core.paged_kv(g, q_lens + prefix, page)
     total = int(q_lens.sum())
@@ -118,6 +122,33 @@ def rope(name: str, s, seed: int) -> Spec:
                 f"(rope_cos_sin), {rows} rows", stage=_stage(s), num_tokens=len(pos))
 
 
+def rope_compact(name: str, s, seed: int, lead: str = "", owner: str = "the model", prefix_high: int = 16384) -> Spec:
+    """YaRN RoPE at the step's positions, described compactly (the draws' sigma left out): decode lens with
+    low=64, high=32768; prefill q_lens with low=16, high=8192, then prefixes (when s.prefix) with low=1,
+    high=prefix_high, sigma 0.5. Key b<batch>_decode<median> or b<batch>_prefill<median>; owner: whose rope
+    configuration the cos/sin cache is made from."""
+    g = core.rng(seed)
+    if isinstance(s, Decode):  # a decode token sits at its context length - 1
+        lens = core.seq_lens(g, s.batch, s.median, low=64, high=32768, sigma=s.sigma)
+        pos = lens - 1
+        call = (f"lens = core.seq_lens(core.rng({seed}), {s.batch}, {s.median}, low=64, high=32768); "
+                f"positions = lens - 1")
+    else:  # a prefill token at prefix + 0 .. q_len - 1 of its request
+        q = core.seq_lens(g, s.batch, s.median, low=16, high=8192, sigma=s.sigma)
+        pre = (core.seq_lens(g, s.batch, s.prefix, low=1, high=prefix_high, sigma=0.5) if s.prefix
+               else np.zeros(s.batch, dtype=np.int64))
+        pos = np.concatenate([np.arange(p, p + n) for p, n in zip(pre, q)])
+        # "{batch}" stays unformatted: the committed descriptions were written so
+        call = (f"q_lens = core.seq_lens(core.rng({seed}), {s.batch}, {s.median}, low=16, high=8192), prefix = "
+                + (f"core.seq_lens(same rng, {{batch}}, {s.prefix}, low=1, high={prefix_high})" if s.prefix else "0")
+                + "; positions = prefix + arange(q_len) per request")
+    rows = int(pos.max()) + 1
+    return Spec(name, f"b{s.batch}_{_stage(s)}{s.median}", {"num_tokens": len(pos), "max_position": rows},
+                {"positions": pos, "q_pe": "random", "k_pe": "random", "cos_sin_cache": "random"}, seed,
+                f"{lead}{s.what}: {call}; {len(pos)} tokens; q_pe, k_pe random; cos_sin_cache made from {owner}'s "
+                f"YaRN rope configuration (rope_cos_sin), {rows} rows", stage=_stage(s), num_tokens=len(pos))
+
+
 def per_token(name: str, s, seed: int, inputs: dict) -> Spec:
     """A kernel over the step's tokens with random inputs (the absorption bmm's)."""
     pos, how, key = positions(s, seed)
@@ -140,28 +171,29 @@ def cache_store(name: str, s, seed: int) -> Spec:
                 stage=_stage(s), num_tokens=tokens)
 
 
-def _fresh(s: Prefill, seed: int):
+def _fresh(s: Prefill, seed: int, raw_keys: bool = False):
     lens = core.seq_lens(core.rng(seed), s.batch, s.median, low=16, high=8192, sigma=s.sigma)
     return lens, (f"lens = core.seq_lens(core.rng({seed}), {s.batch}, {s.median}, low=16, high=8192, "
-                  f"sigma={s.sigma})"), f"b{s.batch}_q{k_label(s.median)}"
+                  f"sigma={s.sigma})"), f"b{s.batch}_q{s.median if raw_keys else k_label(s.median)}"
 
 
-def ragged_prefill(name: str, s: Prefill, seed: int, sm_scale: float) -> Spec:
-    """The MHA path of fresh prompts (no cached prefix): qo_indptr = kv_indptr."""
-    lens, call, key = _fresh(s, seed)
+def ragged_prefill(name: str, s: Prefill, seed: int, sm_scale: float, lead: str = "",
+                   scale_text: str = SM_SCALE_TEXT, raw_keys: bool = False) -> Spec:
+    """The MHA path of fresh prompts (no cached prefix): qo_indptr = kv_indptr. lead, scale_text, raw_keys: as paged's."""
+    lens, call, key = _fresh(s, seed, raw_keys)
     ptr, total = core.indptr(lens), int(lens.sum())
     return Spec(name, key, {"total_q": total, "total_kv": total, "batch_size": s.batch, "len_indptr": s.batch + 1},
                 {"q": "random", "k": "random", "v": "random", "qo_indptr": ptr, "kv_indptr": ptr, "sm_scale": sm_scale},
-                seed, f"prefill, {s.what}: {call} (total {total}); qo_indptr = kv_indptr = core.indptr(lens) (no cached "
-                f"prefix); {SM_SCALE_TEXT}; q, k, v random", stage="prefill", num_tokens=total)
+                seed, f"{lead}prefill, {s.what}: {call} (total {total}); qo_indptr = kv_indptr = core.indptr(lens) (no "
+                f"cached prefix); {scale_text}; q, k, v random", stage="prefill", num_tokens=total)
 
 
-def concat_k(name: str, s: Prefill, seed: int) -> Spec:
+def concat_k(name: str, s: Prefill, seed: int, lead: str = "", raw_keys: bool = False) -> Spec:
     """k_nope and k_pe joined for the MHA path of fresh prompts."""
-    lens, call, key = _fresh(s, seed)
+    lens, call, key = _fresh(s, seed, raw_keys)
     total = int(lens.sum())
     return Spec(name, key, {"num_tokens": total}, {"k_nope": "random", "k_pe": "random"}, seed,
-                f"prefill, {s.what}: the {total} tokens of {call}; k_nope, k_pe random", stage="prefill",
+                f"{lead}prefill, {s.what}: the {total} tokens of {call}; k_nope, k_pe random", stage="prefill",
                 num_tokens=total)
 
 

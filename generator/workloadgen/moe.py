@@ -4,7 +4,8 @@ take from that (segment sizes, SGLang's block-aligned sort).
 - routed_counts: each token picks top_k DISTINCT experts of a Zipf-like popularity (Gumbel top-k);
 - skewed_bias and route_ids: DeepSeek-V3's noaux_tc selection over sigmoid scores plus a skewed
   e_score_correction_bias (DeepSeek-V3, Kimi-K2);
-- align_block_size and block_m: moe_align_block_size as SGLang's fused MoE runs it.
+- align_block_size and block_m: moe_align_block_size as SGLang's fused MoE runs it;
+- grouped_gemms and biased_sorted_layer: the engine's builders of a routed step's workloads.
 """
 
 from __future__ import annotations
@@ -109,3 +110,45 @@ def grouped_gemms(gemms, tokens: int, alpha: float, what: str, seed: int, num_ex
         yield Spec(name, f"t{tokens}_a{alpha}", {"total_tokens": rows, "len_m_indptr": num_experts + 1},
                    {"A": "random", "B": "random", "m_indptr": np.asarray(core.indptr(counts), dtype=np.int32)},
                    seed, text.format_map({**base, "role": role}), stage=stage, num_tokens=tokens)
+
+
+def biased_sorted_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: int, n_group: int,
+                        topk_group: int, fields: Optional[Mapping] = None, layer: str = "") -> Iterator[Spec]:
+    """One routed step of a sigmoid-routed MoE layer whose experts all sit on the rank (experts TP-sharded),
+    through SGLang's Triton fused-MoE path: g = core.rng(seed); bias = skewed_bias(g, num_experts, spread);
+    ids = route_ids(g.standard_normal((tokens, num_experts)), bias, n_group, topk_group, top_k), sorted by
+    align_block_size with block_m(tokens). step: {tokens, spread, stage, what}. kernels: ({definition, role,
+    description, inputs}, ...), role one of routing, align, sorted_gemm (inputs besides the sorted layout),
+    pairs (one row per token-expert pair: key pairs<rows>, num_tokens the rows). Template fields: what, seed,
+    spread, tokens, experts, used (experts picked), hottest (its picks), picks, block_m, sorted_rows, and
+    layer (the layer's own description template, filled first)."""
+    tokens, spread = int(step["tokens"]), float(step["spread"])
+    g = core.rng(seed)
+    bias = skewed_bias(g, num_experts, spread)
+    ids = route_ids(g.standard_normal((tokens, num_experts)), bias.astype(np.float64), n_group, topk_group, top_k)
+    bm = block_m(tokens)
+    aligned = align_block_size(ids, num_experts, bm)
+    counts = np.bincount(ids.ravel(), minlength=num_experts)
+    f = {**(fields or {}), "what": step["what"], "seed": seed, "spread": spread, "tokens": tokens,
+         "experts": num_experts, "used": int((counts > 0).sum()), "hottest": int(counts.max()),
+         "picks": tokens * top_k, "block_m": bm, "sorted_rows": aligned["num_tokens_post_padded"]}
+    f["layer"] = layer.format_map(f)
+    axes = {"num_tokens": tokens, **aligned["axes"]}
+    index = {"sorted_token_ids": aligned["sorted_token_ids"], "expert_ids": aligned["expert_ids"],
+             "num_tokens_post_padded": aligned["num_tokens_post_padded"], "block_size": bm}
+    for k in kernels:
+        text = k["description"].format_map(f)
+        given = dict(k.get("inputs", {}))
+        key, n, a = f"t{tokens}", tokens, axes
+        if k["role"] == "routing":
+            a, given = {"num_tokens": tokens}, {"router_logits": "random", "e_score_correction_bias": bias}
+        elif k["role"] == "align":
+            given = {"topk_ids": ids, "block_size": bm}
+        elif k["role"] == "sorted_gemm":
+            a, given = {**axes, "num_pairs": tokens * top_k}, {**given, **index}
+        elif k["role"] == "pairs":
+            key, n = f"pairs{tokens * top_k}", tokens * top_k
+            a = {"num_tokens": n}
+        else:
+            raise ValueError(f"role {k['role']!r}: one of routing, align, sorted_gemm, pairs")
+        yield Spec(k["definition"], key, a, given, seed, text, stage=step["stage"], num_tokens=n)

@@ -16,7 +16,7 @@ definition it writes workloads for; this module turns it into Specs with the bui
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
 paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm, slot_state and
 kv_append (state.py), dsa (dsa.py),
-mla, biased_routing and fp8_moe_rank (mla.py); see each builder. `first_seed` (where a family takes it) starts the
+mla, biased_routing and fp8_moe_rank (mla.py), biased_sorted_moe (moe.py); see each builder. `first_seed` (where a family takes it) starts the
 seeds at another number.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
@@ -249,16 +249,38 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
-    """DeepSeek-V3 MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, per_token (inputs),
-    cache_store, ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
+    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, rope_compact (its cache
+    from the rope configuration of the model label's first word), per_token (inputs), cache_store,
+    ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
     k = e["kernel"]
     more = {"paged": lambda: (int(e["page_size"]), float(r.value(e["sm_scale"]))),
             "per_token": lambda: ({n: r.value(v) for n, v in e["inputs"].items()},),
             "ragged_prefill": lambda: (float(r.value(e["sm_scale"])),)}.get(k, tuple)()
+    # lead, scale_text, raw_keys (optional): the description's lead and sm_scale wording, keys with raw numbers
+    if k in ("paged", "ragged_prefill"):
+        more += (fill_lead(r, e), e.get("scale_text", mla.SM_SCALE_TEXT), bool(e.get("raw_keys", False)))
+    elif k == "concat_k":
+        more += (fill_lead(r, e), bool(e.get("raw_keys", False)))
+    elif k == "rope_compact":
+        more += (fill_lead(r, e), r.model.split(" ")[0])
     build = {"paged": mla.paged, "rope": mla.rope, "per_token": mla.per_token, "cache_store": mla.cache_store,
-             "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k}[k]
+             "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k, "rope_compact": mla.rope_compact}[k]
     for seed, s in r.seeded(e):
         yield build(e["definition"], s, seed, *more)
+
+
+def fill_lead(r: Recipe, e: dict) -> str:
+    return e.get("lead", "").format_map(r.fields())
+
+
+def _biased_sorted_moe(r: Recipe, e: dict) -> Iterator[Spec]:
+    """A sigmoid-routed MoE layer's steps through the sorted fused-MoE path (moe.biased_sorted_layer): `steps`
+    {tokens, spread, stage, what}; `kernels` [{definition, role, description, inputs}]; `layer`: a template
+    the kernels' descriptions may use as {layer}."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield from moe.biased_sorted_layer(e["kernels"], step, seed, int(r.value(e["num_experts"])),
+                                           int(r.value(e["top_k"])), int(e["n_group"]), int(e["topk_group"]),
+                                           r.fields(), e.get("layer", ""))
 
 
 def _biased_routing(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -296,10 +318,12 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "dsa": (_dsa, ("kernel", "definition", "scenarios", "config"),
             ("scenarios_pick", "first_seed", "sm_scale", "inputs", "slot_input")),
     "mla": (_mla, ("kernel", "definition", "scenarios"),
-            ("scenarios_pick", "first_seed", "page_size", "sm_scale", "inputs")),
+            ("scenarios_pick", "first_seed", "page_size", "sm_scale", "inputs", "lead", "scale_text", "raw_keys")),
     "biased_routing": (_biased_routing, ("definition", "steps", "num_experts"), ("first_seed",)),
     "fp8_moe_rank": (_fp8_moe_rank, ("definition", "steps", "num_experts", "local_experts", "ep",
                                      "routed_scaling_factor"), ("first_seed",)),
+    "biased_sorted_moe": (_biased_sorted_moe, ("steps", "kernels", "num_experts", "top_k", "n_group", "topk_group"),
+                          ("first_seed", "layer")),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
 }
