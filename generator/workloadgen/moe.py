@@ -5,7 +5,7 @@ take from that (segment sizes, SGLang's block-aligned sort).
 - skewed_bias and route_ids: DeepSeek-V3's noaux_tc selection over sigmoid scores plus a skewed
   e_score_correction_bias (DeepSeek-V3, Kimi-K2);
 - align_block_size and block_m: moe_align_block_size as SGLang's fused MoE runs it;
-- grouped_gemms and biased_sorted_layer: the engine's builders of a routed step's workloads.
+- grouped_gemms, biased_sorted_layer and gathered_layer: the engine's builders of a routed step's workloads.
 """
 
 from __future__ import annotations
@@ -32,10 +32,7 @@ def routed_counts(g: np.random.Generator, num_tokens: int, num_experts: int, top
     decode batches and for hot experts. alpha 0.6 puts ~7x the mean load on the hottest expert and
     ~25% of the rows on the 8 hottest (a load-balanced router on a skewed batch); 1.0 is a strongly
     imbalanced layer (~13x, ~40%)."""
-    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
-    weights = weights[g.permutation(num_experts)]
-    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
-    picks = np.argpartition(-keys, top_k - 1, axis=1)[:, :top_k]
+    picks = routed_picks(g, num_tokens, num_experts, top_k, alpha=alpha)
     return np.bincount(picks.ravel(), minlength=num_experts).astype(np.int64)
 
 
@@ -152,3 +149,50 @@ def biased_sorted_layer(kernels, step: Mapping, seed: int, num_experts: int, top
         else:
             raise ValueError(f"role {k['role']!r}: one of routing, align, sorted_gemm, pairs")
         yield Spec(k["definition"], key, a, given, seed, text, stage=step["stage"], num_tokens=n)
+
+
+def routed_picks(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, *,
+                 alpha: float = 0.6) -> np.ndarray:
+    """[num_tokens, top_k] DISTINCT experts per token, popular experts more often: the draw routed_counts
+    counts (Zipf-like popularity, Gumbel top-k), with the picks kept."""
+    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
+    weights = weights[g.permutation(num_experts)]
+    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
+    return np.argpartition(-keys, top_k - 1, axis=1)[:, :top_k]
+
+
+def sorted_rows(picks: np.ndarray, num_experts: int) -> tuple[np.ndarray, np.ndarray]:
+    """(m_indptr [num_experts + 1], row_token [tokens * top_k]) of the rows sorted by expert, stable in
+    (token, slot) order within an expert: row r of segment e is a (token, e) pair and row_token[r] its token."""
+    flat = picks.reshape(-1)  # index token * top_k + slot
+    order = np.argsort(flat, kind="stable")
+    counts = np.bincount(flat, minlength=num_experts)
+    return core.indptr(counts), order // picks.shape[1]
+
+
+def gathered_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: int,
+                   fields: Optional[Mapping] = None, layer: str = "") -> Iterator[Spec]:
+    """One routed step of a MoE layer run as gather / scatter GEMMs over expert-sorted rows (vLLM's
+    matmul_ogs): picks = routed_picks(core.rng(seed), tokens, num_experts, top_k, alpha), m_indptr and
+    row_token by sorted_rows. step: {tokens, alpha, stage, what}. kernels: ({definition, role, description,
+    inputs}, ...), role metadata (topk_ids = the picks) or gemm (inputs besides m_indptr and row_token).
+    Template fields: what, seed, alpha, tokens, top_k, rows, used, largest, num_experts, layer (filled first)."""
+    tokens, alpha = int(step["tokens"]), float(step["alpha"])
+    picks = routed_picks(core.rng(seed), tokens, num_experts, top_k, alpha=alpha)
+    m_indptr, row_token = sorted_rows(picks, num_experts)
+    counts = np.diff(m_indptr)
+    f = {**(fields or {}), "what": step["what"], "seed": seed, "alpha": alpha, "tokens": tokens, "top_k": top_k,
+         "rows": tokens * top_k, "used": int((counts > 0).sum()), "largest": int(counts.max()),
+         "num_experts": num_experts}
+    f["layer"] = layer.format_map(f)
+    axes = {"num_tokens": tokens, "total_rows": tokens * top_k, "len_m_indptr": num_experts + 1}
+    index = {"m_indptr": m_indptr.astype(np.int32), "row_token": row_token.astype(np.int32)}
+    for k in kernels:
+        if k["role"] == "metadata":
+            given = {**k.get("inputs", {}), "topk_ids": picks.astype(np.int32)}
+        elif k["role"] == "gemm":
+            given = {**k.get("inputs", {}), **index}
+        else:
+            raise ValueError(f"role {k['role']!r}: metadata or gemm")
+        yield Spec(k["definition"], f"t{tokens}_a{alpha}", axes, given, seed, k["description"].format_map(f),
+                   stage=step["stage"], num_tokens=tokens)

@@ -14,10 +14,10 @@ definition it writes workloads for; this module turns it into Specs with the bui
          description: "{model} decode, {what} ..."}
 
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
-paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm, slot_state and
-kv_append (state.py), dsa (dsa.py),
-mla, biased_routing and fp8_moe_rank (mla.py), biased_sorted_moe (moe.py); see each builder. `first_seed` (where a family takes it) starts the
-seeds at another number.
+paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm; and, run by
+runners.py: slot_state and kv_append (state.py), dsa (dsa.py), mla, biased_routing and fp8_moe_rank (mla.py),
+biased_sorted_moe and gathered_moe (moe.py), embedding and temperature; see each builder. `first_seed` (where
+a family takes it) starts the seeds at another number.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
 """
 
@@ -31,7 +31,7 @@ import yaml
 
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
-from . import core, dsa, families, mla, moe, state
+from . import core, families, moe, runners
 from .scenarios import SETS, Decode, Prefill, Tokens
 from .spec import Spec
 
@@ -139,9 +139,10 @@ def _tokens(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _paged_decode(r: Recipe, e: dict) -> Iterator[Spec]:
+    """inputs (optional): more inputs of the definition (e.g. sinks: random)."""
     for seed, s in enumerate(r.steps(e)):
         yield families.paged_decode(e["definition"], s, seed, int(e["page_size"]), r.value(e["sm_scale"]),
-                                    e.get("description", families.PAGED_DECODE_TEXT), r.fields())
+                                    e.get("description", families.PAGED_DECODE_TEXT), r.fields(), _extra(r, e))
 
 
 def _paged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -149,7 +150,11 @@ def _paged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
     for seed, s in enumerate(r.steps(e)):
         yield families.paged_prefill(e["definition"], s, seed, int(e["page_size"]), r.value(e["sm_scale"]),
                                      e.get("description", families.PAGED_PREFILL_TEXT), r.fields(),
-                                     q_first=bool(e.get("q_first", False)))
+                                     q_first=bool(e.get("q_first", False)), extra=_extra(r, e))
+
+
+def _extra(r: Recipe, e: dict) -> dict:
+    return {k: r.value(v) for k, v in e.get("inputs", {}).items()}
 
 
 def _ragged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -188,37 +193,6 @@ def _rope(r: Recipe, e: dict) -> Iterator[Spec]:
         yield families.rope(e["definition"], s, positions, seed, max_position, text, r.fields(), inputs)
 
 
-def _slot_state(r: Recipe, e: dict) -> Iterator[Spec]:
-    """A kernel on per-sequence state slots (state.slot_state): decode steps ({tokens, stage: decode, what})
-    or prefill steps; `inputs` name the arrays the step draws as "@slots", "@cu_seqlens",
-    "@has_initial_state"; `axes` are templates of state.py's fields."""
-    for seed, s in r.seeded(e):
-        yield state.slot_state(e["definition"], s, seed, e["axes"], {k: r.value(v) for k, v in e["inputs"].items()},
-                               e["description"], r.fields())
-
-
-def _kv_append(r: Recipe, e: dict) -> Iterator[Spec]:
-    """The paged KV-cache append of decode or prefill steps (state.kv_append_step); description: a template,
-    or {decode: ..., prefill: ...}."""
-    text = e["description"]
-    for seed, s in r.seeded(e):
-        t = text if isinstance(text, str) else text["decode" if isinstance(s, Decode) else "prefill"]
-        yield state.kv_append_step(e["definition"], s, seed, int(e["page_size"]), t, r.fields())
-
-
-def _dsa(r: Recipe, e: dict) -> Iterator[Spec]:
-    """DeepSeek Sparse Attention kernels (dsa.py): `kernel` one of dsa.BUILDERS over decode or prefill steps;
-    `config` {page, topk, sink, recent}; sparse_mla takes sm_scale; cache_store takes the other `inputs` and
-    `slot_input`, the input that gets the slots."""
-    c = dsa.DSA(**{k: int(v) for k, v in r.value(e["config"]).items()})
-    build = dsa.BUILDERS[e["kernel"]]
-    extra = {"sparse_mla": lambda: (float(r.value(e["sm_scale"])),),
-             "cache_store": lambda: ({k: r.value(v) for k, v in e["inputs"].items()}, e["slot_input"])}
-    more = extra.get(e["kernel"], tuple)()
-    for seed, s in r.seeded(e):
-        yield build(e["definition"], s, seed, c, *more)
-
-
 def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
     """One token for each of b sequences; per-request top_k then top_p drawn from core.rng(seed) with the
     menus ((value, share of requests), ...), both drawn whichever the kernel takes (`inputs`)."""
@@ -248,62 +222,14 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
                    text.format_map(f), stage=t.stage, num_tokens=t.count)
 
 
-def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
-    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, rope_compact (its cache
-    from the rope configuration of the model label's first word), per_token (inputs), cache_store,
-    ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
-    k = e["kernel"]
-    more = {"paged": lambda: (int(e["page_size"]), float(r.value(e["sm_scale"]))),
-            "per_token": lambda: ({n: r.value(v) for n, v in e["inputs"].items()},),
-            "ragged_prefill": lambda: (float(r.value(e["sm_scale"])),)}.get(k, tuple)()
-    # lead, scale_text, raw_keys (optional): the description's lead and sm_scale wording, keys with raw numbers
-    if k in ("paged", "ragged_prefill"):
-        more += (fill_lead(r, e), e.get("scale_text", mla.SM_SCALE_TEXT), bool(e.get("raw_keys", False)))
-    elif k == "concat_k":
-        more += (fill_lead(r, e), bool(e.get("raw_keys", False)))
-    elif k == "rope_compact":
-        more += (fill_lead(r, e), r.model.split(" ")[0])
-    build = {"paged": mla.paged, "rope": mla.rope, "per_token": mla.per_token, "cache_store": mla.cache_store,
-             "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k, "rope_compact": mla.rope_compact}[k]
-    for seed, s in r.seeded(e):
-        yield build(e["definition"], s, seed, *more)
-
-
-def fill_lead(r: Recipe, e: dict) -> str:
-    return e.get("lead", "").format_map(r.fields())
-
-
-def _biased_sorted_moe(r: Recipe, e: dict) -> Iterator[Spec]:
-    """A sigmoid-routed MoE layer's steps through the sorted fused-MoE path (moe.biased_sorted_layer): `steps`
-    {tokens, spread, stage, what}; `kernels` [{definition, role, description, inputs}]; `layer`: a template
-    the kernels' descriptions may use as {layer}."""
-    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
-        yield from moe.biased_sorted_layer(e["kernels"], step, seed, int(r.value(e["num_experts"])),
-                                           int(r.value(e["top_k"])), int(e["n_group"]), int(e["topk_group"]),
-                                           r.fields(), e.get("layer", ""))
-
-
-def _biased_routing(r: Recipe, e: dict) -> Iterator[Spec]:
-    """noaux_tc routing with a skewed bias (mla.biased_routing); `steps`: {tokens, spread, stage, what}."""
-    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
-        yield mla.biased_routing(e["definition"], step, seed, int(r.value(e["num_experts"])))
-
-
-def _fp8_moe_rank(r: Recipe, e: dict) -> Iterator[Spec]:
-    """One EP rank's fused FP8 MoE (mla.fp8_moe_rank); `steps`: {tokens, spread, rank, stage, what}."""
-    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
-        yield mla.fp8_moe_rank(e["definition"], step, seed, int(r.value(e["num_experts"])),
-                               int(r.value(e["local_experts"])), int(e["ep"]), float(r.value(e["routed_scaling_factor"])))
-
-
 # family -> (builder, required keys, optional keys)
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
                ("scenarios_pick", "each", "per_token", "first_seed")),
     "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale"),
-                     ("scenarios_pick", "description")),
+                     ("scenarios_pick", "description", "inputs")),
     "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale"),
-                      ("scenarios_pick", "description", "q_first")),
+                      ("scenarios_pick", "description", "q_first", "inputs")),
     "ragged_prefill": (_ragged_prefill, ("definition", "scenarios", "sm_scale", "description"),
                        ("scenarios_pick", "q_first")),
     "listed": (_listed, ("definition", "shapes", "inputs", "description"), ()),
@@ -312,20 +238,9 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
              ("decode_pick", "prefill_pick", "max_position", "inputs")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
-    "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
-    "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
-                  ("scenarios_pick", "first_seed")),
-    "dsa": (_dsa, ("kernel", "definition", "scenarios", "config"),
-            ("scenarios_pick", "first_seed", "sm_scale", "inputs", "slot_input")),
-    "mla": (_mla, ("kernel", "definition", "scenarios"),
-            ("scenarios_pick", "first_seed", "page_size", "sm_scale", "inputs", "lead", "scale_text", "raw_keys")),
-    "biased_routing": (_biased_routing, ("definition", "steps", "num_experts"), ("first_seed",)),
-    "fp8_moe_rank": (_fp8_moe_rank, ("definition", "steps", "num_experts", "local_experts", "ep",
-                                     "routed_scaling_factor"), ("first_seed",)),
-    "biased_sorted_moe": (_biased_sorted_moe, ("steps", "kernels", "num_experts", "top_k", "n_group", "topk_group"),
-                          ("first_seed", "layer")),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
+    **runners.FAMILIES,
 }
 
 
