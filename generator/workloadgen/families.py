@@ -24,11 +24,6 @@ PAGED_PREFILL_TEXT = ("{model} chunked prefill, {what}: {q_tokens} query tokens 
                       "qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {page_size})")
 
 
-# The Qwen recipes' wording of a paged prefill (new and cached tokens counted apart).
-PREFILL_TEXT = ("{model} prefill, {what} ({q_tokens} new tokens, {kv_tokens} KV tokens): {call}; qo_indptr = "
-                "core.indptr(q_lens); kv = core.paged_kv(g, q_lens + prefix_lens, {page_size}) (pool 25% larger "
-                "than used, pages in random order)")
-
 
 def i32(a) -> np.ndarray:
     return np.asarray(a, dtype=np.int32)
@@ -108,14 +103,6 @@ def rope_steps(decode: Iterable[Decode], prefill: Iterable[Prefill]):
         q, pre = s.lens(core.rng(seed))
         yield s, np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)]), seed
         seed += 1
-
-
-def rope_what(s, seed: int) -> str:
-    """The step and how its positions were drawn, as the Python recipe modules describe a RoPE workload."""
-    if isinstance(s, Decode):
-        return f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}"
-    return (f"prefill, {s.what}: positions = concat(arange(prefix, prefix + q_len)) per prompt with "
-            f"{s.call(seed)}")
 
 
 ROPE_INPUTS = {"positions": "@positions", "q": "random", "k": "random", "cos_sin_cache": "random"}

@@ -129,11 +129,6 @@ MOE_STEPS = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6,
              (4096, 0.6, "prefill chunk of 4096 tokens"),
              (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
 
-# lm_head rows: one per sequence whose next token is sampled.
-LM_HEAD_ROWS = [(1, "decode batch 1, or one prompt finishing its prefill"), (4, "4 prompts finishing their prefill"),
-                (16, "decode batch 16, or a burst of 16 prompts finishing their prefill"), (64, "decode batch 64"),
-                (128, "decode batch 128"), (256, "decode batch 256 (a full batch)")]
-
 SAMPLING_BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a step (one logits row each)
 
 # Per-request temperatures (value, share of requests): an assumed mix of client settings around the
