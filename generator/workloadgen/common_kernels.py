@@ -1,7 +1,7 @@
 """Workloads for the kernels every model runs around its layers: the token embedding lookup (whole table
 at TP1, a vocabulary shard at TP>1), the paged KV-cache append, the temperature softmax of the logits, the
-samplers at Qwen's and DeepSeek's vocabularies, the tensor-parallel all-reduce and logits all-gather, and
-the Qwen3-30B-A3B TP4 shards (qkv/o_proj/lm_head GEMMs, RoPE) its TP4 record calls.
+samplers at the other models' vocabularies, and the tensor-parallel all-reduce and logits all-gather
+(Qwen3-30B-A3B's are its recipe's, dataset/recipes/qwen3-30b-a3b.yaml).
 
 Serving situations (shared with the model recipes where they exist):
 - token counts of a step (embedding, all-reduce, GEMM M, RoPE): decode batches 1-256 and prefill chunks up
@@ -25,16 +25,15 @@ from typing import Iterator
 
 import numpy as np
 
-from . import core, moe
+from . import core
 from .families import ids_call, kv_append as append_spec, menu_text, per_request, shard_rank, slots_of, token_ids
-from .scenarios import MOE_STEPS, TEMPERATURE_MENU, Decode, Prefill
+from .scenarios import KV_APPEND_DECODE, KV_APPEND_PADDED, KV_APPEND_PREFILL, TEMPERATURE_MENU
 from .scenarios import SAMPLING_BATCHES as BATCHES
 from .spec import Spec
 
 TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (64, "decode, batch 64"), (256, "decode, batch 256 (a full batch)"),
           (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
           (8192, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-QWEN_EXPERTS, QWEN_TOP_K = 128, 8  # Qwen/Qwen3-30B-A3B config.json: num_experts, num_experts_per_tok
 
 
 # --------------------------------------------------------------------------------------------------
@@ -43,8 +42,6 @@ QWEN_EXPERTS, QWEN_TOP_K = 128, 8  # Qwen/Qwen3-30B-A3B config.json: num_experts
 
 EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole table), model label
     ("embedding_v128256_h4096", 128256, 1, "Llama-3.1-8B TP1"),
-    ("embedding_v151936_h2048", 151936, 1, "Qwen3-30B-A3B TP1"),
-    ("embedding_v37984_h2048", 151936, 4, "Qwen3-30B-A3B TP4"),
     ("embedding_v32064_h8192", 128256, 4, "Llama-3.3-70B TP4"),
     ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
     ("embedding_v16160_h7168", 129280, 8, "DeepSeek-V3 TP8 (SGLang)"),
@@ -76,43 +73,27 @@ def embedding_workloads() -> Iterator[Spec]:
 # Paged KV-cache append
 # --------------------------------------------------------------------------------------------------
 
-APPEND_DECODE = [
-    Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
-    Decode(16, 4096, 0.5, "16 requests around 4k context"),
-    Decode(64, 1024, 0.5, "64 requests around 1k context"),
-    # 256 x 160: the pool (25% over the used pages) still fits next to Qwen3-30B-A3B's 61 GB of TP1 weights.
-    Decode(256, 160, 0.5, "256 short chats around 160 tokens of context (a full batch)"),
-]
-APPEND_PADDED = Decode(100, 512, 0.5, "100 requests around 512 tokens of context, run at the CUDA-graph batch size 104 "
-                                      "(4 padding tokens with slot -1)")
-APPEND_PREFILL = [
-    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-    Prefill(1, 8192, 16384, 0.0, "the third 8192-token chunk of a 24k prompt (16k already cached)"),
-    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
-]
-APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv4_d128_ps16", "Qwen3-30B-A3B TP1"),
-           ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4"),
-           ("paged_kv_append_kv1_d128_ps16", "Qwen3-30B-A3B TP4 / Llama-3.3-70B TP8"),
+APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4"),
            ("paged_kv_append_kv1_d256_ps16", "Qwen3-Next-80B-A3B TP4")]
 
 
 def append_workloads() -> Iterator[Spec]:
     for name, model in APPENDS:
         seed = 0
-        for s in APPEND_DECODE + [APPEND_PADDED]:
+        for s in KV_APPEND_DECODE + KV_APPEND_PADDED:
             g = core.rng(seed)
             lens = s.lens(g)
             kv = core.paged_kv(g, lens, 16)
             slots = slots_of(kv, lens, np.ones_like(lens), 16)
             padded = ""
-            if s is APPEND_PADDED:
+            if s is KV_APPEND_PADDED[0]:
                 slots = np.concatenate([slots, np.full(104 - s.batch, -1, dtype=np.int64)])
                 padded = "; 4 slots of -1 appended (CUDA-graph padding to 104)"
             yield append_spec(name, s.key, slots, kv["num_pages"], seed,
                               f"{model} decode, {s.what}: {s.call(seed)}; kv = core.paged_kv(g, lens, 16); "
                               f"slot_mapping = the slot of each sequence's newest token{padded}")
             seed += 1
-        for s in APPEND_PREFILL:
+        for s in KV_APPEND_PREFILL:
             g = core.rng(seed)
             q, pre = s.lens(g)
             kv = core.paged_kv(g, q + pre, 16)
@@ -128,7 +109,7 @@ def append_workloads() -> Iterator[Spec]:
 # --------------------------------------------------------------------------------------------------
 
 SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
-           ("softmax_temperature_v151936", "Qwen3-30B-A3B"), ("softmax_temperature_v129280", "DeepSeek-V3"),
+           ("softmax_temperature_v129280", "DeepSeek-V3"),
            ("softmax_temperature_v262208", "Gemma-3-27B"),
            ("softmax_temperature_v131072", "NVIDIA-Nemotron-Nano-9B-v2")]
 
@@ -152,8 +133,7 @@ TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 
 
 
 def sampling_workloads() -> Iterator[Spec]:
-    for vocab, model, kinds in ((151936, "Qwen3-30B-A3B (vLLM)", ("top_k", "top_p", "top_k_top_p")),
-                                (129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",)),
+    for vocab, model, kinds in ((129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",)),
                                 (262208, "Gemma-3-27B (vLLM)", ("top_k_top_p",)),
                                 (131072, "NVIDIA-Nemotron-Nano-9B-v2 (vLLM)", ("top_k_top_p",)),
                                 (201088, "gpt-oss-120b (vLLM, recommended top_p 1.0: no filter)", ())):
@@ -179,11 +159,11 @@ def sampling_workloads() -> Iterator[Spec]:
 # Collectives
 # --------------------------------------------------------------------------------------------------
 
-ALLREDUCES = [("allreduce_tp4_h2048", 4, 4096, "Qwen3-30B-A3B TP4"), ("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
+ALLREDUCES = [("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
               ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"), ("allreduce_tp8_h7168", 8, 4096, "DeepSeek-V3 TP8"),
               ("allreduce_tp16_h7168", 16, 2048, "DeepSeek-V3 TP16 (two nodes)"),
               ("allreduce_tp2_h5376", 2, 4096, "Gemma-3-27B TP2")]
-ALLGATHERS = [("allgather_tp4_v37984", "Qwen3-30B-A3B TP4"), ("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
+ALLGATHERS = [("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
               ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp8_v16160", "DeepSeek-V3 TP8"),
               ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)"), ("allgather_tp2_v131104", "Gemma-3-27B TP2"),
               ("allgather_tp16_v10240", "Kimi-K2 TP16 (two nodes)")]
@@ -202,69 +182,9 @@ def collective_workloads() -> Iterator[Spec]:
                        f"{model}, logits of {b} sampled sequences (decode batch {b}): every rank's shard (random)")
 
 
-# --------------------------------------------------------------------------------------------------
-# Qwen3-30B-A3B at TP4: the shards its record calls that the TP1 recipe (qwen.py) does not cover
-# --------------------------------------------------------------------------------------------------
-
-QWEN_MAX_POSITION = 40960  # max_position_embeddings: the cos/sin cache rows serving allocates
-QWEN_ROPE_DECODE = [Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
-                    Decode(64, 8192, 0.5, "64 requests around 8k context"),
-                    Decode(256, 2048, 0.5, "256 requests around 2k context (a full batch)")]
-QWEN_ROPE_PREFILL = [Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
-                     Prefill(1, 4096, 12288, 0.0, "a 4096-token chunk behind 12288 cached tokens"),
-                     Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens")]
-
-
-def qwen_tp4_workloads() -> Iterator[Spec]:
-    gemm_tokens = [(1, "decode, batch 1"), (8, "decode, batch 8"), (32, "decode, batch 32"), (64, "decode, batch 64"),
-                   (128, "decode, batch 128"), (256, "decode, batch 256 (a full batch)"),
-                   (512, "prefill chunk of 512 tokens"), (2048, "prefill chunk of 2048 tokens"),
-                   (8192, "prefill chunk of 8192 tokens")]
-    for seed, (m, what) in enumerate(gemm_tokens):
-        for name, role in (("gemm_n1280_k2048", "qkv_proj shard"), ("gemm_n2048_k1024", "o_proj shard")):
-            yield Spec(name, f"m{m}", {"M": m}, {"A": "random", "B": "random"}, seed,
-                       f"Qwen3-30B-A3B TP4, {what}: {m} tokens; {role}")
-    for seed, b in enumerate(BATCHES):
-        yield Spec("gemm_n37984_k2048", f"m{b}", {"M": b}, {"A": "random", "B": "random"}, seed,
-                   f"Qwen3-30B-A3B TP4, logits of {b} sequences (decode batch {b}); lm_head shard")
-    seed = 0
-    for s in QWEN_ROPE_DECODE:
-        g = core.rng(seed)
-        positions = s.lens(g) - 1
-        yield Spec("rope_neox_h8_kv1_d128", s.key, {"num_tokens": len(positions), "max_position": QWEN_MAX_POSITION},
-                   {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"}, seed,
-                   f"Qwen3-30B-A3B TP4 decode, {s.what}: positions = lens - 1 with {s.call(seed)}; cos_sin_cache "
-                   f"{QWEN_MAX_POSITION} rows (the definition's rope_cos_sin draw)")
-        seed += 1
-    for s in QWEN_ROPE_PREFILL:
-        g = core.rng(seed)
-        q, pre = s.lens(g)
-        positions = np.concatenate([np.arange(p, p + n) for n, p in zip(q, pre)])
-        yield Spec("rope_neox_h8_kv1_d128", s.key, {"num_tokens": len(positions), "max_position": QWEN_MAX_POSITION},
-                   {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"}, seed,
-                   f"Qwen3-30B-A3B TP4 prefill, {s.what}: positions = concat(arange(prefix, prefix + q_len)) with "
-                   f"{s.call(seed)}; cos_sin_cache {QWEN_MAX_POSITION} rows (the definition's rope_cos_sin draw)")
-        seed += 1
-
-
-def qwen_tp4_moe_workloads() -> Iterator[Spec]:
-    """The expert shards at TP4: the same routed steps as qwen.py's TP1 MoE workloads (every rank routes every token)."""
-    gemms = (("grouped_gemm_e128_n384_k2048", "expert gate_up shard (192 + 192 columns)"),
-             ("grouped_gemm_e128_n2048_k192", "expert down shard (192 input columns, partial sums)"))
-    for seed, (tokens, alpha, what) in enumerate(MOE_STEPS):
-        yield from moe.grouped_gemms(gemms, tokens, alpha, what, seed, QWEN_EXPERTS, QWEN_TOP_K,
-                                     fields={"model": "Qwen3-30B-A3B TP4"})
-        rows = tokens * QWEN_TOP_K
-        yield Spec("silu_and_mul_i192", f"t{rows}", {"num_tokens": rows}, {"input": "random"}, seed,
-                   f"Qwen3-30B-A3B TP4, {what}: {tokens} tokens x 8 routed experts = {rows} rows; SwiGLU on the rank's "
-                   f"192 intermediate columns", num_tokens=tokens)  # the step's tokens, not its routed rows
-
-
 def workloads() -> Iterator[Spec]:
     yield from embedding_workloads()
     yield from append_workloads()
     yield from softmax_workloads()
     yield from sampling_workloads()
     yield from collective_workloads()
-    yield from qwen_tp4_workloads()
-    yield from qwen_tp4_moe_workloads()

@@ -28,11 +28,11 @@ def _slot_state(r: Recipe, e: dict) -> Iterator[Spec]:
 
 def _kv_append(r: Recipe, e: dict) -> Iterator[Spec]:
     """The paged KV-cache append of decode or prefill steps (state.kv_append_step); description: a template,
-    or {decode: ..., prefill: ...}."""
+    or {decode: ..., prefill: ...}; pad_to (optional): decode steps padded to that many slots (-1)."""
     text = e["description"]
     for seed, s in r.seeded(e):
         t = text if isinstance(text, str) else text["decode" if isinstance(s, Decode) else "prefill"]
-        yield state.kv_append_step(e["definition"], s, seed, int(e["page_size"]), t, r.fields())
+        yield state.kv_append_step(e["definition"], s, seed, int(e["page_size"]), t, r.fields(), e.get("pad_to"))
 
 
 def _dsa(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -127,7 +127,7 @@ def _gathered_moe(r: Recipe, e: dict) -> Iterator[Spec]:
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
-                  ("scenarios_pick", "first_seed")),
+                  ("scenarios_pick", "first_seed", "pad_to")),
     "dsa": (_dsa, ("kernel", "definition", "scenarios", "config"),
             ("scenarios_pick", "first_seed", "sm_scale", "inputs", "slot_input")),
     "mla": (_mla, ("kernel", "definition", "scenarios"),

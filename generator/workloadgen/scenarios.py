@@ -135,7 +135,25 @@ SAMPLING_BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a s
 # models' recommended 0.6-0.7 and the OpenAI-style default 1.0.
 TEMPERATURE_MENU = ((1.0, 0.3), (0.7, 0.25), (0.6, 0.25), (0.8, 0.1), (0.3, 0.1))
 
+# The steps whose new tokens a paged KV-cache append writes: decode batches (256 x 160: the pool, 25% over the
+# used pages, still fits next to Qwen3-30B-A3B's 61 GB of TP1 weights), one decode batch run at a CUDA-graph
+# batch size with padding (kv_append's pad_to), and prefill chunks.
+KV_APPEND_DECODE = [
+    Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
+    Decode(16, 4096, 0.5, "16 requests around 4k context"),
+    Decode(64, 1024, 0.5, "64 requests around 1k context"),
+    Decode(256, 160, 0.5, "256 short chats around 160 tokens of context (a full batch)"),
+]
+KV_APPEND_PADDED = [Decode(100, 512, 0.5, "100 requests around 512 tokens of context, run at the CUDA-graph batch "
+                                          "size 104 (4 padding tokens with slot -1)")]
+KV_APPEND_PREFILL = [
+    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+    Prefill(1, 8192, 16384, 0.0, "the third 8192-token chunk of a 24k prompt (16k already cached)"),
+    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
+]
+
 # The sets a recipe file may name in its scenarios (scenario lists of one kind of step).
 SETS = {"TOKEN_COUNTS": TOKEN_COUNTS, "PREFILL_STEPS": PREFILL_STEPS,
         "PREFILL_STEPS_MULTITURN": PREFILL_STEPS_MULTITURN, "DECODE_LONG_CONTEXT": DECODE_LONG_CONTEXT,
-        "MOE_STEPS": MOE_STEPS}
+        "MOE_STEPS": MOE_STEPS, "KV_APPEND_DECODE": KV_APPEND_DECODE, "KV_APPEND_PADDED": KV_APPEND_PADDED,
+        "KV_APPEND_PREFILL": KV_APPEND_PREFILL}

@@ -58,11 +58,12 @@ def slot_state(name: str, s: Union[Tokens, Prefill], seed: int, axes: Mapping, i
 
 
 def kv_append_step(name: str, s: Union[Decode, Prefill], seed: int, page_size: int, text: str,
-                   fields: Optional[Mapping] = None) -> Spec:
+                   fields: Optional[Mapping] = None, pad_to: Optional[int] = None) -> Spec:
     """A paged KV-cache append of one step's new tokens: the step's lengths and page table drawn as
     families.paged_decode / paged_prefill draw them (core.rng(seed), core.paged_kv), slot_mapping the slots of
     each sequence's newest token (decode) or of each prompt's new tokens behind its prefix (prefill).
-    Fields: what, call, page_size, seed."""
+    Fields: what, call, page_size, seed. pad_to: a decode batch run at a larger CUDA-graph batch size, the
+    padding tokens' slots -1 (the kernel skips them)."""
     g = core.rng(seed)
     if isinstance(s, Decode):
         lens = s.lens(g)
@@ -72,4 +73,7 @@ def kv_append_step(name: str, s: Union[Decode, Prefill], seed: int, page_size: i
         lens, new, stage = q + pre, q, "prefill"
     kv = core.paged_kv(g, lens, page_size)
     f = {**(fields or {}), "what": s.what, "call": s.call(seed), "page_size": page_size, "seed": seed}
-    return kv_append(name, s.key, slots_of(kv, lens, new, page_size), kv["num_pages"], seed, fill(text, f), stage)
+    slot_ids = slots_of(kv, lens, new, page_size)
+    if pad_to is not None:
+        slot_ids = np.concatenate([slot_ids, np.full(pad_to - len(slot_ids), -1, dtype=np.int64)])
+    return kv_append(name, s.key, slot_ids, kv["num_pages"], seed, fill(text, f), stage)
