@@ -46,7 +46,6 @@ EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole t
     ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
     ("embedding_v16160_h7168", 129280, 8, "DeepSeek-V3 TP8 (SGLang)"),
     ("embedding_v8080_h7168", 129280, 16, "DeepSeek-V3 TP16 (SGLang, two nodes)"),
-    ("embedding_v131072_h4480", 131072, 1, "NVIDIA-Nemotron-Nano-9B-v2 TP1"),
     ("embedding_v10240_h7168", 163840, 16, "Kimi-K2 TP16 (SGLang, two nodes)"),
 ]
 
@@ -110,8 +109,7 @@ def append_workloads() -> Iterator[Spec]:
 
 SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
            ("softmax_temperature_v129280", "DeepSeek-V3"),
-           ("softmax_temperature_v262208", "Gemma-3-27B"),
-           ("softmax_temperature_v131072", "NVIDIA-Nemotron-Nano-9B-v2")]
+           ("softmax_temperature_v262208", "Gemma-3-27B")]
 
 
 def softmax_workloads() -> Iterator[Spec]:
@@ -135,7 +133,6 @@ TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 
 def sampling_workloads() -> Iterator[Spec]:
     for vocab, model, kinds in ((129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",)),
                                 (262208, "Gemma-3-27B (vLLM)", ("top_k_top_p",)),
-                                (131072, "NVIDIA-Nemotron-Nano-9B-v2 (vLLM)", ("top_k_top_p",)),
                                 (201088, "gpt-oss-120b (vLLM, recommended top_p 1.0: no filter)", ())):
         menu = top_k_menu(vocab)
         for seed, b in enumerate(BATCHES):
