@@ -131,9 +131,8 @@ TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 
 
 
 def sampling_workloads() -> Iterator[Spec]:
-    for vocab, model, kinds in ((129280, "DeepSeek-V3 (SGLang)", ("top_k_top_p_joint",)),
-                                (262208, "Gemma-3-27B (vLLM)", ("top_k_top_p",)),
-                                (201088, "gpt-oss-120b (vLLM, recommended top_p 1.0: no filter)", ())):
+    for vocab, model, kind in ((129280, "DeepSeek-V3 (SGLang)", "top_k_top_p_joint"),
+                               (262208, "Gemma-3-27B (vLLM)", "top_k_top_p")):
         menu = top_k_menu(vocab)
         for seed, b in enumerate(BATCHES):
             g = core.rng(seed)
@@ -142,14 +141,8 @@ def sampling_workloads() -> Iterator[Spec]:
             what = (f"{model}, one token for each of {b} sequences (decode batch {b}); probs random (power_law_probs, the "
                     f"definition's draw); g = core.rng({seed}); top_k = per_request(g, {b}, {menu_text(menu)}) (value, "
                     f"share; {vocab} = not set); top_p = per_request(g, {b}, {menu_text(TOP_P_MENU)}) (1.0 = not set)")
-            inputs = {"top_k": {"probs": "random", "top_k": top_k}, "top_p": {"probs": "random", "top_p": top_p}}
-            if not kinds:  # no filter: the sampler reads probs only
-                yield Spec(f"sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b}, {"probs": "random"}, seed,
-                           f"{model}, one token for each of {b} sequences (decode batch {b}); probs random "
-                           f"(power_law_probs, the definition's draw)")
-            for kind in kinds:
-                given = inputs.get(kind, {"probs": "random", "top_k": top_k, "top_p": top_p})
-                yield Spec(f"{kind}_sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b}, given, seed, what)
+            yield Spec(f"{kind}_sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b},
+                       {"probs": "random", "top_k": top_k, "top_p": top_p}, seed, what)
 
 
 # --------------------------------------------------------------------------------------------------
