@@ -46,7 +46,6 @@ EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole t
     ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
     ("embedding_v16160_h7168", 129280, 8, "DeepSeek-V3 TP8 (SGLang)"),
     ("embedding_v8080_h7168", 129280, 16, "DeepSeek-V3 TP16 (SGLang, two nodes)"),
-    ("embedding_v10240_h7168", 163840, 16, "Kimi-K2 TP16 (SGLang, two nodes)"),
 ]
 
 
@@ -72,8 +71,7 @@ def embedding_workloads() -> Iterator[Spec]:
 # Paged KV-cache append
 # --------------------------------------------------------------------------------------------------
 
-APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4"),
-           ("paged_kv_append_kv1_d256_ps16", "Qwen3-Next-80B-A3B TP4")]
+APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4")]
 
 
 def append_workloads() -> Iterator[Spec]:
@@ -155,8 +153,7 @@ ALLREDUCES = [("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
               ("allreduce_tp2_h5376", 2, 4096, "Gemma-3-27B TP2")]
 ALLGATHERS = [("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
               ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp8_v16160", "DeepSeek-V3 TP8"),
-              ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)"), ("allgather_tp2_v131104", "Gemma-3-27B TP2"),
-              ("allgather_tp16_v10240", "Kimi-K2 TP16 (two nodes)")]
+              ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)"), ("allgather_tp2_v131104", "Gemma-3-27B TP2")]
 
 
 def collective_workloads() -> Iterator[Spec]:
