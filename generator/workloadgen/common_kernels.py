@@ -44,8 +44,6 @@ EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole t
     ("embedding_v128256_h4096", 128256, 1, "Llama-3.1-8B TP1"),
     ("embedding_v32064_h8192", 128256, 4, "Llama-3.3-70B TP4"),
     ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
-    ("embedding_v16160_h7168", 129280, 8, "DeepSeek-V3 TP8 (SGLang)"),
-    ("embedding_v8080_h7168", 129280, 16, "DeepSeek-V3 TP16 (SGLang, two nodes)"),
 ]
 
 
@@ -106,7 +104,6 @@ def append_workloads() -> Iterator[Spec]:
 # --------------------------------------------------------------------------------------------------
 
 SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
-           ("softmax_temperature_v129280", "DeepSeek-V3"),
            ("softmax_temperature_v262208", "Gemma-3-27B")]
 
 
@@ -129,8 +126,7 @@ TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 
 
 
 def sampling_workloads() -> Iterator[Spec]:
-    for vocab, model, kind in ((129280, "DeepSeek-V3 (SGLang)", "top_k_top_p_joint"),
-                               (262208, "Gemma-3-27B (vLLM)", "top_k_top_p")):
+    for vocab, model, kind in ((262208, "Gemma-3-27B (vLLM)", "top_k_top_p"),):
         menu = top_k_menu(vocab)
         for seed, b in enumerate(BATCHES):
             g = core.rng(seed)
@@ -148,12 +144,9 @@ def sampling_workloads() -> Iterator[Spec]:
 # --------------------------------------------------------------------------------------------------
 
 ALLREDUCES = [("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
-              ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"), ("allreduce_tp8_h7168", 8, 4096, "DeepSeek-V3 TP8"),
-              ("allreduce_tp16_h7168", 16, 2048, "DeepSeek-V3 TP16 (two nodes)"),
-              ("allreduce_tp2_h5376", 2, 4096, "Gemma-3-27B TP2")]
+              ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"), ("allreduce_tp2_h5376", 2, 4096, "Gemma-3-27B TP2")]
 ALLGATHERS = [("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
-              ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp8_v16160", "DeepSeek-V3 TP8"),
-              ("allgather_tp16_v8080", "DeepSeek-V3 TP16 (two nodes)"), ("allgather_tp2_v131104", "Gemma-3-27B TP2")]
+              ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp2_v131104", "Gemma-3-27B TP2")]
 
 
 def collective_workloads() -> Iterator[Spec]:
