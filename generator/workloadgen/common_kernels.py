@@ -104,7 +104,7 @@ def append_workloads() -> Iterator[Spec]:
 # --------------------------------------------------------------------------------------------------
 
 SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
-           ("softmax_temperature_v262208", "Gemma-3-27B")]
+]
 
 
 def softmax_workloads() -> Iterator[Spec]:
@@ -118,35 +118,14 @@ def softmax_workloads() -> Iterator[Spec]:
                        f"{b}, {menu_text(TEMPERATURE_MENU)}) (value, share of requests)")
 
 
-def top_k_menu(vocab: int):
-    return ((vocab, 0.4), (50, 0.2), (40, 0.15), (20, 0.15), (100, 0.1))  # vocab: top-k not set
-
-
-TOP_P_MENU = ((1.0, 0.3), (0.95, 0.25), (0.9, 0.25), (0.8, 0.1), (0.7, 0.1))  # 1.0: top-p not set
-
-
-def sampling_workloads() -> Iterator[Spec]:
-    for vocab, model, kind in ((262208, "Gemma-3-27B (vLLM)", "top_k_top_p"),):
-        menu = top_k_menu(vocab)
-        for seed, b in enumerate(BATCHES):
-            g = core.rng(seed)
-            top_k = per_request(g, b, menu).astype(np.int32)
-            top_p = per_request(g, b, TOP_P_MENU).astype(np.float32)
-            what = (f"{model}, one token for each of {b} sequences (decode batch {b}); probs random (power_law_probs, the "
-                    f"definition's draw); g = core.rng({seed}); top_k = per_request(g, {b}, {menu_text(menu)}) (value, "
-                    f"share; {vocab} = not set); top_p = per_request(g, {b}, {menu_text(TOP_P_MENU)}) (1.0 = not set)")
-            yield Spec(f"{kind}_sampling_from_probs_v{vocab}", f"b{b}", {"batch_size": b},
-                       {"probs": "random", "top_k": top_k, "top_p": top_p}, seed, what)
-
-
 # --------------------------------------------------------------------------------------------------
 # Collectives
 # --------------------------------------------------------------------------------------------------
 
 ALLREDUCES = [("allreduce_tp4_h8192", 4, 4096, "Llama-3.3-70B TP4"),
-              ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"), ("allreduce_tp2_h5376", 2, 4096, "Gemma-3-27B TP2")]
+              ("allreduce_tp8_h8192", 8, 4096, "Llama-3.3-70B TP8"),]
 ALLGATHERS = [("allgather_tp4_v32064", "Llama-3.3-70B TP4"),
-              ("allgather_tp8_v16032", "Llama-3.3-70B TP8"), ("allgather_tp2_v131104", "Gemma-3-27B TP2")]
+              ("allgather_tp8_v16032", "Llama-3.3-70B TP8")]
 
 
 def collective_workloads() -> Iterator[Spec]:
@@ -166,5 +145,4 @@ def workloads() -> Iterator[Spec]:
     yield from embedding_workloads()
     yield from append_workloads()
     yield from softmax_workloads()
-    yield from sampling_workloads()
     yield from collective_workloads()
