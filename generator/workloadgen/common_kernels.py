@@ -41,7 +41,6 @@ TOKENS = [(1, "decode, batch 1"), (8, "decode, batch 8"), (64, "decode, batch 64
 # --------------------------------------------------------------------------------------------------
 
 EMBEDDINGS = [  # definition, vocabulary, tensor-parallel degree (1: the whole table), model label
-    ("embedding_v128256_h4096", 128256, 1, "Llama-3.1-8B TP1"),
     ("embedding_v32064_h8192", 128256, 4, "Llama-3.3-70B TP4"),
     ("embedding_v16032_h8192", 128256, 8, "Llama-3.3-70B TP8"),
 ]
@@ -69,7 +68,7 @@ def embedding_workloads() -> Iterator[Spec]:
 # Paged KV-cache append
 # --------------------------------------------------------------------------------------------------
 
-APPENDS = [("paged_kv_append_kv8_d128_ps16", "Llama-3.1-8B TP1"), ("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4")]
+APPENDS = [("paged_kv_append_kv2_d128_ps16", "Llama-3.3-70B TP4")]
 
 
 def append_workloads() -> Iterator[Spec]:
@@ -103,8 +102,7 @@ def append_workloads() -> Iterator[Spec]:
 # Temperature softmax and sampling
 # --------------------------------------------------------------------------------------------------
 
-SOFTMAX = [("softmax_temperature_v128256", "Llama-3.1-8B / Llama-3.3-70B"),
-]
+SOFTMAX = []
 
 
 def softmax_workloads() -> Iterator[Spec]:
