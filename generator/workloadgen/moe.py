@@ -196,3 +196,28 @@ def gathered_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: i
             raise ValueError(f"role {k['role']!r}: metadata or gemm")
         yield Spec(k["definition"], f"t{tokens}_a{alpha}", axes, given, seed, k["description"].format_map(f),
                    stage=step["stage"], num_tokens=tokens)
+
+
+def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
+    """[num_tokens, top_k] distinct expert ids per token, Gumbel top-k over a Zipf-like popularity (rank r
+    weight r**-alpha, ranks shuffled), each row's picks in descending key order (SGLang's top-k order)."""
+    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
+    weights = weights[g.permutation(num_experts)]
+    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
+    return np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
+
+
+def routed_align(name: str, step: Mapping, seed: int, num_experts: int, top_k: int, text: str,
+                 fields: Optional[Mapping] = None) -> Spec:
+    """moe_align_block_size of a softmax-routed step whose experts are all local: ids = routed_ids(core.rng(seed),
+    tokens, num_experts, top_k, alpha), sorted with block_m(tokens). step: {tokens, alpha, stage, what}. Fields:
+    what, seed, tokens, alpha, num_experts, top_k, used, block_m, sorted_rows."""
+    tokens, alpha = int(step["tokens"]), float(step["alpha"])
+    ids = routed_ids(core.rng(seed), tokens, num_experts, top_k, alpha)
+    bm = block_m(tokens)
+    aligned = align_block_size(ids, num_experts, bm)
+    f = {**(fields or {}), "what": step["what"], "seed": seed, "tokens": tokens, "alpha": alpha,
+         "num_experts": num_experts, "top_k": top_k, "used": len(np.unique(ids)), "block_m": bm,
+         "sorted_rows": aligned["num_tokens_post_padded"]}
+    return Spec(name, f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
+                {"topk_ids": ids, "block_size": bm}, seed, text.format_map(f), stage=step["stage"], num_tokens=tokens)

@@ -33,19 +33,6 @@ DS_STEPS = [(1, 0.02, 0, "decode, batch 1"), (16, 0.03, 3, "decode, batch 16"), 
 # Token counts of the dense kernels (quantisation of a token's activations, moe_sum).
 TOKENS = [(1, "decode, batch 1"), (16, "decode, batch 16"), (64, "decode, batch 64"),
           (256, "decode, batch 256"), (2048, "prefill chunk of 2048 tokens"), (8192, "prefill chunk of 8192 tokens")]
-# Qwen3-30B-A3B TP1 MoE steps: tokens and popularity skew (as qwen.MOE).
-QWEN_STEPS = [(1, 0.6, "decode, batch 1"), (32, 0.6, "decode, batch 32"), (64, 1.0, "decode, batch 64, a strongly imbalanced layer"),
-              (256, 0.6, "decode, batch 256 (a full batch)"), (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
-              (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-
-
-def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
-    """[num_tokens, top_k] distinct expert ids per token, Gumbel top-k over a Zipf-like popularity (rank r
-    weight r**-alpha, ranks shuffled): the draw qwen.routed_counts counts, with the ids kept."""
-    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
-    weights = weights[g.permutation(num_experts)]
-    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
-    return np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
 
 
 def ds_step(i: int, ep: int = 8) -> tuple[dict, str]:
@@ -133,48 +120,9 @@ def sum_workloads() -> Iterator[Spec]:
     for seed, (m, what) in enumerate(TOKENS):
         yield Spec("moe_sum_topk8_h7168", f"t{m}", {"num_tokens": m}, {"input": "random"}, 520 + seed,
                    f"DeepSeek-V3 / Kimi-K2 MoE, {what}; input random")
-        yield Spec("moe_sum_topk8_h2048", f"t{m}", {"num_tokens": m}, {"input": "random"}, 530 + seed,
-                   f"Qwen3-30B-A3B MoE, {what}; input random")
-
-
-def routed_align_spec(definition: str, model: str, seed: int, tokens: int, experts: int, top_k: int, alpha: float,
-                      what: str, note: str = "") -> Spec:
-    """moe_align_block_size workload of a softmax-routed model: Gumbel top-k ids (routed_ids), all experts local."""
-    ids = routed_ids(core.rng(seed), tokens, experts, top_k, alpha)
-    bm = block_m(tokens)
-    aligned = align_block_size(ids, experts, bm)
-    return Spec(definition, f"t{tokens}_a{alpha}", {"num_tokens": tokens, **aligned["axes"]},
-                {"topk_ids": ids, "block_size": bm}, seed,
-                f"{model}, {what}: ids = moe_pipeline.routed_ids(core.rng({seed}), {tokens}, {experts}, {top_k}, "
-                f"alpha={alpha}); {len(np.unique(ids))} of {experts} experts used; block_size {bm}{note} "
-                f"({aligned['num_tokens_post_padded']} sorted rows)")
-
-
-def qwen_workloads() -> Iterator[Spec]:
-    for i, (tokens, alpha, what) in enumerate(QWEN_STEPS):
-        yield routed_align_spec("moe_align_block_size_e128_topk8", "Qwen3-30B-A3B TP1", 540 + i, tokens, 128, TOP_K,
-                                alpha, what, " (the FP8 configs' rule; vLLM's tuned bfloat16 config for E=128, N=768 may "
-                                             "pick another)")
-
-
-# Qwen3-Next-80B-A3B TP4 MoE steps (512 experts, 10 per token; vLLM, all experts local).
-QWEN3_NEXT_STEPS = [(1, 0.6, "decode, batch 1"), (16, 0.6, "decode, batch 16"), (64, 1.0, "decode, batch 64, a strongly imbalanced layer"),
-                    (256, 0.6, "decode, batch 256"), (2048, 0.6, "prefill chunk of 2048 tokens"),
-                    (8192, 1.0, "prefill chunk of 8192 tokens, a strongly imbalanced layer")]
-
-
-def qwen3_next_workloads() -> Iterator[Spec]:
-    for i, (tokens, alpha, what) in enumerate(QWEN3_NEXT_STEPS):
-        seed = 560 + i
-        yield routed_align_spec("moe_align_block_size_e512_topk10", "Qwen3-Next-80B-A3B TP4", seed, tokens, 512, 10,
-                                alpha, what)
-        yield Spec("moe_sum_topk10_h2048", f"t{tokens}", {"num_tokens": tokens}, {"input": "random"}, seed,
-                   f"Qwen3-Next-80B-A3B TP4 MoE, {what}; input random")
 
 
 def workloads() -> Iterator[Spec]:
-    yield from qwen3_next_workloads()
     yield from ds_workloads()
     yield from quantize_workloads()
     yield from sum_workloads()
-    yield from qwen_workloads()

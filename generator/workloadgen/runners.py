@@ -124,6 +124,13 @@ def _gathered_moe(r: Recipe, e: dict) -> Iterator[Spec]:
                                       int(r.value(e["top_k"])), r.fields(), e.get("layer", ""))
 
 
+def _routed_align(r: Recipe, e: dict) -> Iterator[Spec]:
+    """moe_align_block_size of softmax-routed steps (moe.routed_align): `steps` {tokens, alpha, stage, what}."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield moe.routed_align(e["definition"], step, seed, int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
+                               e["description"], r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -140,5 +147,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "embedding": (_embedding, ("definition", "scenarios", "vocab", "description"),
                   ("scenarios_pick", "first_seed", "tp", "id_dtype")),
     "temperature": (_temperature, ("definition", "batches", "description"), ("menu", "first_seed")),
+    "routed_align": (_routed_align, ("definition", "steps", "num_experts", "top_k", "description"), ("first_seed",)),
     "gathered_moe": (_gathered_moe, ("steps", "kernels", "num_experts", "top_k"), ("first_seed", "layer")),
 }
