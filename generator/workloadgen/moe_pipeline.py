@@ -92,37 +92,5 @@ def ds_layer(i: int, ep: int, suffix: str) -> Iterator[Spec]:
                    f"DeepSeek-V3 routed experts, {DS_STEPS[i][3]}: {tokens} tokens x 8 pairs; input random")
 
 
-def quantize_workloads() -> Iterator[Spec]:
-    for seed, (m, what) in enumerate(TOKENS):
-        for k in (7168, 1536, 2048, 2304, 256):
-            yield Spec(f"quantize_fp8_per_token_group128_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"},
-                       500 + seed, f"DeepSeek-V3 TP8, {what}: {m} rows; input random")
-        for k in (8192, 128):  # DeepSeek-V3.2's indexer act_quant (its checks live in reference_cases/deepseek_v32.py)
-            yield Spec(f"quantize_fp8_per_token_group128_ue8m0_h{k}", f"t{m}", {"num_tokens": m}, {"input": "random"},
-                       500 + seed, f"DeepSeek-V3.2 TP8 lightning indexer ({'queries' if k == 8192 else 'keys'}), {what}: "
-                                   f"{m} rows; input random")
-        yield Spec("quantize_fp8_per_token_group128_h1024", f"t{m}", {"num_tokens": m}, {"input": "random"},
-                   500 + seed, f"DeepSeek-V3 TP16 o_proj input, {what}: {m} rows; input random")
-        yield Spec("silu_and_mul_i2304", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
-                   f"DeepSeek-V3 / V3.2 dense MLP at TP8 (layers 0-2), {what}: {m} rows; input random")
-        yield Spec("silu_and_mul_i256", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
-                   f"DeepSeek-V3 / V3.2 shared expert at TP8, {what}: {m} rows; input random")
-        yield Spec("silu_and_mul_i1152", f"t{m}", {"num_tokens": m}, {"input": "random"}, 500 + seed,
-                   f"Dense MLP at TP16 (DeepSeek-V3 layers 0-2, Kimi-K2 layer 0), {what}: {m} rows; input random")
-    # The routed experts' intermediate: one row per token-expert pair.
-    for i, (tokens, _, _, what) in enumerate(DS_STEPS[:4]):
-        yield Spec("quantize_fp8_per_token_group128_h2048", f"pairs{tokens * TOP_K}", {"num_tokens": tokens * TOP_K},
-                   {"input": "random"}, 510 + i,
-                   f"DeepSeek-V3 routed experts' SiLU-and-mul output, {what}: {tokens} tokens x 8 pairs; input random")
-
-
-def sum_workloads() -> Iterator[Spec]:
-    for seed, (m, what) in enumerate(TOKENS):
-        yield Spec("moe_sum_topk8_h7168", f"t{m}", {"num_tokens": m}, {"input": "random"}, 520 + seed,
-                   f"DeepSeek-V3 / Kimi-K2 MoE, {what}; input random")
-
-
 def workloads() -> Iterator[Spec]:
     yield from ds_workloads()
-    yield from quantize_workloads()
-    yield from sum_workloads()

@@ -127,7 +127,8 @@ def _tokens(r: Recipe, e: dict) -> Iterator[Spec]:
     """A kernel whose var axes follow the step's token count m: `axes` values are templates ("{m}") or numbers.
     `each` (optional): a list of field sets, one workload per set and step (e.g. q and k heads of one norm).
     `per_token` (optional): rows per token, the field {rows} (e.g. tokens x routed experts); a field set of
-    `each` may give its own per_token and description."""
+    `each` may give its own per_token and description. `count_rows` (optional): num_tokens is the rows, not
+    the step's tokens (pair-row workloads written so before the field was stated)."""
     for seed, t in r.seeded(e):
         for more in e.get("each", [{}]):
             rows = t.count * int(more.get("per_token", e.get("per_token", 1)))
@@ -135,7 +136,8 @@ def _tokens(r: Recipe, e: dict) -> Iterator[Spec]:
             axes = {k: int(v.format_map(f)) if isinstance(v, str) else int(v) for k, v in e["axes"].items()}
             inputs = {k: r.value(v) for k, v in e["inputs"].items()}
             yield Spec(e["definition"], e["key"].format_map(f), axes, inputs, seed,
-                       more.get("description", e["description"]).format_map(f), stage=t.stage, num_tokens=t.count)
+                       more.get("description", e["description"]).format_map(f), stage=t.stage,
+                       num_tokens=rows if e.get("count_rows") else t.count)
 
 
 def _paged_decode(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -225,7 +227,7 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
 # family -> (builder, required keys, optional keys)
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
-               ("scenarios_pick", "each", "per_token", "first_seed")),
+               ("scenarios_pick", "each", "per_token", "first_seed", "count_rows")),
     "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale"),
                      ("scenarios_pick", "description", "inputs")),
     "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale"),
