@@ -110,7 +110,8 @@ def grouped_gemms(gemms, tokens: int, alpha: float, what: str, seed: int, num_ex
 
 
 def biased_sorted_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: int, n_group: int,
-                        topk_group: int, fields: Optional[Mapping] = None, layer: str = "") -> Iterator[Spec]:
+                        topk_group: int, fields: Optional[Mapping] = None, layer: str = "",
+                        ep: Optional[int] = None) -> Iterator[Spec]:
     """One routed step of a sigmoid-routed MoE layer whose experts all sit on the rank (experts TP-sharded),
     through SGLang's Triton fused-MoE path: g = core.rng(seed); bias = skewed_bias(g, num_experts, spread);
     ids = route_ids(g.standard_normal((tokens, num_experts)), bias, n_group, topk_group, top_k), sorted by
@@ -118,17 +119,27 @@ def biased_sorted_layer(kernels, step: Mapping, seed: int, num_experts: int, top
     description, inputs}, ...), role one of routing, align, sorted_gemm (inputs besides the sorted layout),
     pairs (one row per token-expert pair: key pairs<rows>, num_tokens the rows). Template fields: what, seed,
     spread, tokens, experts, used (experts picked), hottest (its picks), picks, block_m, sorted_rows, and
-    layer (the layer's own description template, filled first)."""
+    layer (the layer's own description template, filled first). A kernel's `key` (a template) overrides its
+    role's key.
+
+    ep: the experts are spread over ep ranks (num_experts // ep each) and the step's `rank` is the one recorded:
+    its picks become local ids (other ranks' picks -1) before the sort. A rank holding none of the step's picks
+    would only write zeros, so the rank of token 0's first pick is recorded instead (said in {moved}). More
+    fields: rank, moved, lo .. hi (the rank's experts), local_experts, share (of the picks local), uniform (1 / ep)."""
     tokens, spread = int(step["tokens"]), float(step["spread"])
     g = core.rng(seed)
     bias = skewed_bias(g, num_experts, spread)
     ids = route_ids(g.standard_normal((tokens, num_experts)), bias.astype(np.float64), n_group, topk_group, top_k)
     bm = block_m(tokens)
-    aligned = align_block_size(ids, num_experts, bm)
     counts = np.bincount(ids.ravel(), minlength=num_experts)
+    more, key_text = {}, f"t{tokens}"
+    if ep is not None:
+        ids, more = _local_ids(ids, num_experts // ep, int(step["rank"]), ep)
+        key_text = f"t{tokens}_rank{more['rank']}"
+    aligned = align_block_size(ids, more.get("local_experts", num_experts), bm)
     f = {**(fields or {}), "what": step["what"], "seed": seed, "spread": spread, "tokens": tokens,
          "experts": num_experts, "used": int((counts > 0).sum()), "hottest": int(counts.max()),
-         "picks": tokens * top_k, "block_m": bm, "sorted_rows": aligned["num_tokens_post_padded"]}
+         "picks": tokens * top_k, "block_m": bm, "sorted_rows": aligned["num_tokens_post_padded"], **more}
     f["layer"] = layer.format_map(f)
     axes = {"num_tokens": tokens, **aligned["axes"]}
     index = {"sorted_token_ids": aligned["sorted_token_ids"], "expert_ids": aligned["expert_ids"],
@@ -136,7 +147,7 @@ def biased_sorted_layer(kernels, step: Mapping, seed: int, num_experts: int, top
     for k in kernels:
         text = k["description"].format_map(f)
         given = dict(k.get("inputs", {}))
-        key, n, a = f"t{tokens}", tokens, axes
+        key, n, a = key_text, tokens, axes
         if k["role"] == "routing":
             a, given = {"num_tokens": tokens}, {"router_logits": "random", "e_score_correction_bias": bias}
         elif k["role"] == "align":
@@ -148,7 +159,23 @@ def biased_sorted_layer(kernels, step: Mapping, seed: int, num_experts: int, top
             a = {"num_tokens": n}
         else:
             raise ValueError(f"role {k['role']!r}: one of routing, align, sorted_gemm, pairs")
+        if "key" in k:
+            key = k["key"].format_map(f)
         yield Spec(k["definition"], key, a, given, seed, text, stage=step["stage"], num_tokens=n)
+
+
+def _local_ids(ids: np.ndarray, local_n: int, rank: int, ep: int) -> tuple[np.ndarray, dict]:
+    """The picks of one EP rank as local ids (-1: another rank's expert), and the fields that say so."""
+    moved = ""
+    if not ((ids >= local_n * rank) & (ids < local_n * (rank + 1))).any():
+        moved = f" (rank {rank} holds none of the step's picks: the rank of token 0's first pick)"
+        rank = int(ids[0, 0]) // local_n
+    local = ids - local_n * rank
+    local = np.where((local >= 0) & (local < local_n), local, -1)
+    if not ((local >= 0).any() and (local < 0).any()):
+        raise ValueError("the rank needs local picks and picks of other ranks (zero rows)")
+    return local, {"rank": rank, "moved": moved, "lo": local_n * rank, "hi": local_n * rank + local_n - 1,
+                   "local_experts": local_n, "share": float((local >= 0).mean()), "uniform": 1 / ep, "ep": ep}
 
 
 def routed_picks(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, *,

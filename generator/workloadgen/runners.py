@@ -75,12 +75,12 @@ def fill_lead(r: Recipe, e: dict) -> str:
 
 def _biased_sorted_moe(r: Recipe, e: dict) -> Iterator[Spec]:
     """A sigmoid-routed MoE layer's steps through the sorted fused-MoE path (moe.biased_sorted_layer): `steps`
-    {tokens, spread, stage, what}; `kernels` [{definition, role, description, inputs}]; `layer`: a template
-    the kernels' descriptions may use as {layer}."""
+    {tokens, spread, stage, what} (and rank, with `ep`: one EP rank of ep); `kernels` [{definition, role,
+    description, inputs, key}]; `layer`: a template the kernels' descriptions may use as {layer}."""
     for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
         yield from moe.biased_sorted_layer(e["kernels"], step, seed, int(r.value(e["num_experts"])),
                                            int(r.value(e["top_k"])), int(e["n_group"]), int(e["topk_group"]),
-                                           r.fields(), e.get("layer", ""))
+                                           r.fields(), e.get("layer", ""), e.get("ep"))
 
 
 def _biased_routing(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -143,7 +143,7 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "fp8_moe_rank": (_fp8_moe_rank, ("definition", "steps", "num_experts", "local_experts", "ep",
                                      "routed_scaling_factor"), ("first_seed",)),
     "biased_sorted_moe": (_biased_sorted_moe, ("steps", "kernels", "num_experts", "top_k", "n_group", "topk_group"),
-                          ("first_seed", "layer")),
+                          ("first_seed", "layer", "ep")),
     "embedding": (_embedding, ("definition", "scenarios", "vocab", "description"),
                   ("scenarios_pick", "first_seed", "tp", "id_dtype")),
     "temperature": (_temperature, ("definition", "batches", "description"), ("menu", "first_seed")),
