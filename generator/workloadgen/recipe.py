@@ -32,7 +32,7 @@ import yaml
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
 from . import core, families, moe, runners
-from .scenarios import SETS, Decode, Prefill, Tokens
+from .scenarios import SETS, Decode, MoeStep, Prefill, Tokens
 from .spec import Spec
 
 
@@ -75,13 +75,15 @@ class Recipe:
             # stage null: the workloads record no stage (a step written down before workloads had one)
             if keys == {"tokens", "stage", "what"} and step["stage"] in ("decode", "prefill", None):
                 return Tokens(int(step["tokens"]), str(step["what"]), step["stage"])
-            if keys == {"tokens", "alpha", "what"}:  # a routed MoE step (moe.routed_counts' skew alpha)
-                return (int(step["tokens"]), float(step["alpha"]), str(step["what"]))
+            # a routed MoE step (moe.routed_counts' skew alpha); without a stage its workloads record none
+            if keys in ({"tokens", "alpha", "what"}, {"tokens", "alpha", "stage", "what"}) and \
+                    step.get("stage") in ("decode", "prefill", None):
+                return MoeStep(int(step["tokens"]), float(step["alpha"]), str(step["what"]), step.get("stage"))
         except (TypeError, ValueError) as exc:
             raise RecipeError(f"{self.path}: {where}: {exc}") from None
         raise RecipeError(f"{self.path}: {where}: a step is {{batch, context, sigma, what}} (decode), {{batch, tokens, "
                           f"prefix, sigma, what}} (prefill), {{tokens, stage: decode|prefill|null, what}} or {{tokens, "
-                          f"alpha, what}} (MoE)")
+                          f"alpha, stage, what}} (MoE)")
 
     def value(self, v: Any) -> Any:
         """A constant's value for "$name"; anything else as written."""
@@ -177,10 +179,10 @@ def _listed(r: Recipe, e: dict) -> Iterator[Spec]:
 def _moe_grouped_gemm(r: Recipe, e: dict) -> Iterator[Spec]:
     """The expert GEMMs of routed MoE steps ({tokens, alpha, what}): moe.grouped_gemms, one workload per
     step and entry of `gemms` ([definition, role]); description: moe.MOE_TEXT's fields."""
-    for seed, (tokens, alpha, what) in enumerate(r.steps(e)):
-        yield from moe.grouped_gemms([tuple(g) for g in e["gemms"]], tokens, alpha, what, seed,
+    for seed, st in enumerate(r.steps(e)):
+        yield from moe.grouped_gemms([tuple(g) for g in e["gemms"]], st.tokens, st.alpha, st.what, seed,
                                      int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
-                                     e.get("description", moe.MOE_TEXT), r.fields())
+                                     e.get("description", moe.MOE_TEXT), r.fields(), st.stage)
 
 
 def _rope(r: Recipe, e: dict) -> Iterator[Spec]:

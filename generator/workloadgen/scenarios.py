@@ -6,7 +6,7 @@ writes its own list: recipes never take scenarios from one another)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -78,6 +78,16 @@ class Tokens(NamedTuple):
     stage: str  # "decode" (one new token per sequence) or "prefill"
 
 
+class MoeStep(NamedTuple):
+    """A routed MoE step: `tokens` tokens, the popularity skew alpha of moe.routed_counts, and its stage
+    (None: the workloads record none; a recipe states it)."""
+
+    tokens: int
+    alpha: float
+    what: str
+    stage: Optional[str] = None
+
+
 # -- Named sets (recipes refer to them by these names) -------------------------------------------------
 
 # Decode batches 1-256 and prefill chunks up to vLLM's default max_num_batched_tokens (8192).
@@ -122,12 +132,15 @@ DECODE_LONG_CONTEXT = [
 
 # MoE steps (tokens, popularity skew alpha of moe.routed_counts, situation): decode batches and prefill chunks,
 # two of them strongly imbalanced layers.
-MOE_STEPS = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "decode, batch 32"),
-             (64, 1.0, "decode, batch 64, a strongly imbalanced layer"), (128, 0.6, "decode, batch 128"),
-             (256, 0.6, "decode, batch 256 (a full batch)"), (512, 0.6, "prefill chunk of 512 tokens"),
-             (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
-             (4096, 0.6, "prefill chunk of 4096 tokens"),
-             (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
+MOE_STEPS = [MoeStep(1, 0.6, "decode, batch 1", "decode"), MoeStep(8, 0.6, "decode, batch 8", "decode"),
+             MoeStep(32, 0.6, "decode, batch 32", "decode"),
+             MoeStep(64, 1.0, "decode, batch 64, a strongly imbalanced layer", "decode"),
+             MoeStep(128, 0.6, "decode, batch 128", "decode"),
+             MoeStep(256, 0.6, "decode, batch 256 (a full batch)", "decode"),
+             MoeStep(512, 0.6, "prefill chunk of 512 tokens", "prefill"),
+             MoeStep(2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer", "prefill"),
+             MoeStep(4096, 0.6, "prefill chunk of 4096 tokens", "prefill"),
+             MoeStep(8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)", "prefill")]
 
 SAMPLING_BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a step (one logits row each)
 
