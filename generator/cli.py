@@ -362,8 +362,8 @@ COMMANDS = (
             "The token comes from HF_TOKEN; HF_ENDPOINT selects another Hub."),
     Command("workloads", cmd_workloads, _workloads_args,
             "write the workloads the model recipes describe, or --check the committed ones",
-            f"Runs every recipe ({CANONICAL['recipes'].pattern} and the Python recipe modules of "
-            "generator/workloadgen) and writes the JSONL lines and the safetensors blobs of index inputs. "
+            f"Runs every recipe ({CANONICAL['recipes'].pattern}, run by the engine of generator/workloadgen) "
+            "and writes the JSONL lines and the safetensors blobs of index inputs. "
             "--check writes nothing and fails if a committed file differs from what its recipe makes."),
     Command("roofline", cmd_roofline, _roofline_args,
             "FLOPs, bytes and speed-of-light time of every workload, per hardware",

@@ -24,11 +24,6 @@ PAGED_PREFILL_TEXT = ("{model} chunked prefill, {what}: {q_tokens} query tokens 
                       "qo_indptr = core.indptr(q_lens); core.paged_kv(g, prefix_lens + q_lens, {page_size})")
 
 
-# The Qwen recipes' wording of a paged prefill (new and cached tokens counted apart).
-PREFILL_TEXT = ("{model} prefill, {what} ({q_tokens} new tokens, {kv_tokens} KV tokens): {call}; qo_indptr = "
-                "core.indptr(q_lens); kv = core.paged_kv(g, q_lens + prefix_lens, {page_size}) (pool 25% larger "
-                "than used, pages in random order)")
-
 
 def i32(a) -> np.ndarray:
     return np.asarray(a, dtype=np.int32)
@@ -39,9 +34,9 @@ def fill(template: str, fields: Mapping) -> str:
 
 
 def paged_decode(name: str, s: Decode, seed: int, page_size: int, sm_scale: float, text: str,
-                 fields: Optional[Mapping] = None) -> Spec:
+                 fields: Optional[Mapping] = None, extra: Optional[Mapping] = None) -> Spec:
     """A paged GQA decode workload: the situation's lengths drawn with core.rng(seed), paged by core.paged_kv.
-    Fields: what, call, kv_tokens, page_size, seed."""
+    Fields: what, call, kv_tokens, page_size, seed. extra: more inputs (e.g. attention sinks)."""
     g = core.rng(seed)
     lens = s.lens(g)
     kv = core.paged_kv(g, lens, page_size)
@@ -50,14 +45,15 @@ def paged_decode(name: str, s: Decode, seed: int, page_size: int, sm_scale: floa
         {"batch_size": s.batch, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1,
          "num_kv_indices": len(kv["kv_indices"])},
         {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
-         "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},
+         "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale,
+         **(extra or {})},
         seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "kv_tokens": int(lens.sum()),
                           "page_size": page_size, "seed": seed}),
         stage="decode", num_tokens=s.batch)
 
 
 def paged_prefill(name: str, s: Prefill, seed: int, page_size: int, sm_scale: float, text: str,
-                  fields: Optional[Mapping] = None, *, q_first: bool = False) -> Spec:
+                  fields: Optional[Mapping] = None, *, q_first: bool = False, extra: Optional[Mapping] = None) -> Spec:
     """A paged causal GQA prefill workload: new tokens behind cached prefixes, both paged by core.paged_kv
     (the new tokens' K/V are in the cache after the prefix). Fields: what, call, q_tokens, kv_tokens,
     page_size, seed. q_first: total_q is the first axis (the order of definitions that declare it first)."""
@@ -72,7 +68,7 @@ def paged_prefill(name: str, s: Prefill, seed: int, page_size: int, sm_scale: fl
         {**axes, "num_pages": kv["num_pages"], "len_indptr": s.batch + 1, "num_kv_indices": len(kv["kv_indices"])},
         {"q": "random", "k_cache": "random", "v_cache": "random", "qo_indptr": i32(core.indptr(q)),
          "kv_indptr": i32(kv["kv_indptr"]), "kv_indices": i32(kv["kv_indices"]),
-         "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale},
+         "kv_last_page_len": i32(kv["kv_last_page_len"]), "sm_scale": sm_scale, **(extra or {})},
         seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "q_tokens": int(q.sum()),
                           "kv_tokens": int((q + pre).sum()), "page_size": page_size, "seed": seed}),
         stage="prefill", num_tokens=int(q.sum()))
@@ -109,23 +105,22 @@ def rope_steps(decode: Iterable[Decode], prefill: Iterable[Prefill]):
         seed += 1
 
 
-def rope_what(s, seed: int) -> str:
-    """The step and how its positions were drawn, as the Python recipe modules describe a RoPE workload."""
-    if isinstance(s, Decode):
-        return f"decode, {s.what}: positions = lens - 1 with {s.call(seed)}"
-    return (f"prefill, {s.what}: positions = concat(arange(prefix, prefix + q_len)) per prompt with "
-            f"{s.call(seed)}")
+ROPE_INPUTS = {"positions": "@positions", "q": "random", "k": "random", "cos_sin_cache": "random"}
 
 
-def rope(name: str, s, positions: np.ndarray, seed: int, max_position: Optional[int], text: str,
-         fields: Optional[Mapping] = None) -> Spec:
+def rope(name: str, s, positions: np.ndarray, seed: int, max_position, text: str,
+         fields: Optional[Mapping] = None, inputs: Optional[Mapping] = None) -> Spec:
     """A RoPE workload over `positions`; max_position None: the largest position rounded up to a multiple
-    of 4096 (the rows a cache needs). Fields: what, call, max_position, seed."""
+    of 4096 (the rows a cache needs); "largest + 1": the rows the step's positions need. inputs: the
+    definition's inputs ("@positions" for the positions; default ROPE_INPUTS). Fields: what, call,
+    max_position, seed."""
     if max_position is None:
         max_position = int(-(-(int(positions.max()) + 1) // 4096) * 4096)
+    elif max_position == "largest + 1":
+        max_position = int(positions.max()) + 1
     stage = "decode" if isinstance(s, Decode) else "prefill"
-    return Spec(name, s.key, {"num_tokens": len(positions), "max_position": max_position},
-                {"positions": positions.astype(np.int64), "q": "random", "k": "random", "cos_sin_cache": "random"},
+    given = {k: positions.astype(np.int64) if v == "@positions" else v for k, v in (inputs or ROPE_INPUTS).items()}
+    return Spec(name, s.key, {"num_tokens": len(positions), "max_position": max_position}, given,
                 seed, fill(text, {**(fields or {}), "what": s.what, "call": s.call(seed), "max_position": max_position,
                                   "seed": seed}),
                 stage=stage, num_tokens=len(positions))
@@ -166,6 +161,25 @@ def token_ids(g: np.random.Generator, n: int, vocab: int, alpha: float = 1.1) ->
 def ids_call(seed: int, n: int, vocab: int) -> str:
     """token_ids' draw as the descriptions record it (under its first home's name, common_kernels)."""
     return f"g = core.rng({seed}); input_ids = common_kernels.token_ids(g, {n}, {vocab}, alpha=1.1)"
+
+
+def embedding(name: str, t, seed: int, vocab: int, tp: int, id_dtype: str, text: str,
+              fields: Optional[Mapping] = None) -> Spec:
+    """A token-embedding lookup of step t (scenarios.Tokens): ids = token_ids(core.rng(seed), t.count, vocab).
+    tp 1: the whole table (key t<m>); tp > 1: one rank's shard of vocab // tp rows, the rank holding the step's
+    first token (shard_rank; key t<m>_rank<rank>). Fields: m, what, seed, ids_call, rank, tp, shard, and
+    lookup_note ("" for one token, else " and zeroes the tokens of other shards")."""
+    ids = token_ids(core.rng(seed), t.count, vocab).astype(id_dtype)
+    f = {**(fields or {}), "m": t.count, "what": t.what, "seed": seed, "ids_call": ids_call(seed, t.count, vocab),
+         "tp": tp, "lookup_note": "" if t.count == 1 else " and zeroes the tokens of other shards"}
+    if tp == 1:
+        return Spec(name, f"t{t.count}", {"num_tokens": t.count}, {"input_ids": ids, "weight": "random"}, seed,
+                    fill(text, f), stage=t.stage, num_tokens=t.count)
+    shard = vocab // tp
+    rank = shard_rank(ids, shard)
+    return Spec(name, f"t{t.count}_rank{rank}", {"num_tokens": t.count},
+                {"input_ids": ids, "weight": "random", "vocab_start": rank * shard}, seed,
+                fill(text, {**f, "rank": rank, "shard": shard}), stage=t.stage, num_tokens=t.count)
 
 
 def slots_of(kv: dict, lens: np.ndarray, new: np.ndarray, page_size: int) -> np.ndarray:

@@ -14,9 +14,11 @@ definition it writes workloads for; this module turns it into Specs with the bui
          description: "{model} decode, {what} ..."}
 
 Families (FAMILIES below) and the fields their templates get: tokens (m, what, seed, rows), paged_decode,
-paged_prefill, ragged_prefill, rope, sampling, embedding_shard, embedding (TP1: ids_call), softmax_temperature (b,
-temperature_menu), listed, moe_grouped_gemm; see each builder.
-Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on).
+paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grouped_gemm; and, run by
+runners.py: slot_state and kv_append (state.py), dsa (dsa.py), mla, biased_routing and fp8_moe_rank (mla.py),
+biased_sorted_moe, gathered_moe and routed_align (moe.py), embedding and temperature; see each builder.
+Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on),
+from `first_seed` where the family takes it. A MoE step is {tokens, alpha, stage, what}.
 """
 
 from __future__ import annotations
@@ -29,8 +31,8 @@ import yaml
 
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
-from . import core, families, moe
-from .scenarios import SETS, Decode, Prefill, Tokens
+from . import core, families, moe, runners
+from .scenarios import SETS, Decode, MoeStep, Prefill, Tokens
 from .spec import Spec
 
 
@@ -70,15 +72,18 @@ class Recipe:
             if keys == {"batch", "tokens", "prefix", "sigma", "what"}:
                 return Prefill(int(step["batch"]), int(step["tokens"]), int(step["prefix"]), float(step["sigma"]),
                                str(step["what"]))
-            if keys == {"tokens", "stage", "what"} and step["stage"] in ("decode", "prefill"):
+            # stage null: the workloads record no stage (a step written down before workloads had one)
+            if keys == {"tokens", "stage", "what"} and step["stage"] in ("decode", "prefill", None):
                 return Tokens(int(step["tokens"]), str(step["what"]), step["stage"])
-            if keys == {"tokens", "alpha", "what"}:  # a routed MoE step (moe.routed_counts' skew alpha)
-                return (int(step["tokens"]), float(step["alpha"]), str(step["what"]))
+            # a routed MoE step (moe.routed_counts' skew alpha); without a stage its workloads record none
+            if keys in ({"tokens", "alpha", "what"}, {"tokens", "alpha", "stage", "what"}) and \
+                    step.get("stage") in ("decode", "prefill", None):
+                return MoeStep(int(step["tokens"]), float(step["alpha"]), str(step["what"]), step.get("stage"))
         except (TypeError, ValueError) as exc:
             raise RecipeError(f"{self.path}: {where}: {exc}") from None
         raise RecipeError(f"{self.path}: {where}: a step is {{batch, context, sigma, what}} (decode), {{batch, tokens, "
-                          f"prefix, sigma, what}} (prefill), {{tokens, stage: decode|prefill, what}} or {{tokens, "
-                          f"alpha, what}} (MoE)")
+                          f"prefix, sigma, what}} (prefill), {{tokens, stage: decode|prefill|null, what}} or {{tokens, "
+                          f"alpha, stage, what}} (MoE)")
 
     def value(self, v: Any) -> Any:
         """A constant's value for "$name"; anything else as written."""
@@ -115,24 +120,33 @@ class Recipe:
         steps = self.scenarios[name]
         return [steps[j] for j in entry[f"{key}_pick"]] if f"{key}_pick" in entry else steps
 
+    def seeded(self, entry: dict, key: str = "scenarios"):
+        """(seed, step) of an entry's steps: seeds count from `first_seed` (default 0)."""
+        return enumerate(self.steps(entry, key), start=int(entry.get("first_seed", 0)))
+
 
 def _tokens(r: Recipe, e: dict) -> Iterator[Spec]:
     """A kernel whose var axes follow the step's token count m: `axes` values are templates ("{m}") or numbers.
     `each` (optional): a list of field sets, one workload per set and step (e.g. q and k heads of one norm).
-    `per_token` (optional): rows per token, the field {rows} (e.g. tokens x routed experts)."""
-    for seed, t in enumerate(r.steps(e)):
+    `per_token` (optional): rows per token, the field {rows} (e.g. tokens x routed experts); a field set of
+    `each` may give its own per_token and description. `count_rows` (optional): num_tokens is the rows, not
+    the step's tokens (pair-row workloads written so before the field was stated)."""
+    for seed, t in r.seeded(e):
         for more in e.get("each", [{}]):
-            f = r.fields(m=t.count, what=t.what, seed=seed, rows=t.count * int(e.get("per_token", 1)), **more)
+            rows = t.count * int(more.get("per_token", e.get("per_token", 1)))
+            f = r.fields(m=t.count, what=t.what, seed=seed, rows=rows, **more)
             axes = {k: int(v.format_map(f)) if isinstance(v, str) else int(v) for k, v in e["axes"].items()}
             inputs = {k: r.value(v) for k, v in e["inputs"].items()}
-            yield Spec(e["definition"], e["key"].format_map(f), axes, inputs, seed, e["description"].format_map(f),
-                       stage=t.stage, num_tokens=t.count)
+            yield Spec(e["definition"], e["key"].format_map(f), axes, inputs, seed,
+                       more.get("description", e["description"]).format_map(f), stage=t.stage,
+                       num_tokens=rows if e.get("count_rows") else t.count)
 
 
 def _paged_decode(r: Recipe, e: dict) -> Iterator[Spec]:
+    """inputs (optional): more inputs of the definition (e.g. sinks: random)."""
     for seed, s in enumerate(r.steps(e)):
         yield families.paged_decode(e["definition"], s, seed, int(e["page_size"]), r.value(e["sm_scale"]),
-                                    e.get("description", families.PAGED_DECODE_TEXT), r.fields())
+                                    e.get("description", families.PAGED_DECODE_TEXT), r.fields(), _extra(r, e))
 
 
 def _paged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -140,7 +154,11 @@ def _paged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
     for seed, s in enumerate(r.steps(e)):
         yield families.paged_prefill(e["definition"], s, seed, int(e["page_size"]), r.value(e["sm_scale"]),
                                      e.get("description", families.PAGED_PREFILL_TEXT), r.fields(),
-                                     q_first=bool(e.get("q_first", False)))
+                                     q_first=bool(e.get("q_first", False)), extra=_extra(r, e))
+
+
+def _extra(r: Recipe, e: dict) -> dict:
+    return {k: r.value(v) for k, v in e.get("inputs", {}).items()}
 
 
 def _ragged_prefill(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -161,19 +179,22 @@ def _listed(r: Recipe, e: dict) -> Iterator[Spec]:
 def _moe_grouped_gemm(r: Recipe, e: dict) -> Iterator[Spec]:
     """The expert GEMMs of routed MoE steps ({tokens, alpha, what}): moe.grouped_gemms, one workload per
     step and entry of `gemms` ([definition, role]); description: moe.MOE_TEXT's fields."""
-    for seed, (tokens, alpha, what) in enumerate(r.steps(e)):
-        yield from moe.grouped_gemms([tuple(g) for g in e["gemms"]], tokens, alpha, what, seed,
+    for seed, st in enumerate(r.steps(e)):
+        yield from moe.grouped_gemms([tuple(g) for g in e["gemms"]], st.tokens, st.alpha, st.what, seed,
                                      int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
-                                     e.get("description", moe.MOE_TEXT), r.fields())
+                                     e.get("description", moe.MOE_TEXT), r.fields(), st.stage)
 
 
 def _rope(r: Recipe, e: dict) -> Iterator[Spec]:
-    """Decode steps (`decode`, `decode_pick`) then prefill steps; max_position: the cache's rows, or absent
-    for the largest position rounded up to a multiple of 4096. description: {decode: ..., prefill: ...}."""
+    """Decode steps (`decode`, `decode_pick`) then prefill steps; max_position: the cache's rows, "largest + 1"
+    (the rows the step's positions need), or absent for the largest position rounded up to a multiple of
+    4096. description: {decode: ..., prefill: ...}. inputs (optional): the definition's inputs, "@positions"
+    for the positions (default families.ROPE_INPUTS)."""
     max_position = r.value(e["max_position"]) if "max_position" in e else None
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()} if "inputs" in e else None
     for s, positions, seed in families.rope_steps(r.steps(e, "decode"), r.steps(e, "prefill")):
         text = e["description"]["decode" if isinstance(s, Decode) else "prefill"]
-        yield families.rope(e["definition"], s, positions, seed, max_position, text, r.fields())
+        yield families.rope(e["definition"], s, positions, seed, max_position, text, r.fields(), inputs)
 
 
 def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -188,28 +209,6 @@ def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
         inputs = {"probs": "random", **{k: drawn[k] for k in e["inputs"]}}
         yield Spec(e["definition"], f"b{b}", {"batch_size": b}, inputs, seed, e["description"].format_map(f),
                    stage="decode", num_tokens=b)
-
-
-def _embedding(r: Recipe, e: dict) -> Iterator[Spec]:
-    """The whole table (TP1) looking up the step's token ids: Zipf-popular ids over a seeded permutation of the
-    vocabulary (families.token_ids, the ids the TP1 embeddings of common_kernels.py draw); {ids_call} in the text."""
-    vocab = int(r.value(e["vocab"]))
-    for seed, t in enumerate(r.steps(e)):
-        ids = families.token_ids(core.rng(seed), t.count, vocab).astype(np.int32)
-        f = r.fields(m=t.count, what=t.what, seed=seed, ids_call=families.ids_call(seed, t.count, vocab))
-        yield Spec(e["definition"], f"t{t.count}", {"num_tokens": t.count}, {"input_ids": ids, "weight": "random"},
-                   seed, e["description"].format_map(f), stage=t.stage, num_tokens=t.count)
-
-
-def _softmax_temperature(r: Recipe, e: dict) -> Iterator[Spec]:
-    """Logits of b sequences (random: the definition's draw) and per-request temperatures drawn from core.rng(seed)
-    with `temperature_menu` ((value, share of requests), ...); {temperature_menu} in the text."""
-    menu = r.value(e["temperature_menu"])
-    for seed, b in enumerate(r.value(e["batches"])):
-        temp = families.per_request(core.rng(seed), b, menu).astype(np.float32)
-        f = r.fields(b=b, seed=seed, temperature_menu=families.menu_text(menu))
-        yield Spec(e["definition"], f"b{b}", {"batch_size": b}, {"logits": "random", "temperature": temp}, seed,
-                   e["description"].format_map(f), stage="decode", num_tokens=b)
 
 
 def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -230,23 +229,22 @@ def _embedding_shard(r: Recipe, e: dict) -> Iterator[Spec]:
 # family -> (builder, required keys, optional keys)
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "tokens": (_tokens, ("definition", "scenarios", "key", "axes", "inputs", "description"),
-               ("scenarios_pick", "each", "per_token")),
+               ("scenarios_pick", "each", "per_token", "first_seed", "count_rows")),
     "paged_decode": (_paged_decode, ("definition", "scenarios", "page_size", "sm_scale"),
-                     ("scenarios_pick", "description")),
+                     ("scenarios_pick", "description", "inputs")),
     "paged_prefill": (_paged_prefill, ("definition", "scenarios", "page_size", "sm_scale"),
-                      ("scenarios_pick", "description", "q_first")),
+                      ("scenarios_pick", "description", "q_first", "inputs")),
     "ragged_prefill": (_ragged_prefill, ("definition", "scenarios", "sm_scale", "description"),
                        ("scenarios_pick", "q_first")),
     "listed": (_listed, ("definition", "shapes", "inputs", "description"), ()),
     "moe_grouped_gemm": (_moe_grouped_gemm, ("scenarios", "gemms", "num_experts", "top_k"),
                          ("scenarios_pick", "description")),
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
-             ("decode_pick", "prefill_pick", "max_position")),
+             ("decode_pick", "prefill_pick", "max_position", "inputs")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
-    "embedding": (_embedding, ("definition", "scenarios", "vocab", "description"), ("scenarios_pick",)),
-    "softmax_temperature": (_softmax_temperature, ("definition", "batches", "temperature_menu", "description"), ()),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),
+    **runners.FAMILIES,
 }
 
 

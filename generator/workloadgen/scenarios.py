@@ -6,7 +6,7 @@ writes its own list: recipes never take scenarios from one another)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -78,6 +78,16 @@ class Tokens(NamedTuple):
     stage: str  # "decode" (one new token per sequence) or "prefill"
 
 
+class MoeStep(NamedTuple):
+    """A routed MoE step: `tokens` tokens, the popularity skew alpha of moe.routed_counts, and its stage
+    (None: the workloads record none; a recipe states it)."""
+
+    tokens: int
+    alpha: float
+    what: str
+    stage: Optional[str] = None
+
+
 # -- Named sets (recipes refer to them by these names) -------------------------------------------------
 
 # Decode batches 1-256 and prefill chunks up to vLLM's default max_num_batched_tokens (8192).
@@ -122,17 +132,15 @@ DECODE_LONG_CONTEXT = [
 
 # MoE steps (tokens, popularity skew alpha of moe.routed_counts, situation): decode batches and prefill chunks,
 # two of them strongly imbalanced layers.
-MOE_STEPS = [(1, 0.6, "decode, batch 1"), (8, 0.6, "decode, batch 8"), (32, 0.6, "decode, batch 32"),
-             (64, 1.0, "decode, batch 64, a strongly imbalanced layer"), (128, 0.6, "decode, batch 128"),
-             (256, 0.6, "decode, batch 256 (a full batch)"), (512, 0.6, "prefill chunk of 512 tokens"),
-             (2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer"),
-             (4096, 0.6, "prefill chunk of 4096 tokens"),
-             (8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)")]
-
-# lm_head rows: one per sequence whose next token is sampled.
-LM_HEAD_ROWS = [(1, "decode batch 1, or one prompt finishing its prefill"), (4, "4 prompts finishing their prefill"),
-                (16, "decode batch 16, or a burst of 16 prompts finishing their prefill"), (64, "decode batch 64"),
-                (128, "decode batch 128"), (256, "decode batch 256 (a full batch)")]
+MOE_STEPS = [MoeStep(1, 0.6, "decode, batch 1", "decode"), MoeStep(8, 0.6, "decode, batch 8", "decode"),
+             MoeStep(32, 0.6, "decode, batch 32", "decode"),
+             MoeStep(64, 1.0, "decode, batch 64, a strongly imbalanced layer", "decode"),
+             MoeStep(128, 0.6, "decode, batch 128", "decode"),
+             MoeStep(256, 0.6, "decode, batch 256 (a full batch)", "decode"),
+             MoeStep(512, 0.6, "prefill chunk of 512 tokens", "prefill"),
+             MoeStep(2048, 1.0, "prefill chunk of 2048 tokens, a strongly imbalanced layer", "prefill"),
+             MoeStep(4096, 0.6, "prefill chunk of 4096 tokens", "prefill"),
+             MoeStep(8192, 0.6, "prefill chunk of 8192 tokens (vLLM's max_num_batched_tokens)", "prefill")]
 
 SAMPLING_BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a step (one logits row each)
 
@@ -140,7 +148,25 @@ SAMPLING_BATCHES = [1, 8, 32, 64, 128, 256]  # sequences sampling a token in a s
 # models' recommended 0.6-0.7 and the OpenAI-style default 1.0.
 TEMPERATURE_MENU = ((1.0, 0.3), (0.7, 0.25), (0.6, 0.25), (0.8, 0.1), (0.3, 0.1))
 
+# The steps whose new tokens a paged KV-cache append writes: decode batches (256 x 160: the pool, 25% over the
+# used pages, still fits next to Qwen3-30B-A3B's 61 GB of TP1 weights), one decode batch run at a CUDA-graph
+# batch size with padding (kv_append's pad_to), and prefill chunks.
+KV_APPEND_DECODE = [
+    Decode(1, 32768, 0.0, "one request decoding at a 32k context"),
+    Decode(16, 4096, 0.5, "16 requests around 4k context"),
+    Decode(64, 1024, 0.5, "64 requests around 1k context"),
+    Decode(256, 160, 0.5, "256 short chats around 160 tokens of context (a full batch)"),
+]
+KV_APPEND_PADDED = [Decode(100, 512, 0.5, "100 requests around 512 tokens of context, run at the CUDA-graph batch "
+                                          "size 104 (4 padding tokens with slot -1)")]
+KV_APPEND_PREFILL = [
+    Prefill(1, 2048, 0, 0.0, "one 2048-token prompt"),
+    Prefill(1, 8192, 16384, 0.0, "the third 8192-token chunk of a 24k prompt (16k already cached)"),
+    Prefill(16, 256, 0, 0.5, "a burst of 16 short prompts of ~256 tokens"),
+]
+
 # The sets a recipe file may name in its scenarios (scenario lists of one kind of step).
 SETS = {"TOKEN_COUNTS": TOKEN_COUNTS, "PREFILL_STEPS": PREFILL_STEPS,
         "PREFILL_STEPS_MULTITURN": PREFILL_STEPS_MULTITURN, "DECODE_LONG_CONTEXT": DECODE_LONG_CONTEXT,
-        "MOE_STEPS": MOE_STEPS}
+        "MOE_STEPS": MOE_STEPS, "KV_APPEND_DECODE": KV_APPEND_DECODE, "KV_APPEND_PADDED": KV_APPEND_PADDED,
+        "KV_APPEND_PREFILL": KV_APPEND_PREFILL}

@@ -1,7 +1,6 @@
 """Spec, one workload as a recipe writes it down; recipes are what one model's serving produces.
 
-A recipe file (dataset/recipes/<model>.yaml, run by recipe.py) or a recipe module (a `workloads()`
-function yielding Spec records) describes them. `kerneltrace workloads` writes them:
+A recipe file (dataset/recipes/<model>.yaml, run by recipe.py and the family builders) describes them. `kerneltrace workloads` writes them:
 workloads/<type>/<definition>.jsonl (the whole file, for each definition a recipe covers) and
 blob/workloads/<type>/<definition>/<uuid>.safetensors for inputs given as arrays. `--check` rebuilds everything in memory and fails if a committed file differs,
 so a blob in the dataset is always the output of the documented generator with its recorded seed.

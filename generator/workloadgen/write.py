@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -15,26 +13,11 @@ from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
 from ..load import load
 from .recipe import recipe_specs
-from .serving import legacy_stage, legacy_tokens
 from .spec import Spec, as_jsonable
 
-def recipe_modules() -> tuple[str, ...]:
-    """Every module of this package that defines `workloads()`, by name: a new model's recipe file is
-    found by being here (no list to extend)."""
-    names = []
-    for info in pkgutil.iter_modules([str(Path(__file__).parent)]):
-        if not info.name.startswith("_") and hasattr(importlib.import_module(f"{__package__}.{info.name}"),
-                                                      "workloads"):
-            names.append(info.name)
-    return tuple(sorted(names))
-
-
 def all_specs(root: Path) -> list[Spec]:
-    """The recipe files' Specs (dataset/recipes/), then the Python recipe modules'."""
-    specs: list[Spec] = recipe_specs(root)
-    for name in recipe_modules():
-        specs.extend(importlib.import_module(f"{__package__}.{name}").workloads())
-    return specs
+    """The Specs of every recipe file (dataset/recipes/<model>.yaml): every model's recipe is data."""
+    return recipe_specs(root)
 
 
 def _definitions(root: Path) -> dict:
@@ -80,12 +63,10 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
                 inputs[name] = {"type": "scalar", "value": as_jsonable(value)}
         workload = {"uuid": spec.uuid, "axes": {k: int(v) for k, v in spec.axes.items()}, "inputs": inputs,
                     "seed": spec.seed}
-        stage = spec.stage or legacy_stage(d, spec.description)
-        num_tokens = spec.num_tokens if spec.num_tokens is not None else legacy_tokens(d, spec.axes, spec.description)
-        if stage is not None:
-            workload["stage"] = stage
-        if num_tokens is not None:
-            workload["num_tokens"] = int(num_tokens)
+        if spec.stage is not None:  # the step as data, stated by the recipe (never parsed from prose)
+            workload["stage"] = spec.stage
+        if spec.num_tokens is not None:
+            workload["num_tokens"] = int(spec.num_tokens)
         if spec.description:
             workload["description"] = spec.description
         line = {"definition": d["name"], "workload": workload, "solution": None, "evaluation": None}
