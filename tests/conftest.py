@@ -38,3 +38,27 @@ def pytest_collection_modifyitems(session, config, items):
 def good_dataset(tmp_path: Path) -> Path:
     """A complete, valid dataset with one record of every kind."""
     return write_dataset(tmp_path / "ds")
+
+
+# Shared by the export, consumer and roofline tests.
+@pytest.fixture
+def load_offline(monkeypatch, tmp_path):
+    """`datasets.load_dataset(DIR, CONFIG, split='train')`, offline, with a private cache."""
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
+    import datasets
+    import huggingface_hub.constants
+
+    # Both read the environment once, at import; another test may have imported them first.
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    datasets.disable_progress_bars()
+
+    load_dataset = datasets.load_dataset
+
+    def load_config(out: Path, name: str):
+        return load_dataset(str(out), name, split="train", cache_dir=str(tmp_path / "hf-cache"))
+    return load_config

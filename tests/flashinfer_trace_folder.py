@@ -23,10 +23,27 @@ import zlib
 from pathlib import Path
 
 import torch
-from flashinfer_bench.data import (AxisConst, AxisVar, BuildSpec, Correctness, Definition, Environment, Evaluation,
-                                   EvaluationStatus, Performance, RandomInput, SafetensorsInput, ScalarInput,
-                                   Solution, SourceFile, TensorSpec, Trace, Workload, save_json_file,
-                                   save_jsonl_file)
+from flashinfer_bench.data import (
+    AxisConst,
+    AxisVar,
+    BuildSpec,
+    Correctness,
+    Definition,
+    Environment,
+    Evaluation,
+    EvaluationStatus,
+    Performance,
+    RandomInput,
+    SafetensorsInput,
+    ScalarInput,
+    Solution,
+    SourceFile,
+    TensorSpec,
+    Trace,
+    Workload,
+    save_json_file,
+    save_jsonl_file,
+)
 from safetensors.torch import save_file
 
 LAYOUTS = ("by_author", "by_op_type", "flat")

@@ -38,7 +38,6 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-
 # Files the tree listing reports as stored with Git LFS (the uploads themselves stay "regular").
 LFS_SUFFIXES = (".parquet", ".safetensors")
 
@@ -152,7 +151,7 @@ def _make_handler(stub: HubStub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
-        def log_message(self, format: str, *args: object) -> None:  # quiet
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class names it; quiet
             pass
 
         # ---- plumbing -------------------------------------------------------------------

@@ -16,15 +16,16 @@ from pathlib import Path
 import pytest
 import torch
 
-from dataset_factory import DEFINITION, WORKLOAD, dump, dump_lines, write_dataset
 from generator.bench import merge, run_bench
-from generator.bench.check import Verdict, chi2_sf, compare, compare_samples, tolerance_for
+from generator.bench.check import chi2_sf, compare, compare_samples, tolerance_for
 from generator.bench.inputs import make_inputs
 from generator.bench.plan import make_plan, parse_shard, shard_of
 from generator.bench.store import append_line, read_traces
-from generator.model.errors import KernelTraceError
 from generator.load import load
+from generator.model.errors import KernelTraceError
 from generator.validate import validate_path
+
+from dataset_factory import DEFINITION, WORKLOAD, dump, dump_lines, write_dataset
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 FAST = {"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}

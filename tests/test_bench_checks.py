@@ -18,7 +18,6 @@ An all-gather's answer is its input laid out whole: there, an input passed throu
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 
 import pytest

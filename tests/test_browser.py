@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import Page, sync_playwright
+from test_site import build
 
 from results_dataset import DEF, FAST, PLANTED, SLOW, browser_dataset
-from test_site import build
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
@@ -381,10 +381,11 @@ def test_serve_reloads_an_open_page_after_an_edit(visit, tmp_path):
     import socket
     import time
 
-    from dataset_factory import DEFINITION, write_dataset
     from test_site import make_project
 
     from generator.site.serve import serve_site
+
+    from dataset_factory import DEFINITION, write_dataset
 
     root = write_dataset(tmp_path / "dataset", traces=[])
     project = make_project(tmp_path / "project")

@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from dataset_factory import DEFINITION, write_dataset
 
 from generator.cli import main
+
+from dataset_factory import DEFINITION, write_dataset
 
 REPO = Path(__file__).resolve().parent.parent
 DEF = "definitions/norm/rmsnorm_h128.json"

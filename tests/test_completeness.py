@@ -5,10 +5,10 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from dataset_factory import BLOB_WORKLOAD, DEFINITION, MORE_WORKLOADS, TRACE, WORKLOAD, write_dataset
-
 from generator.model.diagnostics import WARNING
 from generator.validate import validate_path
+
+from dataset_factory import BLOB_WORKLOAD, DEFINITION, MORE_WORKLOADS, TRACE, WORKLOAD, write_dataset
 
 
 def _messages(root: Path) -> list[str]:

@@ -33,7 +33,8 @@ from generator.analyse.leaderboard import all_leaderboards
 from generator.bench import inputs as bench_inputs
 from generator.export import export_dataset
 from generator.load import DEFAULT_DATASET, load
-from test_export import load_offline, output_of, run_card_blocks  # noqa: F401 (a fixture)
+
+from test_export import output_of, run_card_blocks
 
 MAX_ELEMENTS = 1 << 18  # per random input compared (half of them; the rest are KV caches and weights)
 SECOND_SET_ELEMENTS = 1 << 14  # input set 1 (a timing set) is compared for inputs up to this size

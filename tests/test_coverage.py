@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dataset_factory import write_dataset
 from generator.analyse.coverage import coverage_table, model_coverage, serving_summary
 from generator.load import load
+
+from dataset_factory import write_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 

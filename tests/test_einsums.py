@@ -10,14 +10,26 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dataset_factory import EINSUM, write_dataset
 
 from generator.analyse.roofline import export_cascades, verify_export
-from generator.einsum import (ExprError, SetError, bits_problems, count, count_points, load_cascade, parse_cascade,
-                              parse_constraints, parse_set_expression, resolve_renames, workload_counts)
 from generator.cli import main
+from generator.einsum import (
+    ExprError,
+    SetError,
+    bits_problems,
+    count,
+    count_points,
+    load_cascade,
+    parse_cascade,
+    parse_constraints,
+    parse_set_expression,
+    resolve_renames,
+    workload_counts,
+)
 from generator.load import DEFAULT_DATASET, load
 from generator.validate import CHECKS, validate_path
+
+from dataset_factory import EINSUM, write_dataset
 
 SEED = Path(__file__).parent / "data" / "einsum_seed003"
 EIN = "einsums/norm/rmsnorm_h128.yaml"

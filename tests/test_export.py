@@ -19,13 +19,14 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from dataset_factory import DEFINITION, TRACE, WORKLOAD, write_dataset
-from generator.model.errors import KernelTraceError
-from generator.export import CONFIG_NAMES, MARKER, export_dataset, record_from_row
+from generator.export import MARKER, export_dataset, record_from_row
 from generator.export.flashinfer import op_type
 from generator.export.tables import config
 from generator.load import DEFAULT_DATASET, load
+from generator.model.errors import KernelTraceError
 from generator.validate import validate
+
+from dataset_factory import DEFINITION, TRACE, WORKLOAD, write_dataset
 
 ALL_CONFIGS = ("definitions", "workloads", "solutions", "traces", "models", "einsums", "hardware")
 FACTORY_COUNTS = {"definitions": 1, "workloads": 5, "solutions": 1, "traces": 1, "models": 1, "einsums": 1,
@@ -44,29 +45,6 @@ def exports(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
         export_dataset(root, base / f"{name}-hub")
         out[name] = (root, base / f"{name}-hub")
     return out
-
-
-@pytest.fixture
-def load_offline(monkeypatch, tmp_path):
-    """`datasets.load_dataset(DIR, CONFIG, split='train')`, offline, with a private cache."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
-    import datasets
-    import huggingface_hub.constants
-
-    # Both read the environment once, at import; another test may have imported them first.
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    datasets.disable_progress_bars()
-
-    load_dataset = datasets.load_dataset
-
-    def load_config(out: Path, name: str):
-        return load_dataset(str(out), name, split="train", cache_dir=str(tmp_path / "hf-cache"))
-    return load_config
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -8,13 +8,13 @@ import re
 from pathlib import Path
 
 import pytest
-from dataset_factory import write_dataset
-from test_export import load_offline  # noqa: F401 (a fixture)
 
 from generator.analyse.roofline import format_count, format_ratio, format_seconds, sol_sections
 from generator.cli import main
 from generator.export import export_dataset
 from generator.load import DEFAULT_DATASET, load
+
+from dataset_factory import write_dataset
 
 
 @pytest.fixture(scope="module")
@@ -134,9 +134,9 @@ def test_mismatches_reads_every_field():
 
 def test_the_cards_sol_percent_is_the_sites(bundled, load_offline, monkeypatch, capsys):
     """The card's SOL% snippet, run against the export, prints the SOL% the site computes for those traces."""
-    from test_export import run_card_blocks
-
     from generator.analyse.roofline import trace_sol
+
+    from test_export import run_card_blocks
 
     root, out = bundled
     printed = run_card_blocks(out, load_offline, monkeypatch, capsys)

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from flashinfer_bench.data import TraceSet
 
-import flashinfer_trace_folder as fi
 from generator.analyse.leaderboard import definition_leaderboards
 from generator.cli import main
 from generator.export import export_dataset
@@ -23,6 +22,8 @@ from generator.load import load
 from generator.model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES
 from generator.site.schema_doc import vocabulary
 from generator.validate import validate, validate_path
+
+import flashinfer_trace_folder as fi
 
 CASES = [(layout, vocabulary) for layout in fi.LAYOUTS for vocabulary in fi.VOCABULARIES]
 # What the public dataset's op_types become (the mapping of common.json's definition_type_alias).
@@ -231,9 +232,10 @@ def test_trace_provenance_round_trips_and_imports_read_as_recorded(tmp_path):
     import reads it through the dialect); a trace from a FlashInfer-Trace folder reads as recorded."""
     import copy
 
-    from dataset_factory import BLOB_WORKLOAD, TRACE, write_dataset
     from generator.bench.environment import provenance
     from generator.model.records import PROVENANCES
+
+    from dataset_factory import BLOB_WORKLOAD, TRACE, write_dataset
 
     made = provenance({"GITHUB_REPOSITORY": "org/kerneltrace", "GITHUB_RUN_ID": "42", "GITHUB_RUN_ATTEMPT": "1"})
     assert made["kind"] == "measured" and made["tool"] == "kerneltrace bench" and made["version"] and made["run_id"]

@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import yaml
-from dataset_factory import (AGENT_TRACE, BLOB_WORKLOAD, DEFINITION, EINSUM, HARDWARE, MODEL, SOLUTION, TRACE, WORKLOAD,
-                             write_dataset)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +24,19 @@ from generator.model.diagnostics import Diagnostic
 from generator.model.schemas import RECORD_KINDS, load_schema
 from generator.validate import validate_path
 from generator.validate.einsums import render_einsum
+
+from dataset_factory import (
+    AGENT_TRACE,
+    BLOB_WORKLOAD,
+    DEFINITION,
+    EINSUM,
+    HARDWARE,
+    MODEL,
+    SOLUTION,
+    TRACE,
+    WORKLOAD,
+    write_dataset,
+)
 
 # 100 examples per property (each writes and validates a dataset: 200 took 37 s of the suite's CPU), drawn
 # from a fixed seed (derandomize) so that every run, local or CI, checks the same examples and a failure

@@ -15,8 +15,6 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
-import pytest
-
 GENERATOR = Path(__file__).resolve().parents[1] / "generator"
 
 # Rank of each subpackage: it may import ranks below its own. Equal ranks are unrelated stages.

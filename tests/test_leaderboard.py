@@ -28,6 +28,7 @@ from generator.analyse.rankings import author_rankings
 from generator.analyse.results import NOT_RUN, kernel_speedup
 from generator.analyse.scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
 from generator.load import load
+
 from dataset_factory import DEFINITION, HARDWARE, SOLUTION, WORKLOAD, dump, dump_lines, write_dataset
 
 DEF = "rmsnorm_h128"
@@ -333,11 +334,12 @@ def test_empty_dataset(tmp_path):
 def test_sol_percent_comes_from_the_cascade_and_the_hardware_spec(tmp_path):
     # The factory dataset has an Einsum cascade for rmsnorm_h128 and a hardware spec test_cpu; its
     # trace ran on test_cpu, so the leaderboard shows SOL% = T_SOL / latency for it.
-    from dataset_factory import write_dataset
     from generator.analyse.leaderboard import definition_leaderboards
     from generator.analyse.roofline import speed_of_light
     from generator.einsum import workload_counts
     from generator.load import load
+
+    from dataset_factory import write_dataset
 
     ds = load(write_dataset(tmp_path))
     [board] = definition_leaderboards(ds, "rmsnorm_h128")

@@ -7,12 +7,12 @@ import json
 import os
 from pathlib import Path
 
-from dataset_factory import TRACE, dump_lines, write_dataset
-
 import generator.load.builder as builder
 import generator.load.parallel as parallel
 from generator.load import LoadCache, load
 from generator.validate import validate
+
+from dataset_factory import TRACE, dump_lines, write_dataset
 
 
 def snapshot(ds):

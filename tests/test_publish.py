@@ -8,12 +8,12 @@ import sys
 import types
 from pathlib import Path
 
+import huggingface_hub.constants  # noqa: E402
 import pytest
 
-import huggingface_hub.constants  # noqa: E402
-
+from generator.export.publish import local_files, plan_changes, publish  # noqa: E402
 from generator.model.errors import KernelTraceError  # noqa: E402
-from generator.export.publish import plan_changes, local_files, publish  # noqa: E402
+
 from hub_stub import HubStub  # noqa: E402
 
 REPO = "kerneltrace/kerneltrace"

@@ -34,14 +34,13 @@ import json
 from pathlib import Path
 
 import pytest
-
 import torch
+from test_references import all_axes, as_output_dict, exec_function
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
 
 from reference_cases import CASES
-from test_references import all_axes, as_output_dict, exec_function
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 DEFINITION_FILES = sorted((DATASET / "definitions").glob("*/*.json"))

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Callable
 
 import pytest
-
 import torch  # the test extra installs it; a missing torch must fail, not skip
 
 from reference_cases import _MODULES, CASES

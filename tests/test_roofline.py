@@ -10,12 +10,13 @@ import math
 from pathlib import Path
 
 import pytest
-from dataset_factory import write_dataset
 
 from generator.analyse.roofline import peak_tflops, roofline_rows, sol_percent, sol_score, speed_of_light, trace_sol
 from generator.einsum import count, load_cascade, parse_cascade, workload_counts
 from generator.load import DEFAULT_DATASET, load
 from generator.model.records import HardwareSpec, Source
+
+from dataset_factory import write_dataset
 
 
 @pytest.fixture(scope="module")
@@ -223,10 +224,10 @@ def test_roofline_table_covers_every_workload(ds):
 
 
 def test_definition_page_shows_the_speed_of_light_escaped(tmp_path: Path):
-    from dataset_factory import BLOB_WORKLOAD, EINSUM, WORKLOAD
-
     from generator.analyse.roofline import sol_sections
     from generator.site.render import render_pages
+
+    from dataset_factory import BLOB_WORKLOAD, EINSUM, WORKLOAD
 
     nasty = EINSUM.replace("workload:\n", "# ```` <script>alert(1)</script> | [x](http://evil)\nworkload:\n", 1)
     ds = load(write_dataset(tmp_path / "ds", einsum=nasty, workloads=[WORKLOAD, BLOB_WORKLOAD]))

@@ -9,13 +9,14 @@ import json
 from pathlib import Path
 
 import pytest
-from dataset_factory import DEFINITION, MODEL, dump
-from results_dataset import DEF, FAST, browser_dataset
 from test_site import make_project
 
 from generator.model.errors import KernelTraceError
 from generator.site.build import build_site
 from generator.site.serve import SiteMemo, rebuild
+
+from dataset_factory import DEFINITION, MODEL, dump
+from results_dataset import DEF, FAST, browser_dataset
 
 OTHER = "planted_h128"
 

@@ -18,13 +18,13 @@ import pytest
 import yaml
 
 from generator import cli
-from generator.model.errors import KernelTraceError
 from generator.load import DEFAULT_DATASET, load
+from generator.model.errors import KernelTraceError
 from generator.model.schemas import DTYPES, RECORD_KINDS, load_schema
 from generator.site import build_site
-from generator.site import build as site_build
 from generator.site.escape import escape_block, escape_inline, fence_for
 from generator.site.render import write_pages
+
 from results_dataset import DEF, FAST, SLOW, TRICKY_SOURCE, browser_dataset
 
 REPO = Path(__file__).resolve().parent.parent
@@ -456,8 +456,8 @@ def test_charts_are_drawn_by_the_site_itself(results_site):
 
 
 def test_model_page_shows_where_a_step_spends_its_time(tmp_path):
-    from generator.analyse.estimates import EstimatePart, StepEstimate
     from generator.analyse.coverage import ModelCoverage, StageCoverage
+    from generator.analyse.estimates import EstimatePart, StepEstimate
     from generator.site.templates import environment
 
     estimate = StepEstimate("decode", 64, "H100_SXM", True, (

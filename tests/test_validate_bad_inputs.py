@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, Callable, Union
 
 import pytest
-from dataset_factory import DEFINITION, SOLUTION, WORKLOAD, dump, safetensors_bytes, write_dataset
 
 from generator.model.diagnostics import ERROR, WARNING
 from generator.validate import validate_path
+
+from dataset_factory import DEFINITION, SOLUTION, WORKLOAD, dump, safetensors_bytes, write_dataset
 
 DEF = "definitions/norm/rmsnorm_h128.json"
 WL = "workloads/norm/rmsnorm_h128.jsonl"

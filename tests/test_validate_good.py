@@ -7,11 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from dataset_factory import DEFINITION, HARDWARE, MODEL, SOLUTION, TRACE, WORKLOAD, write_dataset
 
-from generator.model.jsonpos import line_of_pointer
 from generator.load import load
+from generator.model.jsonpos import line_of_pointer
 from generator.validate import validate, validate_path
+
+from dataset_factory import DEFINITION, HARDWARE, MODEL, SOLUTION, TRACE, WORKLOAD, write_dataset
 
 DEF = "definitions/norm/rmsnorm_h128.json"
 SOL = "solutions/baseline/norm/rmsnorm_h128/rmsnorm_h128_torch.json"

@@ -42,8 +42,8 @@ from typing import Mapping, Optional, Sequence
 from ..model.dataset import Dataset
 from ..model.layout import CANONICAL
 from ..model.records import Trace
-from .latest import by_hardware_name, instant, latest_traces, trace_order
 from ..model.status import BASELINE_AUTHOR
+from .latest import by_hardware_name, instant, latest_traces, trace_order
 from .results import NOT_RUN, Entry, Leaderboard, Result, WorkloadRow
 from .scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
 

@@ -33,7 +33,7 @@ class AuthorRanking:
     curve_end: float
 
 
-def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> tuple[AuthorRanking, ...]:
+def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> tuple[AuthorRanking, ...]:  # noqa: ARG001 - the analyses' one signature
     """Per hardware (by name), authors ranked over every workload of every definition with results there."""
     by_hw = boards_by_hardware(boards)
     rankings = []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Optional
+from typing import Iterable, Optional
 
 import yaml
 
@@ -26,6 +26,7 @@ from ..einsum import Counts, axis_values, load_cascade, tensor_dtypes, workload_
 from ..einsum.speed_of_light import FALLBACK, SpeedOfLight, peak_tflops, speed_of_light  # noqa: F401 - re-exported
 from ..model.fileio import write_atomic
 from ..model.layout import CANONICAL
+
 
 def sol_percent(t_sol_s: float, latency_ms: float) -> Optional[float]:
     """T_SOL as a percentage of the measured latency (100 = at the speed of light)."""

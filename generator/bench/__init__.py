@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..model.errors import KernelTraceError
 from ..model.status import TraceStatus
-from .plan import DEFAULT_CPU_MAX_BYTES, DEFAULT_CPU_MAX_FLOPS, DEFAULT_CPU_MAX_SAMPLER_ELEMENTS, Plan, make_plan, parse_shard, rejected_definitions
+from .plan import (
+    DEFAULT_CPU_MAX_BYTES,
+    DEFAULT_CPU_MAX_FLOPS,
+    DEFAULT_CPU_MAX_SAMPLER_ELEMENTS,
+    Plan,
+    make_plan,
+    parse_shard,
+    rejected_definitions,
+)
 from .store import MergeSummary, done_keys, merge
 
 if TYPE_CHECKING:

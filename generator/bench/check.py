@@ -42,7 +42,7 @@ DTYPE_TOLERANCE = {
 }
 EXACT = Tolerance(atol=0.0, rtol=0.0)
 
-def tolerance_for(definition: str, output: str, dtype: str) -> Tolerance:
+def tolerance_for(definition: str, output: str, dtype: str) -> Tolerance:  # noqa: ARG001 - room for overrides
     # By dtype only: the magnitude scaling below makes per-definition overrides unnecessary so far.
     return DTYPE_TOLERANCE.get(dtype, EXACT)
 

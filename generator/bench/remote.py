@@ -5,7 +5,7 @@ deadline, and every way a worker can fail becomes a Failed (the pair's status) o
 from __future__ import annotations
 
 import time
-from typing import Optional, TYPE_CHECKING
+from typing import TYPE_CHECKING, Optional
 
 from ..model.errors import KernelTraceError
 from ..model.status import TraceStatus

@@ -48,8 +48,16 @@ import torch
 
 from ..model.status import TraceStatus
 from . import protocol, timing
-from .check import (SAMPLES_P_VALUE, Verdict, check_support, chi2_sf, compare, compare_samples, sampling_draws,
-                    two_sample_chi2)
+from .check import (
+    SAMPLES_P_VALUE,
+    Verdict,
+    check_support,
+    chi2_sf,
+    compare,
+    compare_samples,
+    sampling_draws,
+    two_sample_chi2,
+)
 from .environment import provenance
 from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
 from .plan import Pair, Plan

@@ -34,13 +34,15 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+import torch
+
 # Imported first, before the solution, so that the clocks and checks are the originals.
-from . import timing  # noqa: I001
-from . import protocol
+from . import (
+    protocol,
+    timing,  # noqa: I001
+)
 from .guards import check_output_types, inputs_snapshot, mutated_input, poison, watched_patched
 from .inputs import TORCH_DTYPES, _numel, draw
-
-import torch
 
 IN_FD, OUT_FD = 3, 4
 

@@ -25,8 +25,8 @@ from .counting import Counts, EinsumCount, TensorBytes, count, workload_counts
 from .expressions import Expr, ExprError, parse_expr
 from .model import Access, Cascade, Einsum, Rename, RenameBlock
 from .problems import CascadeProblem, Problem
-from .render import axis_values, load_cascade, render_template, template_error_location, tensor_dtypes
 from .renames import RenameResult, resolve_renames
+from .render import axis_values, load_cascade, render_template, template_error_location, tensor_dtypes
 from .sets import KEYWORDS, SetError, parse_set_expression
 
 __all__ = [

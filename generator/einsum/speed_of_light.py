@@ -13,7 +13,6 @@ from typing import Mapping
 
 from .counting import Counts
 
-
 # Wider dtypes to fall back to when a machine lists no peak for a dtype (it has no faster unit for it).
 FALLBACK = {
     "float4_e2m1": ("float8_e4m3", "bfloat16", "float16", "float32"),

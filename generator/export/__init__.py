@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
+from ..bench import inputs as inputs_module
 from ..model.dataset import Dataset
 from ..model.errors import KernelTraceError
 from ..model.repo_id import DEFAULT_REPO_ID, check_repo_id
 from ..validate import load_valid
-from ..bench import inputs as inputs_module
 from .card import INPUTS_MODULE, CardInput, render_card
 from .flashinfer import build_flashinfer_trace
 from .parquet import SHARD_BYTES, write_config

@@ -13,8 +13,8 @@ from typing import Any, Mapping, Sequence
 
 import yaml
 
-from ..model.dataset import Dataset
 from ..bench.inputs import DISTRIBUTIONS
+from ..model.dataset import Dataset
 from ..model.dtypes import TORCH_TENSOR_DTYPES
 from ..model.status import BASELINE_AUTHOR, DefinitionStatus, TraceStatus
 from .columns import Config
@@ -78,7 +78,7 @@ def render_card(ds: Dataset, card: CardInput) -> str:
 
 # -- sections ------------------------------------------------------------------------------
 
-def _intro(ds: Dataset, card: CardInput) -> str:
+def _intro(ds: Dataset, card: CardInput) -> str:  # noqa: ARG001 - one signature per section
     types = sorted({d.type for d in ds.definitions.values()})
     authors = sorted({s.author for s in ds.solutions.values()})
     hardware = sorted({t.hardware for t in ds.traces})
@@ -205,7 +205,7 @@ it with `flashinfer_bench.TraceSet.from_path(DIR)`."""
     return text
 
 
-def _inputs(ds: Dataset, card: CardInput) -> str:
+def _inputs(ds: Dataset, card: CardInput) -> str:  # noqa: ARG001 - one signature per section
     repo = card.repo_id
     dtypes = ", ".join(f"`{k}` -> `torch.{v}`" for k, v in TORCH_TENSOR_DTYPES.items() if k != v)
     dists = "; ".join(f"`{name}({', '.join(params)})`" for name, params in DISTRIBUTIONS.items())

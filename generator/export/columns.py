@@ -139,11 +139,11 @@ def _get(data: Mapping, path: tuple[str, ...]) -> Any:
     return data
 
 
-def _source_path(r: Any, ds: Dataset) -> str:
+def _source_path(r: Any, ds: Dataset) -> str:  # noqa: ARG001 - a column's derive signature
     return r.source.path
 
 
-def _source_line(r: Any, ds: Dataset) -> int:
+def _source_line(r: Any, ds: Dataset) -> int:  # noqa: ARG001 - a column's derive signature
     return r.source.line
 
 

@@ -270,8 +270,12 @@ def explain_hub_error(exc: Exception, *, action: str, repo_id: str, revision: st
                       has_token: bool) -> Optional[str]:
     """The message for a failure while reading the repo (`action` "read") or committing to it
     ("commit"), or None for an exception that is not about the Hub."""
-    from huggingface_hub.errors import (HfHubHTTPError, OfflineModeIsEnabled, RepositoryNotFoundError,
-                                        RevisionNotFoundError)
+    from huggingface_hub.errors import (
+        HfHubHTTPError,
+        OfflineModeIsEnabled,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
 
     if isinstance(exc, OfflineModeIsEnabled):
         return "HF_HUB_OFFLINE is set, so huggingface_hub sends no request: unset it to publish"

@@ -65,7 +65,7 @@ def _trace_author(trace: Any, ds: Dataset) -> str:
 
 def _performance(name: str) -> Callable[[Any, Dataset], Any]:
     """A field of the trace's typed evaluation.performance (model/evaluation.py); None without one."""
-    def get(t: Any, ds: Dataset) -> Any:
+    def get(t: Any, ds: Dataset) -> Any:  # noqa: ARG001 - a column's derive signature
         p = t.evaluation.performance
         return getattr(p, name) if p is not None else None
     return get
@@ -73,7 +73,7 @@ def _performance(name: str) -> Callable[[Any, Dataset], Any]:
 
 def _correctness(name: str) -> Callable[[Any, Dataset], Any]:
     """A field of the trace's typed evaluation.correctness; None without one."""
-    def get(t: Any, ds: Dataset) -> Any:
+    def get(t: Any, ds: Dataset) -> Any:  # noqa: ARG001 - a column's derive signature
         c = t.evaluation.correctness
         return getattr(c, name) if c is not None else None
     return get

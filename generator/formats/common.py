@@ -139,7 +139,7 @@ def canonical_name(value: str) -> str:
 # -- definitions ---------------------------------------------------------------------------
 
 def tensor_map(tensors: Any, kind: str, notes: list[str], draft: list[bool], default_dtype: Optional[str],
-                drop_dim_order: bool) -> Any:
+                drop_dim_order: bool) -> Any:  # noqa: ARG001 - kept for callers; dim_order is always dropped
     """Canonical tensor specs: shape null -> [], dtype spellings, dim_order dropped, null descriptions dropped."""
     if not isinstance(tensors, dict):
         return tensors

@@ -16,12 +16,25 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from .benchmark_result import (BENCHMARK_RESULT, UNKNOWN_TIMESTAMP, UNKNOWN_WORKLOAD, WORKLOAD_MISSING_NOTE,
-                               is_benchmark_result, trace_from_benchmark_result)
 from ..model.schemas import DEFINITION_TYPE_ALIASES
+from .benchmark_result import (
+    BENCHMARK_RESULT,
+    UNKNOWN_TIMESTAMP,
+    UNKNOWN_WORKLOAD,
+    WORKLOAD_MISSING_NOTE,
+    is_benchmark_result,
+    trace_from_benchmark_result,
+)
 from .common import Normalised, canonical_name
-from .flashinfer_trace import (FLASHINFER_TRACE, definition_from_flashinfer, is_flashinfer_trace, looks_flashinfer,
-                               normalise_solution, normalise_workload, trace_from_flashinfer)
+from .flashinfer_trace import (
+    FLASHINFER_TRACE,
+    definition_from_flashinfer,
+    is_flashinfer_trace,
+    looks_flashinfer,
+    normalise_solution,
+    normalise_workload,
+    trace_from_flashinfer,
+)
 from .kernel_signature import KERNEL_SIGNATURE, definition_from_kernel_signature
 from .schema_set import SCHEMA_SET, definition_from_schema_set
 

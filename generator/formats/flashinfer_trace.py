@@ -21,8 +21,17 @@ from typing import Any, Optional
 from ..model.dtypes import SHORT_NAMES
 from ..model.layout import CANONICAL, Folder
 from ..model.schemas import DEFINITION_TYPE_ALIASES
-from .common import (DEF_FIELDS, DTYPE_SET, DTYPE_SPELLINGS, Normalised, canonical_axes, finish_definition,
-                     ordered_evaluation, quote, tensor_map)
+from .common import (
+    DEF_FIELDS,
+    DTYPE_SET,
+    DTYPE_SPELLINGS,
+    Normalised,
+    canonical_axes,
+    finish_definition,
+    ordered_evaluation,
+    quote,
+    tensor_map,
+)
 
 FLASHINFER_TRACE = "FlashInfer-Trace"
 
@@ -177,7 +186,6 @@ def normalise_solution(data: Any, flashinfer: bool = False) -> Normalised:
     """
     if type(data) is not dict:
         return Normalised(data)
-    spec = data.get("spec")
     marked = data.get("description", "") is None
     if not flashinfer and not marked:
         return Normalised(data)

@@ -25,10 +25,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Optional
 
-from . import benchmark_result, dialects, flashinfer_trace
 from ..model.layout import CANONICAL
 from ..model.records import Source
 from ..model.schema_check import schema_diagnostics
+from . import benchmark_result, dialects, flashinfer_trace
 from .import_files import Files, _Item, _Target
 
 

@@ -10,8 +10,17 @@ import ast
 import keyword
 from typing import Any, Optional
 
-from .common import (IDENTIFIER, TORCH_DTYPE, TYPE_SET, Normalised, canonical_axes, constraints_list,
-                     finish_definition, infer_type, tensor_map)
+from .common import (
+    IDENTIFIER,
+    TORCH_DTYPE,
+    TYPE_SET,
+    Normalised,
+    canonical_axes,
+    constraints_list,
+    finish_definition,
+    infer_type,
+    tensor_map,
+)
 from .rewrite import positional_params, rename_global, top_function, uses_name
 
 SCHEMA_SET = "schema set (seed 002)"

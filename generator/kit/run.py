@@ -17,6 +17,7 @@ from .machine import describe_environment, install_wheels
 from .probes import PYTEST_PLUGIN
 from .steps import ARCHIVE, MAX_OUT_FILES, Run, Step, Stopped, cap_in_place
 
+
 def add_run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True, metavar="DIR",
                    help=f"where the results go ($OUT of the device tool): env.txt, summary.txt, the logs and "
@@ -206,7 +207,7 @@ def run_kit(kit: Path, *, out: Path, budget_s: float, repo: Optional[Path] = Non
         for s in r.steps:
             if s.status in ("not run", "stopped"):
                 s.status = f"stopped ({exc})"
-    except Exception as exc:  # the kit's own bug: still pack
+    except Exception as exc:  # noqa: BLE001 - the kit's own bug: still pack
         r.say(f"the kit failed: {type(exc).__name__}: {exc}")
         r.steps.append(Step("kit", status=f"failed: {type(exc).__name__}: {exc}"))
     finally:

@@ -8,8 +8,17 @@ from typing import Callable
 
 from ..formats import dialects, flashinfer_trace
 from ..model.kinds import KIND
-from ..model.records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Source,
-                             Trace, Workload)
+from ..model.records import (
+    AgentTrace,
+    CallingRecord,
+    Definition,
+    EinsumCascade,
+    HardwareSpec,
+    Solution,
+    Source,
+    Trace,
+    Workload,
+)
 from .reading import FileLoad, FileReader
 from .walk import LAYOUT
 

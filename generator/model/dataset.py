@@ -10,8 +10,7 @@ from typing import Optional
 
 from .diagnostics import Diagnostic
 from .kinds import KIND
-from .records import (AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Trace,
-                      Workload)
+from .records import AgentTrace, CallingRecord, Definition, EinsumCascade, HardwareSpec, Solution, Trace, Workload
 
 
 @dataclass

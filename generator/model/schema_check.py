@@ -14,8 +14,8 @@ from typing import Any, Iterator
 from jsonschema import ValidationError
 
 from .diagnostics import ERROR, Diagnostic, make_pointer, pointer_to_path
-from .records import Source
 from .dtypes import SHORT_NAMES
+from .records import Source
 from .schemas import DEFINITION_TYPES, DTYPES, closest_definition_types, fast_check_for, validator_for
 
 _TYPE_NAMES = {"object": "an object", "array": "a list", "string": "a string", "integer": "an integer",

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..load import load
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic, sort_diagnostics
 from ..model.errors import KernelTraceError
 from ..model.kinds import KINDS
-from ..load import load
-from .definitions import check_definitions
 from .completeness import check_completeness
+from .definitions import check_definitions
 from .einsums import check_einsums
 from .memory import check_memory
 from .model_tags import check_model_tags

@@ -17,11 +17,23 @@ from typing import Iterator, Optional
 import jinja2
 import yaml
 
-from ..einsum import (Cascade, CascadeProblem, Problem, access_bits, axis_values, bits_problems, count, parse_cascade,
-                      render_template, resolve_renames, template_error_location, tensor_dtypes)
-from ..model.dtypes import DTYPE_BITS
+from ..einsum import (
+    Cascade,
+    CascadeProblem,
+    Problem,
+    access_bits,
+    axis_values,
+    bits_problems,
+    count,
+    parse_cascade,
+    render_template,
+    resolve_renames,
+    template_error_location,
+    tensor_dtypes,
+)
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
+from ..model.dtypes import DTYPE_BITS
 from ..model.records import Definition, Source
 from ..model.schema_check import schema_diagnostics
 from .common import error, path_parts
@@ -115,7 +127,7 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
     for label, values in _renderings(d, workloads):
         try:
             text = render_template(e.template, values)
-        except Exception as exc:  # a syntax error, an unknown name, anything the template does (1/0, the sandbox)
+        except Exception as exc:  # noqa: BLE001 - a syntax error, an unknown name, anything the template does (1/0, the sandbox)
             yield _render_failure(e, d, label, values, exc)
             return
         if text not in parsed:

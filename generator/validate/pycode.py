@@ -79,7 +79,7 @@ def evaluate_constraint(parsed: ParsedConstraint, values: dict[str, int]) -> Opt
         return None
     try:
         result = eval(parsed.code, {"__builtins__": {}, "len": len, "min": min, "max": max, "abs": abs}, dict(values))
-    except Exception:  # e.g. division by zero with a bad axis value: undecidable here
+    except Exception:  # noqa: BLE001 - e.g. division by zero with a bad axis value: undecidable here
         return None
     return bool(result)
 

@@ -14,8 +14,7 @@ from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.layout import CANONICAL
-from ..model.records import BENCH_TOOL, Trace
-from ..model.records import Definition
+from ..model.records import BENCH_TOOL, Definition, Trace
 from .common import error, orphan_error, path_parts, warning
 
 SPEEDUP_RTOL = 1e-3  # speedups are stored rounded; allow for it

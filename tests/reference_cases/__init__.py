@@ -12,6 +12,7 @@ import pkgutil
 
 from .common import Case
 
+
 def _modules() -> tuple[str, ...]:
     """Every module of this folder that defines CASES: a new model's file is found by being here."""
     names = []

@@ -16,9 +16,19 @@ import torch.nn.functional as F
 
 from . import llama, qwen
 from .common import Case, rope_expected, shrunk
-from .llama import (ALL, CALLS, GROUPS, HEAD, P_VALUE_MIN, REPS, chi_square_p_value, keep_top_k, keep_top_p,
-                    midway_top_p, renormalise, sampling_dist)
-
+from .llama import (
+    ALL,
+    CALLS,
+    GROUPS,
+    P_VALUE_MIN,
+    REPS,
+    chi_square_p_value,
+    keep_top_k,
+    keep_top_p,
+    midway_top_p,
+    renormalise,
+    sampling_dist,
+)
 
 # --------------------------------------------------------------------------------------------------
 # Embedding. The real hidden size; the vocabulary shrunk (a 128256 x 4096 table is 1 GB, and every row is

@@ -319,7 +319,9 @@ def yarn_cos_sin_cache(max_position, head_dim=64):
     beta_fast 32, beta_slow 1, original context 4096, truncate false, mscale 0.1 ln 32 + 1)."""
     theta, factor, original = 150000.0, 32.0, 4096
     dims = torch.arange(0, head_dim, 2, dtype=torch.float64)
-    wavelength_turns = lambda beta: head_dim * math.log(original / (beta * 2 * math.pi)) / (2 * math.log(theta))
+    def wavelength_turns(beta):
+        return head_dim * math.log(original / (beta * 2 * math.pi)) / (2 * math.log(theta))
+
     low, high = wavelength_turns(32.0), wavelength_turns(1.0)
     blend = ((dims / 2 - low) / (high - low)).clamp(0, 1)  # 0: original frequency, 1: divided by the factor
     inv_freq = theta ** (-dims / head_dim) * (1 - blend + blend / factor)

@@ -12,9 +12,20 @@ from __future__ import annotations
 import torch
 
 from .common import Case
-from .deepseek import (_ABSORBS, _CONCATS, _LINEARS, _RAGGED, mla_decode_expected, mla_decode_inputs, mla_derived,
-                       qgemm_case, rope_ds_expected, rope_ds_inputs_with, route_token,
-                       yarn_cache)
+from .deepseek import (
+    _ABSORBS,
+    _CONCATS,
+    _LINEARS,
+    _RAGGED,
+    mla_decode_expected,
+    mla_decode_inputs,
+    mla_derived,
+    qgemm_case,
+    rope_ds_expected,
+    rope_ds_inputs_with,
+    route_token,
+    yarn_cache,
+)
 from .moe_pipeline import align_case, gemm_case, quant_case, silu_case
 
 

@@ -11,9 +11,24 @@ from __future__ import annotations
 import torch
 
 from .common import Case, rope_expected, rope_inputs_with
-from .llama import (decode_derived, decode_expected, decode_inputs, fused_expected, fused_inputs, gemm_case,
-                    llama3_inv_freq, paged_prefill_expected, paged_prefill_inputs, prefill_derived, ragged_expected,
-                    ragged_inputs, rmsnorm_expected, rmsnorm_inputs, silu_expected, silu_inputs)
+from .llama import (
+    decode_derived,
+    decode_expected,
+    decode_inputs,
+    fused_expected,
+    fused_inputs,
+    gemm_case,
+    llama3_inv_freq,
+    paged_prefill_expected,
+    paged_prefill_inputs,
+    prefill_derived,
+    ragged_expected,
+    ragged_inputs,
+    rmsnorm_expected,
+    rmsnorm_inputs,
+    silu_expected,
+    silu_inputs,
+)
 
 
 def llama32_cos_sin_cache(max_position, head_dim=128):

@@ -9,9 +9,22 @@ the paged cache, here with 16 or 8 query heads over 2 or 1 KV heads.
 from __future__ import annotations
 
 from .common import Case, rope_expected
-from .llama import (decode_derived, decode_expected, decode_inputs, fused_expected, fused_inputs, gemm_case,
-                    paged_prefill_expected, paged_prefill_inputs, prefill_derived, rmsnorm_expected, rmsnorm_inputs,
-                    rope_inputs, silu_expected, silu_inputs)
+from .llama import (
+                    decode_derived,
+                    decode_expected,
+                    decode_inputs,
+                    fused_expected,
+                    fused_inputs,
+                    gemm_case,
+                    paged_prefill_expected,
+                    paged_prefill_inputs,
+                    prefill_derived,
+                    rmsnorm_expected,
+                    rmsnorm_inputs,
+                    rope_inputs,
+                    silu_expected,
+                    silu_inputs,
+)
 
 ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
 TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]

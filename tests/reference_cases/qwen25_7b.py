@@ -11,10 +11,26 @@ from __future__ import annotations
 
 from . import gpt_oss, llama
 from .common import Case, rope_expected
-from .llama import (decode_derived, decode_expected, decode_inputs, paged_prefill_expected, paged_prefill_inputs,
-                    prefill_derived, ragged_expected, ragged_inputs)
-from .qwen import (fused_expected, fused_inputs, gemm_case, rmsnorm_expected, rmsnorm_inputs, rope_inputs,
-                   silu_expected, silu_inputs)
+from .llama import (
+                    decode_derived,
+                    decode_expected,
+                    decode_inputs,
+                    paged_prefill_expected,
+                    paged_prefill_inputs,
+                    prefill_derived,
+                    ragged_expected,
+                    ragged_inputs,
+)
+from .qwen import (
+                    fused_expected,
+                    fused_inputs,
+                    gemm_case,
+                    rmsnorm_expected,
+                    rmsnorm_inputs,
+                    rope_inputs,
+                    silu_expected,
+                    silu_inputs,
+)
 
 ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
 TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]

@@ -8,8 +8,14 @@ complex-multiplication RoPE with the real cache) and llama.py's attention on a d
 from __future__ import annotations
 
 from .common import Case, rope_expected
-from .llama import (decode_derived, decode_expected, decode_inputs, paged_prefill_expected, paged_prefill_inputs,
-                    prefill_derived)
+from .llama import (
+                    decode_derived,
+                    decode_expected,
+                    decode_inputs,
+                    paged_prefill_expected,
+                    paged_prefill_inputs,
+                    prefill_derived,
+)
 from .qwen import gemm_case, rope_inputs, silu_expected, silu_inputs
 
 CASES = {

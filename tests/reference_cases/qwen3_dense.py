@@ -10,8 +10,16 @@ from __future__ import annotations
 
 from .common import Case, rope_expected
 from .common_kernels import allreduce_expected, allreduce_inputs, shard_case
-from .qwen import (fused_expected, fused_inputs, gemm_case, rmsnorm_expected, rmsnorm_inputs, rope_inputs,
-                   silu_expected, silu_inputs)
+from .qwen import (
+                   fused_expected,
+                   fused_inputs,
+                   gemm_case,
+                   rmsnorm_expected,
+                   rmsnorm_inputs,
+                   rope_inputs,
+                   silu_expected,
+                   silu_inputs,
+)
 
 ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
 TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]

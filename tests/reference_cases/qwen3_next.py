@@ -19,9 +19,21 @@ from .gemma3 import fused_expected as gemma_fused_expected
 from .gemma3 import fused_inputs as gemma_fused_inputs
 from .gemma3 import norm_expected as gemma_norm_expected
 from .gemma3 import norm_inputs as gemma_norm_inputs
-from .qwen import (DECODE_PS16, PREFILL_PS16, decode_expected, decode_inputs, gemm_expected, gemm_inputs,
-                   grouped_expected, paged_derived, paged_prefill_expected, paged_prefill_inputs, route_counts,
-                   routing_expected, routing_inputs)
+from .qwen import (
+    DECODE_PS16,
+    PREFILL_PS16,
+    decode_expected,
+    decode_inputs,
+    gemm_expected,
+    gemm_inputs,
+    grouped_expected,
+    paged_derived,
+    paged_prefill_expected,
+    paged_prefill_inputs,
+    route_counts,
+    routing_expected,
+    routing_inputs,
+)
 
 TOP_K = 10  # num_experts_per_tok
 

@@ -59,6 +59,7 @@ def check_against(outputs: dict, expected: dict, d: dict, axes: dict, what: str)
     """Every output present, of the definition's dtype and shape, and close to `expected`
     (tests/tolerances.py; integer outputs exactly)."""
     import torch
+
     from tolerances import assert_close
     assert set(outputs) == set(d["outputs"]), f"{what}: returned {sorted(outputs)}"
     all_axes = {n: a["value"] for n, a in d["axes"].items() if a["type"] == "const"}
