@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from . import core, dsa, families, mla, moe, state
-from .scenarios import Decode, TEMPERATURE_MENU
+from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
 Recipe = Any  # recipe.Recipe (imported there, not here: recipe.py imports this module)

@@ -7,13 +7,14 @@ from typing import Iterable, Iterator
 
 import numpy as np
 
+from ..load import load
 from ..model.dtypes import NUMPY_NAMES
 from ..model.errors import KernelTraceError
 from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
-from ..load import load
 from .recipe import recipe_specs
 from .spec import Spec, as_jsonable
+
 
 def all_specs(root: Path) -> list[Spec]:
     """The Specs of every recipe file (dataset/recipes/<model>.yaml): every model's recipe is data."""
@@ -78,7 +79,7 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
     return files
 
 
-def write(root: Path, files: dict[Path, bytes]) -> Iterator[Path]:
+def write(root: Path, files: dict[Path, bytes]) -> Iterator[Path]:  # noqa: ARG001 - one signature with stale, check
     """Write files atomically (temporary file, then rename); yield the ones that changed."""
     for path, data in sorted(files.items()):
         if path.is_file() and path.read_bytes() == data:
