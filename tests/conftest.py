@@ -1,7 +1,13 @@
+import os
 import sys
 from pathlib import Path
 
 import pytest
+
+# Two test processes share two cores (addopts: -n 2): torch's intra-op pool would start a thread per core in
+# each, and four spinning threads on two cores make numeric tests several times slower. Set before any test
+# module imports torch; the subprocesses tests start inherit it.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 TESTS = Path(__file__).parent
 # The helpers (dataset_factory, results_dataset, hub_stub, tolerances, reference_cases) are imported by
