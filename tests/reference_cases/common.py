@@ -30,6 +30,17 @@ def shrunk(sizes: dict, **consts) -> dict:
     return {**sizes, **consts}
 
 
+# The axis sets most cases use: a few rows or tokens, a small prime among them (no power-of-two luck).
+ROW_SETS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
+TOKEN_SETS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
+
+
+def rope_sets(max_position: int) -> list[dict]:
+    """RoPE cases: positions near 0, a few hundred in, and up to `max_position` (the model's longest)."""
+    return [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
+            {"num_tokens": 9, "max_position": max_position}]
+
+
 @dataclass
 class Case:
     """How to check one definition: small var-axis sizes, an input maker and the independent result.

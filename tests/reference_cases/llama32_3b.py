@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .common import Case, rope_expected, rope_inputs_with
+from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_inputs_with, rope_sets
 from .llama import (
     decode_derived,
     decode_expected,
@@ -36,10 +36,7 @@ def llama32_cos_sin_cache(max_position, head_dim=128):
     return torch.cat([angles.cos(), angles.sin()], dim=-1).float()
 
 
-ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
-TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
-ROPE = [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
-        {"num_tokens": 9, "max_position": 40000}]  # 40000: positions past 8192 * 4, where factor 32 bites
+ROWS, TOKENS, ROPE = ROW_SETS, TOKEN_SETS, rope_sets(40000)  # 40000: positions past 8192 * 4, where factor 32 bites
 
 CASES = {
     "rmsnorm_h3072": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),

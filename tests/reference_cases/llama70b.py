@@ -8,7 +8,7 @@ the paged cache, here with 16 or 8 query heads over 2 or 1 KV heads.
 
 from __future__ import annotations
 
-from .common import Case, rope_expected
+from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
 from .llama import (
                     decode_derived,
                     decode_expected,
@@ -26,10 +26,7 @@ from .llama import (
                     silu_inputs,
 )
 
-ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
-TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
-ROPE = [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
-        {"num_tokens": 9, "max_position": 9000}]
+ROWS, TOKENS, ROPE = ROW_SETS, TOKEN_SETS, rope_sets(9000)
 
 CASES = {
     "rmsnorm_h8192": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),

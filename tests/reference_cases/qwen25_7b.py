@@ -10,7 +10,7 @@ group size 7) and its statistical sampler checks at a shrunk vocabulary.
 from __future__ import annotations
 
 from . import gpt_oss, llama
-from .common import Case, rope_expected
+from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
 from .llama import (
                     decode_derived,
                     decode_expected,
@@ -32,10 +32,7 @@ from .qwen import (
                     silu_inputs,
 )
 
-ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
-TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
-ROPE = [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
-        {"num_tokens": 9, "max_position": 40960}]
+ROWS, TOKENS, ROPE = ROW_SETS, TOKEN_SETS, rope_sets(40960)
 
 CASES = {
     "rmsnorm_h3584": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),

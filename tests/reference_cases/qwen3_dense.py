@@ -8,7 +8,7 @@ cache, F.linear, a sum over the ranks, and F.embedding over the whole table with
 
 from __future__ import annotations
 
-from .common import Case, rope_expected
+from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
 from .common_kernels import allreduce_expected, allreduce_inputs, shard_case
 from .qwen import (
                    fused_expected,
@@ -21,10 +21,7 @@ from .qwen import (
                    silu_inputs,
 )
 
-ROWS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
-TOKENS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
-ROPE = [{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
-        {"num_tokens": 9, "max_position": 40960}]
+ROWS, TOKENS, ROPE = ROW_SETS, TOKEN_SETS, rope_sets(40960)
 
 CASES = {
     # Qwen3-8B, TP1
