@@ -434,6 +434,11 @@ def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     assert statistics.median(honest) == pytest.approx(0.08) and not run.notes
     hiding = WorkloadRun.charge(run, calls, [g + 5.0 for g in (8.9, 6.9, 9.2, 7.4, 8.0)], harness)
     assert statistics.median(hiding) > 1.0 and "charged" in run.notes[-1]
+    # On the CPU one slow reference batch does not widen the bound: 5 ms hidden a call is charged nearly whole.
+    run = SimpleNamespace(opts=SimpleNamespace(device="cpu"), notes=[])
+    steady = [1.0, 1.0, 1.1, 1.0, 9.0]  # one reference batch slowed by the host
+    hidden = WorkloadRun.charge(run, calls, [6.0] * 5, steady)
+    assert statistics.median(hidden) > 4.5 and "charged" in run.notes[-1]
 
 
 def test_honest_solutions_are_not_distorted(tmp_path):
