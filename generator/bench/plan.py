@@ -65,16 +65,22 @@ def shard_of(pair_key: str, n: int) -> int:
     return int.from_bytes(digest[:8], "big") % n + 1
 
 
-def call_bytes(d: Definition, w: Workload) -> int:
+def _elements(d: Definition, w: Workload, specs: Iterable) -> list[int]:
+    """Elements of each tensor spec in one call of workload `w` (const axes from the definition)."""
     axes = {n: a.value for n, a in d.axes.items() if a.kind == "const"}
     axes.update(w.axes)
-    total = 0.0
-    for spec in list(d.inputs.values()) + list(d.outputs.values()):
+    out = []
+    for spec in specs:
         n = 1
         for a in spec.shape:
             n *= int(axes.get(a, 1))
-        total += n * DTYPE_BYTES[spec.dtype]
-    return int(total)
+        out.append(n)
+    return out
+
+
+def call_bytes(d: Definition, w: Workload) -> int:
+    specs = list(d.inputs.values()) + list(d.outputs.values())
+    return int(sum(n * DTYPE_BYTES[spec.dtype] for n, spec in zip(_elements(d, w, specs), specs)))
 
 
 def call_flops(ds: Dataset, d: Definition, w: Workload, cache: dict) -> Optional[int]:
@@ -93,13 +99,7 @@ def sampler_elements(d: Definition, w: Workload) -> Optional[int]:
     """Elements of a sampling definition's largest input in one call (its probabilities); None for other types."""
     if d.type != "sampling":
         return None
-    axes = {n: a.value for n, a in d.axes.items() if a.kind == "const"}
-    axes.update(w.axes)
-    sizes = [1] * len(d.inputs)
-    for k, spec in enumerate(d.inputs.values()):
-        for a in spec.shape:
-            sizes[k] *= int(axes.get(a, 1))
-    return max(sizes, default=0)
+    return max(_elements(d, w, d.inputs.values()), default=0)
 
 
 def runs_on(solution: Solution, device: str) -> bool:
