@@ -85,8 +85,7 @@ def digest_rows(rows: list[list[Any]]) -> list[list[str]]:
     stage at once with one synchronisation, instead of one blocking pageable copy each."""
     global _HASHERS
     flat = [v for row in rows for v in row]
-    tensors = [v for v in flat if type(v) is torch.Tensor]  # noqa: E721
-    if sum(v.numel() * v.element_size() for v in tensors) < 4 * 2**20 or len(flat) < 2:
+    if sum(map(_nbytes, flat)) < 4 * 2**20 or len(flat) < 2:
         hashed = [digest(v) for v in flat]
     else:
         if _HASHERS is None:
@@ -101,11 +100,15 @@ def digest_rows(rows: list[list[Any]]) -> list[list[str]]:
     return out
 
 
+def _nbytes(v: Any) -> int:
+    return v.numel() * v.element_size() if type(v) is torch.Tensor else 0  # noqa: E721
+
+
 def _stages(values: list[Any]) -> list[list[Any]]:
     stages: list[list[Any]] = [[]]
     size = 0
     for v in values:
-        n = v.numel() * v.element_size() if type(v) is torch.Tensor else 0  # noqa: E721
+        n = _nbytes(v)
         if stages[-1] and size + n > STAGE_BYTES:
             stages.append([])
             size = 0
