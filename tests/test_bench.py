@@ -441,6 +441,32 @@ def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     assert statistics.median(hidden) > 4.5 and "charged" in run.notes[-1]
 
 
+def test_cuda_batches_start_with_the_warm_up_and_both_workers_get_it(tmp_path):
+    """Every worker's load message carries the timing's warm-up (the reference's and the solution's alike, so
+    both are timed with the clocks up), and the flush repeated for it keeps the device busy at least that long
+    at a full-speed write rate; the CPU gets none."""
+    from types import SimpleNamespace
+
+    from generator.bench import CPU_TIMING, CUDA_TIMING
+    from generator.bench.runner import Options, _load_message
+    from generator.bench.timing import WRITE_BYTES_PER_MS, L2Flusher
+
+    root = write_dataset(tmp_path)
+    pair = make_plan(load(root), "cpu").pairs[0]
+    for reference in (True, False):
+        assert _load_message(pair, Options(device="cuda", timing=CUDA_TIMING), reference)["warmup_ms"] == 30.0
+        assert _load_message(pair, Options(device="cpu", timing=CPU_TIMING), reference)["warmup_ms"] == 0.0
+    flusher = L2Flusher.__new__(L2Flusher)
+    flusher.buffer = torch.empty(256 * 2**20 // 4, dtype=torch.int32)
+    n = flusher.launches(30.0)
+    assert n * 256 * 2**20 / WRITE_BYTES_PER_MS >= 30.0 > (n - 1) * 256 * 2**20 / WRITE_BYTES_PER_MS
+    assert flusher.launches(0.0) == 0
+    calls = []
+    flusher.buffer = SimpleNamespace(numel=lambda: 2**26, zero_=lambda: calls.append(1))
+    flusher.warm(30.0)
+    assert len(calls) == flusher.launches(30.0) > 0
+
+
 def test_honest_solutions_are_not_distorted(tmp_path):
     """The outside bound charges only work hidden from the clock: honest solutions (the reference's own
     code, and a different correct one) keep medians near the reference's, in a run as the CLI makes it on

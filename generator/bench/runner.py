@@ -380,9 +380,10 @@ def _finite(x: float) -> float:
     return x if math.isfinite(x) else 1.7976931348623157e308  # JSON has no inf
 
 
-def _load_message(pair: Pair, device: str, reference: bool) -> dict:
+def _load_message(pair: Pair, opts: Options, reference: bool) -> dict:
     d = pair.definition.data
-    msg = {"op": "load", "device": device, "output_names": list(d["outputs"])}
+    msg = {"op": "load", "device": opts.device, "output_names": list(d["outputs"]),
+           "warmup_ms": timing.TimingConfig(**opts.timing).warmup_ms}
     if reference:
         return {**msg, "reference": d["reference"], "name": d["name"], "dps": False}
     s = pair.solution.data
@@ -448,9 +449,9 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 if solution is None and not spare and definition not in refs:
                     spare.append(Worker(opts.device, opts.sandbox))  # starts while the reference's worker does
                 if definition not in refs:
-                    refs[definition] = _reference(refs, _load_message(pair, opts.device, True), opts)
+                    refs[definition] = _reference(refs, _load_message(pair, opts, True), opts)
                 if solution is None:
-                    solution = Remote(opts, _load_message(pair, opts.device, False), "solution",
+                    solution = Remote(opts, _load_message(pair, opts, False), "solution",
                                  spare.pop() if spare else None)
                     if opts.prefetch and more and not spare:
                         spare.append(Worker(opts.device, opts.sandbox))

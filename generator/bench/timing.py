@@ -8,6 +8,12 @@ and whatever launch cost the flush does not hide). The clock functions are bound
 imported, before any solution is loaded; the trusted process (runner.py) also bounds each batch from
 outside, so a patched clock cannot make a number smaller than the wall clock allows.
 
+An idle GPU runs at a fraction of its clock (an H100: 345 MHz idle, 1980 MHz busy) and takes a while to
+come back up; between batches the harness keeps it idle for milliseconds to seconds (digests, messages).
+So on CUDA each batch starts with `warmup_ms` of queued device work (the flush, repeated) ahead of the
+first call, as do_bench's warm-up. Session 8's H100 runs timed small kernels 4x to 8x slower in the
+harness than do_bench did, and the clock ramp is the suspect (bench_harness.py's clock probe measures it).
+
 `summarize` turns samples into the trace's statistics; `enough` says when to stop; `unstable` says
 when their spread shows the host was busy.
 """
@@ -40,6 +46,8 @@ class TimingConfig:
     # Timed batches at least (unless the calls are too slow for them in SLOW_BUDGETS budgets): the outside bound takes
     # a median over batches, so that noise in a few does not count.
     min_batches: int = 5
+    # CUDA: device work queued ahead of each timed batch, so the clocks are up when the first call runs.
+    warmup_ms: float = 0.0
 
 
 def summarize(samples_ms: list[float], timer: str) -> dict:
@@ -59,12 +67,15 @@ def summarize(samples_ms: list[float], timer: str) -> dict:
             "stderr_ms": stderr, "samples": n, "timer": timer}
 
 
-def time_calls(fn: Callable, sets: list, buffers: list, device: str, flush: Optional[Callable],
-               convert: Callable[[object, list], dict]) -> tuple[list[float], list[dict]]:
+def time_calls(fn: Callable, sets: list, buffers: list, device: str, flush: Optional["L2Flusher"],
+               convert: Callable[[object, list], dict], warmup_ms: float = 0.0) -> tuple[list[float], list[dict]]:
     """(milliseconds, outputs) of fn(*sets[i], *buffers[i]) for each i, timed back to back;
-    `convert(result, buffers)` turns a result into plain outputs inside the timed interval."""
+    `convert(result, buffers)` turns a result into plain outputs inside the timed interval. On CUDA,
+    `warmup_ms` of the flush is queued first (no synchronisation: the calls queue right behind it)."""
     results: list[dict] = []
     if device.startswith("cuda"):
+        if flush is not None and warmup_ms > 0:
+            flush.warm(warmup_ms)
         events = [(_Event(enable_timing=True), _Event(enable_timing=True)) for _ in sets]
         for args, outs, (start, end) in zip(sets, buffers, events):
             if flush is not None:
@@ -100,6 +111,9 @@ def enough(samples: list[float], cfg: TimingConfig, started: float) -> bool:
     return rse < cfg.target_rse or _perf_counter() - started > cfg.budget_s
 
 
+WRITE_BYTES_PER_MS = 3e9  # about an H100's memory write rate (3 TB/s)
+
+
 class L2Flusher:
     """Writes a buffer at least twice the size of the L2 cache, so the next kernel reads from HBM."""
 
@@ -112,3 +126,12 @@ class L2Flusher:
 
     def __call__(self) -> None:
         self.buffer.zero_()
+
+    def launches(self, ms: float) -> int:
+        """Flushes that keep the device busy for about `ms` at full speed (writes at WRITE_BYTES_PER_MS; a
+        slower or idle-clocked device takes longer, which is a longer warm-up, not a shorter one)."""
+        return max(0, math.ceil(ms * WRITE_BYTES_PER_MS / (self.buffer.numel() * 4)))
+
+    def warm(self, ms: float) -> None:
+        for _ in range(self.launches(ms)):
+            self.buffer.zero_()

@@ -4,7 +4,7 @@ It holds nothing worth stealing: no seed of a call before that call's batch, no 
 path, no reference (unless it is the reference's worker), no expected outputs. It reads messages
 from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says:
 
-    load {sources, entry_point, dps, device}          -> loaded | compile_error {log}
+    load {sources, entry_point, dps, device, warmup_ms} -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
     batch {calls: [{recipes}], commit}                 -> done {ms, digests} | error {log} | cheat {log}
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
@@ -101,6 +101,7 @@ class Session:
         self.outs: list[dict] = []
         self.kept: list[dict] = []  # the last batch's outputs (and inputs), until the next batch
         self.make_buffers = self.dps
+        self.warmup_ms = protocol.number(load, "warmup_ms") if "warmup_ms" in load else 0.0
 
     def workload(self, header: dict, payload: bytes) -> None:
         blobs = protocol.unpack(payload)
@@ -150,7 +151,7 @@ class Session:
         try:
             ms, results = timing.time_calls(self.fn, sets, buffers if self.dps else [[] for _ in sets], self.device, self.flush,
                                              lambda r, outs: dict(zip(self.names, outs)) if self.dps else
-                                             as_outputs(r, self.names))
+                                             as_outputs(r, self.names), self.warmup_ms)
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return

@@ -11,6 +11,10 @@ For each entry of the panel (a solution of the bundled dataset on one of its wor
 It prints both, their ratio, and for each Triton solution its speedup over the torch baseline on the
 same workload by each method. Bars on a GPU: harness within 5 % of do_bench or within 1 us, whichever
 is larger; speedups within 5 %. Last, pairs per minute of the harness over the panel.
+
+On CUDA it first runs the clock probe: a small kernel timed by the worker's own timing.time_calls after
+an idle spell, with several warm-ups (timing.TimingConfig.warmup_ms), against do_bench of the same
+kernel: it shows how much of a small kernel's time an idle-clocked GPU adds, and what warm-up removes it.
 """
 
 from __future__ import annotations
@@ -35,16 +39,17 @@ from generator.bench.inputs import TORCH_DTYPES, make_inputs, shape_of  # noqa: 
 from generator.bench.plan import make_plan  # noqa: E402
 from generator.bench.runner import Options, run_plan  # noqa: E402
 from generator.bench.sandbox import sandbox_mode  # noqa: E402
+from generator.bench.timing import L2Flusher, time_calls  # noqa: E402
 from generator.bench.worker import as_outputs, load_solution  # noqa: E402
 from generator.load import load  # noqa: E402
 
 # (definition, axis, values): every solution of the definition on the workloads with those axis values.
 PANEL = [
     ("rmsnorm_h4096", "batch_size", (1, 128, 2048, 8192)),
-    ("fused_add_rmsnorm_h4096", "batch_size", (1, 128, 2048, 8192)),
     ("gqa_paged_decode_h32_kv8_d128_ps16", "batch_size", (16,)),
     ("gemm_n6144_k4096", "M", (128,)),
     ("top_k_top_p_sampling_from_probs_v128256", "batch_size", (32,)),
+    ("fused_add_rmsnorm_h4096", "batch_size", (1, 128, 2048, 8192)),
 ]
 QUICK = [("rmsnorm_h4096", "batch_size", (1, 128)), ("fused_add_rmsnorm_h4096", "batch_size", (1,))]
 
@@ -76,6 +81,46 @@ def in_process_ms(pair, device: str, workdir: Path) -> float:
         return statistics.median(samples)
 
 
+def sm_clock() -> str:
+    """The SM clock as nvidia-smi reads it now ("" where it cannot)."""
+    import subprocess
+
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader"], capture_output=True,
+                           text=True, timeout=10)
+        return r.stdout.strip().splitlines()[0] if r.returncode == 0 and r.stdout.strip() else ""
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def clock_probe(device: str, warmups=(0.0, 5.0, 15.0, 30.0, 60.0), idle_s: float = 1.0, calls: int = 41) -> list[dict]:
+    """A small kernel (one 4096-wide bf16 row scaled) timed as a worker times a batch, after `idle_s` of an idle
+    GPU, with each warm-up; and do_bench of it (warm). Medians exclude each batch's first call, as the runner."""
+    import triton.testing
+
+    x = torch.randn(1, 4096, device=device, dtype=torch.bfloat16)
+    flush = L2Flusher(torch.device(device))
+
+    def fn(t):
+        return t * 2
+
+    reference = triton.testing.do_bench(lambda: fn(x), warmup=25, rep=100, return_mode="median")
+    rows = []
+    print(f"clock probe: do_bench {reference * 1e3:.2f} us; idle SM clock {sm_clock() or '?'}", flush=True)
+    for warm in warmups:
+        torch.cuda.synchronize()
+        time.sleep(idle_s)
+        ms, _ = time_calls(fn, [[x]] * calls, [[]] * calls, device, flush, lambda r, outs: {"y": r}, warm)
+        clock = sm_clock()
+        med = statistics.median(ms[1:])
+        rows.append({"warmup_ms": warm, "idle_s": idle_s, "median_ms": med, "do_bench_ms": reference,
+                     "first_ms": ms[:8], "sm_clock_after": clock})
+        print(f"clock probe: warm-up {warm:5.1f} ms after {idle_s:.1f} s idle: median {med * 1e3:7.2f} us "
+              f"({med / reference:.2f}x do_bench), first calls {' '.join(f'{v * 1e3:.1f}' for v in ms[:6])} us; "
+              f"SM clock after {clock or '?'}", flush=True)
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -88,6 +133,12 @@ def main() -> int:
     mode, why = sandbox_mode(device)
     environment["sandbox"] = mode
     print(f"device {environment['hardware']}, torch {torch.__version__}, sandbox {mode}{' (' + why + ')' if why else ''}")
+    clock: list = []
+    if device.startswith("cuda"):
+        try:
+            clock = clock_probe(device)
+        except Exception as exc:  # noqa: BLE001 - the probe is a diagnostic: the panel still runs
+            print(f"clock probe failed: {type(exc).__name__}: {exc}", flush=True)
     panel = QUICK if args.quick else PANEL
     pairs = []
     for definition, axis, values in panel:
@@ -125,7 +176,7 @@ def main() -> int:
                 print(f"{r['solution']:58} {json.dumps(r['axes']):24} {h * 1e3:11.1f} {p * 1e3:11.1f} {h / p:7.3f}  "
                       f"{'ok ' if ok else 'OFF'}  ({rep * 1e3:.1f}, {rep / p:.3f})", flush=True)
             if args.json:
-                args.json.write_text(json.dumps({"environment": environment, "rows": rows}, indent=1))
+                args.json.write_text(json.dumps({"environment": environment, "clock": clock, "rows": rows}, indent=1))
             in_process_s += time.perf_counter() - started
 
         started = time.perf_counter()
@@ -141,7 +192,7 @@ def main() -> int:
                   f"ratio {ours / theirs:.3f} ({'ok' if abs(ours / theirs - 1) <= 0.05 else 'OFF'})")
     print(f"{len(outcomes)} pairs in {minutes * 60:.1f} s: {len(outcomes) / minutes:.1f} pairs per minute")
     if args.json:
-        args.json.write_text(json.dumps({"environment": environment, "rows": rows,
+        args.json.write_text(json.dumps({"environment": environment, "clock": clock, "rows": rows,
                                          "pairs_per_minute": len(outcomes) / minutes}, indent=1))
     return 0
 
