@@ -467,6 +467,68 @@ def test_cuda_batches_start_with_the_warm_up_and_both_workers_get_it(tmp_path):
     assert len(calls) == flusher.launches(30.0) > 0
 
 
+def test_output_descriptors_from_a_worker_are_untrusted_input():
+    """capture.Capture.read refuses every malformed descriptor before it touches device memory: wrong arity or
+    types, a dtype no definition uses, a byte count that is not the shape's, a range outside what the handle maps;
+    and protocol.rows refuses a reply of the wrong shape. Each is the pair's RUNTIME_ERROR (ProtocolError)."""
+    from generator.bench import protocol
+    from generator.bench.capture import Capture
+
+    cap = Capture.__new__(Capture)
+    handle = "ab" * 64
+    cap.opened = {handle: (0x7000_0000, 4096)}  # as if opened: 4 KiB mapped
+    good = [handle, 0, 256 * 2, "bfloat16", [256]]
+    bad = {"arity": good[:4], "handle type": [7] + good[1:], "short handle": ["ab" * 10] + good[1:],
+           "negative offset": [handle, -1] + good[2:], "bool offset": [handle, True] + good[2:],
+           "dtype": good[:3] + ["complex128", [256]], "bytes": good[:2] + [100, "bfloat16", [256]],
+           "empty": good[:2] + [0, "bfloat16", [0]], "outside": [handle, 4000, 512, "bfloat16", [256]],
+           "huge shape": good[:3] + ["bfloat16", [1 << 41]], "not a list": {"h": handle}}
+    for what, desc in bad.items():
+        with pytest.raises(protocol.ProtocolError):
+            cap.read(desc)
+        assert what
+    assert cap.read(None) is None  # an empty output: nothing to copy
+    with pytest.raises(protocol.ProtocolError):
+        protocol.rows({"outputs": [[good]] * 3}, "outputs", 4, 1)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.rows({"outputs": [[good, good]] * 4}, "outputs", 4, 1)
+    assert protocol.rows({"outputs": [[good]] * 4}, "outputs", 4, 1) == [[good]] * 4
+
+
+def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digests(monkeypatch, capsys):
+    """On CUDA the first reference worker is asked whether the trusted process can read its memory; a "no"
+    makes the whole run commit by digest (said on stderr, and in each trace's environment.outputs), a "yes"
+    gives every worker a capture; the CPU never probes."""
+    from generator.bench import runner
+
+    class FakeRemote:
+        answer = None
+
+        def __init__(self, opts, load, who, worker=None):
+            self.who, self.capture, self.probed = who, None, 0
+
+        def probe_capture(self, device):
+            self.probed += 1
+            return FakeRemote.answer
+
+    monkeypatch.setattr(runner, "Remote", FakeRemote)
+    monkeypatch.setattr(runner, "Capture", lambda device: ("capture", device))
+    FakeRemote.answer = "cuIpcOpenMemHandle failed (CUDA driver error 201)"
+    opts = runner.Options(device="cuda")
+    ref = runner._reference({}, {}, opts)
+    assert opts.capture == "digest" and ref.capture is None and ref.probed == 1
+    assert "CUDA IPC did not work here" in capsys.readouterr().err and runner.output_mode(opts) == "digest"
+    FakeRemote.answer = None
+    opts = runner.Options(device="cuda")
+    ref = runner._reference({}, {}, opts)
+    assert opts.capture == "ipc" and ref.capture == ("capture", "cuda") and runner.output_mode(opts) == "cuda_ipc"
+    again = runner._reference({}, {}, opts)  # decided: no second probe
+    assert again.probed == 0 and again.capture == ("capture", "cuda")
+    opts = runner.Options(device="cpu")
+    ref = runner._reference({}, {}, opts)
+    assert ref.probed == 0 and ref.capture is None and runner.output_mode(opts) == "digest"
+
+
 def test_honest_solutions_are_not_distorted(tmp_path):
     """The outside bound charges only work hidden from the clock: honest solutions (the reference's own
     code, and a different correct one) keep medians near the reference's, in a run as the CLI makes it on
@@ -824,7 +886,40 @@ def test_side_stream_work_is_caught_on_cuda(tmp_path):
     # The worker synchronises the whole device before it answers and the outside clock sees that:
     # the side stream's 10M-cycle sleep is in the number (or the call is caught outright).
     [o] = summary.outcomes
-    assert o.status == "REWARD_HACK" or (o.status == "PASSED" and o.record["evaluation"]["performance"]["latency_ms"] > 2)
+    # Or its answer is wrong: `out` was made on the default stream and written on the side stream unsynchronised.
+    assert o.status in ("REWARD_HACK", "INCORRECT_NUMERICAL") or (
+        o.status == "PASSED" and o.record["evaluation"]["performance"]["latency_ms"] > 2), (o.status, o.log)
+
+
+def _for_h100(root: Path) -> None:
+    for sol in (root / "solutions").rglob("*.json"):
+        s = json.loads(sol.read_text())
+        s["spec"]["target_hardware"] = ["H100_SXM"]
+        dump(sol, s)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (GPU runs are not faked)")
+def test_outputs_are_copied_out_of_the_workers_memory_on_cuda(tmp_path):
+    """The trusted process reads the outputs through CUDA IPC (capture.py): an honest solution passes and its
+    trace says so; one whose answers are written by a thread of its own after the batch ended (started at import,
+    so the left-thread guard does not see it) is read before that thread writes them."""
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(2))
+    add_solution(root, "honest", CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps)\n")
+    add_solution(root, "late_writer", CORRECT + (
+        "import threading, queue\n_todo = queue.Queue()\n\n"
+        "def _writer():\n    while True:\n        out, args = _todo.get()\n        out.copy_(compute(*args))\n\n"
+        "threading.Thread(target=_writer, daemon=True).start()\n\n"
+        "def run(input, weight, eps):\n    out = torch.empty_like(input)\n    _todo.put((out, (input, weight, eps)))\n"
+        "    return out\n"))
+    _for_h100(root)
+    summary = run_bench(root, device="cuda", solutions=["honest", "late_writer"], progress=False)
+    by = {(o.pair.solution.name, o.pair.workload.uuid): o for o in summary.outcomes}
+    for (name, _), o in by.items():
+        if name == "honest":
+            assert o.status == "PASSED", o.log
+            assert o.record["evaluation"]["environment"]["outputs"] == "cuda_ipc"
+        else:
+            assert o.status != "PASSED", (o.status, o.record["evaluation"]["performance"], o.log)
 
 
 def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):

@@ -249,6 +249,14 @@ def digests(header: dict, n: int, outputs: int) -> list[list[str]]:
     return values
 
 
+def rows(header: dict, key: str, n: int, width: int) -> list[list]:
+    """n lists of `width` items from an untrusted header (the items are checked where they are used)."""
+    values = header.get(key)
+    if not (isinstance(values, list) and len(values) == n and all(isinstance(r, list) and len(r) == width for r in values)):
+        raise ProtocolError(f"{key!r} is not {n} lists of {width} items")
+    return values
+
+
 def text(value: Any, limit: int = MAX_TEXT) -> str:
     """A worker's text (a log) made safe to store: a string, its last `limit` characters, valid UTF-8
     (lone surrogates and other unencodable characters replaced)."""

@@ -5,11 +5,14 @@ deadline, and every way a worker can fail becomes a Failed (the pair's status) o
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
+
+import torch
 
 from ..model.errors import KernelTraceError
 from ..model.status import TraceStatus
 from . import protocol
+from .capture import Capture, CaptureUnavailable
 from .sandbox import Worker
 
 if TYPE_CHECKING:
@@ -40,6 +43,7 @@ class Remote:
     def __init__(self, opts: Options, load: dict, who: str, worker: Optional[Worker] = None):
         self.who = who
         self.phases: list[float] = []  # the worker's own account of its last batch (diagnostics only)
+        self.capture: Optional[Capture] = None  # set when outputs are read from the worker's memory (capture.py)
         self.worker = worker or Worker(opts.device, opts.sandbox)
         try:
             # Starting Python and importing torch is not the solution's time: a generous limit of its own.
@@ -61,19 +65,19 @@ class Remote:
         header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
                               f"building the {self.who}", timeout_s=opts.timeout_s)
         if header["op"] == "compile_error":
-            self.worker.kill()
+            self.kill()
             raise (ReferenceFailed if self.who == "reference" else Failed)(TraceStatus.COMPILE_ERROR, protocol.text(header.get("log")))
 
     def _fail(self, exc: Exception, doing: str, timeout_s: float = 0) -> Failed:
         cls = ReferenceFailed if self.who == "reference" else Failed
         if isinstance(exc, protocol.Timeout):
-            self.worker.kill()
+            self.kill()
             return cls(TraceStatus.TIMEOUT, f"{doing} ran past the {timeout_s:g} s limit\n{self.worker.log.text()}")
         try:
             self.worker.proc.wait(timeout=2)  # it may be exiting: let it say how
         except Exception:  # noqa: BLE001 - still running: it is killed below
             pass
-        self.worker.kill()
+        self.kill()
         how = self.worker.how_it_ended()
         if isinstance(exc, protocol.Closed):
             why = f"the {self.who}'s process ended ({how}) while {doing}"
@@ -99,23 +103,54 @@ class Remote:
         self.send(header, payload, deadline, timeout_s)
         self.recv(("ready",), deadline, "receiving the workload", timeout_s=timeout_s)
 
-    def batch(self, calls: list, deadline: float, timeout_s: float) -> tuple[list[float], list[list[str]], float]:
-        """(reported ms per call, committed digests per call, wall-clock ms of the batch seen from here)."""
+    def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = ()) -> Batch:
+        """Run a batch. With a capture (CUDA IPC), the outputs of the `chosen` calls are copied out of the
+        worker's memory as soon as it answers, and the wall clock ends when that copy has; else the worker
+        commits to every output by digest and `reveal` shows the chosen ones later."""
         t0 = time.perf_counter()
-        self.send({"op": "batch", "calls": calls}, deadline=deadline, timeout_s=timeout_s)
+        self.send({"op": "batch", "calls": calls, "capture": "ipc" if self.capture else "digest"},
+                  deadline=deadline, timeout_s=timeout_s)
         reply, _ = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls", timeout_s=timeout_s)
-        wall = (time.perf_counter() - t0) * 1e3
         if reply["op"] != "done":
             raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
         try:
-            self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
-        except protocol.ProtocolError:
-            self.phases = []
-        try:
-            return (protocol.numbers(reply, "ms", len(calls)),
-                    protocol.digests(reply, len(calls), len(self.names)), wall)
+            ms = protocol.numbers(reply, "ms", len(calls))
+            if self.capture is None:
+                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), (time.perf_counter() - t0) * 1e3)
+            descs = protocol.rows(reply, "outputs", len(calls), len(self.names))
+            copies = {i: dict(zip(self.names, (self.capture.read(d) for d in descs[i]))) for i in chosen}
+            self.capture.sync()
+            wall = (time.perf_counter() - t0) * 1e3
         except protocol.ProtocolError as exc:
             raise self._fail(exc, "running a batch of calls") from None
+        finally:
+            try:
+                self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
+            except protocol.ProtocolError:
+                self.phases = []
+        # The comparisons run on the CPU (check.py), after the clock.
+        outputs = {i: {"out": {n: t.cpu() for n, t in outs.items() if t is not None}, "in": {}} for i, outs in copies.items()}
+        return Batch(ms, None, wall, outputs)
+
+    def probe_capture(self, device: str) -> Optional[str]:
+        """None if this process can read the worker's device memory (capture.py), else why not."""
+        self.send({"op": "probe"}, deadline=time.monotonic() + 60)
+        reply, _ = self.recv(("probed",), time.monotonic() + 60, "answering the capture probe", timeout_s=60)
+        if "error" in reply:
+            return protocol.text(reply["error"], 500)
+        try:
+            capture = Capture(device)
+        except CaptureUnavailable as exc:
+            return str(exc)
+        try:
+            seen = capture.read(reply.get("desc"))
+            capture.sync()
+            ok = seen is not None and torch.equal(seen.cpu(), torch.arange(4096, dtype=torch.int32))
+            return None if ok else "the probe's pattern read back wrong"
+        except (protocol.ProtocolError, CaptureUnavailable, RuntimeError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            capture.close()
 
     def reveal(self, calls: list[int], inputs: list[int], max_payload: int, deadline: float,
                timeout_s: float) -> dict[int, dict[str, dict]]:
@@ -142,9 +177,25 @@ class Remote:
         return cls(status, protocol.text(reply.get("log")) + (f"\noutput of the process:\n{output}" if output else ""),
                    worker_lost=False)
 
+    def kill(self) -> None:
+        """Kill the worker; first close the handles this process opened into its memory."""
+        if self.capture is not None:
+            try:
+                self.capture.close()
+            except CaptureUnavailable:
+                pass
+        self.worker.kill()
+
     def close(self) -> None:
         try:
             protocol.send(self.worker.to_child, {"op": "exit"}, deadline=time.monotonic() + 1)
         except (OSError, protocol.Timeout):
             pass
-        self.worker.kill()
+        self.kill()
+
+
+class Batch(NamedTuple):
+    ms: list[float]  # reported per call
+    digests: Optional[list[list[str]]]  # committed per call and output (digest mode)
+    wall: float  # ms from sending the batch to its answer (and, with a capture, the copy of the outputs)
+    outputs: Optional[dict[int, dict[str, dict]]] = None  # captured: {call: {"out": {name: tensor}, "in": {}}}

@@ -39,6 +39,7 @@ import functools
 import math
 import random
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,7 @@ import torch
 
 from ..model.status import TraceStatus
 from . import protocol, timing
+from .capture import Capture
 from .check import (
     SAMPLES_P_VALUE,
     Verdict,
@@ -94,6 +96,10 @@ class Options:
     # Diagnostics in the trace's log: every timed batch's time outside the calls on both sides, with each
     # worker's own (untrusted) account of it. For studying the harness (tests/benchmarks/bench_harness.py).
     diagnostics: bool = False
+    # How outputs leave a CUDA worker: "ipc" (the trusted process copies them out of its device memory when a
+    # batch ends, capture.py), "digest" (committed by hash, revealed on request: the CPU's way), or "auto" (ipc
+    # where a probe on the first reference worker shows it works, else digest).
+    capture: str = "auto"
 
 
 @dataclass
@@ -115,6 +121,11 @@ def _now() -> str:
 @functools.lru_cache(maxsize=1)
 def process_provenance() -> dict:
     return provenance()
+
+
+def output_mode(opts: Options) -> str:
+    """How the run took the solution's outputs (the trace's environment.outputs)."""
+    return "cuda_ipc" if opts.device != "cpu" and opts.capture == "ipc" else "digest"
 
 
 def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
@@ -201,20 +212,32 @@ class WorkloadRun:
         """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
         calls = self.calls(n)
         t = self.opts.timeout_s
-        runs = {}
-        for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
-            runs[remote.who] = remote.batch(calls, self.deadline, t)
-        self.batches += 1
-        (solution_ms, solution_digests, solution_wall), (ref_ms, _, ref_wall) = runs["solution"], runs["reference"]
-        # The choice is made after both committed: nothing in the solution's process can know it earlier.
+        # The calls checked. Never sent: with a capture (CUDA IPC) they are copied out of both workers' memory
+        # as each answers; else they are revealed after both committed to every output. Either way nothing in
+        # the solution's process can know the choice before its answers are fixed.
         small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
         chosen = list(range(n)) if reveal_all or small or n <= MIN_CHECKED else sorted(self.rng.sample(range(n), MIN_CHECKED))
-        limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
-        solution_out = self.solution.reveal(chosen, [], limit, self.deadline, t)
+        runs = {}
+        for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
+            runs[remote.who] = remote.batch(calls, self.deadline, t, chosen)
+        self.batches += 1
+        sol, ref = runs["solution"], runs["reference"]
         # A sampler's calls share one input set: the reference's worker (trusted) shows it, for the support check.
         with_inputs = chosen[:1] if self.sampling else []
-        ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
-        self.check_commitments(chosen, solution_out, solution_digests)
+        limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
+        if sol.outputs is not None:
+            solution_out = sol.outputs
+        else:
+            solution_out = self.solution.reveal(chosen, [], limit, self.deadline, t)
+            self.check_commitments(chosen, solution_out, sol.digests)
+        if ref.outputs is not None:
+            ref_out = ref.outputs
+            if with_inputs:
+                shown = self.ref.reveal(with_inputs, with_inputs, limit + 2 * self.in_bytes, self.deadline, t)
+                ref_out[with_inputs[0]]["in"] = shown[with_inputs[0]]["in"]
+        else:
+            ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
+        solution_ms, solution_wall, ref_ms, ref_wall = sol.ms, sol.wall, ref.ms, ref.wall
         label = "the first batch" if reveal_all else f"batch {self.batches} (timed; checked after every answer was committed)"
         if self.sampling:
             self.verify_draws([solution_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
@@ -406,7 +429,7 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
     def finish(pair: Pair, result: dict) -> None:
         record = None
         if not opts.correctness_only and result["status"] != NOT_MEASURED:
-            record = make_trace(pair, result, environment)
+            record = make_trace(pair, result, {**environment, "outputs": output_mode(opts)})
             s = pair.solution
             write_trace(trace_path(opts.out, s.author, pair.definition.type, pair.definition.name), record)
         outcome = Outcome(pair, result["status"], record, result.get("log") or "")
@@ -434,7 +457,21 @@ def _reference(refs: dict, load: dict, opts: Options) -> Remote:
         remote = refs.pop(name)
         remote.load(load, opts)
         return remote
-    return Remote(opts, load, "reference")
+    remote = Remote(opts, load, "reference")
+    if opts.capture == "auto" and opts.device != "cpu":  # decided once per run, on trusted code's worker
+        why = remote.probe_capture(opts.device)
+        opts.capture = "digest" if why else "ipc"
+        if why:
+            print(f"kerneltrace bench: outputs are committed by digest, not copied out of the workers' device "
+                  f"memory (CUDA IPC did not work here: {why}); the outside bound is looser for large outputs",
+                  file=sys.stderr)
+    _attach_capture(remote, opts)
+    return remote
+
+
+def _attach_capture(remote: Remote, opts: Options) -> None:
+    if opts.device != "cpu" and opts.capture == "ipc":
+        remote.capture = Capture(opts.device)
 
 
 def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list,
@@ -452,7 +489,8 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     refs[definition] = _reference(refs, _load_message(pair, opts, True), opts)
                 if solution is None:
                     solution = Remote(opts, _load_message(pair, opts, False), "solution",
-                                 spare.pop() if spare else None)
+                                      spare.pop() if spare else None)
+                    _attach_capture(solution, opts)
                     if opts.prefetch and more and not spare:
                         spare.append(Worker(opts.device, opts.sandbox))
                 result = WorkloadRun(pair, opts, root, solution, refs[definition], rng).run()
@@ -460,9 +498,9 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 # Not the solution's failure: the pair is not measured and gets no trace; the run goes on.
                 ref = refs.pop(definition, None)
                 if ref is not None:
-                    ref.worker.kill()
+                    ref.kill()
                 if exc.worker_lost is False and solution is not None:  # the solution's batch may be half answered
-                    solution.worker.kill()
+                    solution.kill()
                     solution = None
                 result = {"status": NOT_MEASURED, "log": f"the definition's reference failed ({exc.status}): {exc.log}"}
             except Failed as exc:
@@ -471,7 +509,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                         finish(p, {"status": TraceStatus.COMPILE_ERROR, "log": exc.log})
                     return
                 if exc.worker_lost and solution is not None:
-                    solution.worker.kill()
+                    solution.kill()
                     solution = None
                 result = {"status": exc.status, "log": exc.log, "correctness": exc.correctness}
             finish(pair, result)

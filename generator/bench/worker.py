@@ -6,8 +6,9 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
 
     load {sources, entry_point, dps, device, warmup_ms} -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
-    batch {calls: [{recipes}], commit}                 -> done {ms, digests} | error {log} | cheat {log}
+    batch {calls: [{recipes}], capture}                -> done {ms, digests | outputs} | error {log} | cheat {log}
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
+    probe                                              -> probed {desc | error} (can the trusted side read our memory)
     exit
 
 A batch is a list of calls, each with the generator seeds of its own fresh input set (secret seeds
@@ -38,6 +39,7 @@ import torch
 
 # Imported first, before the solution, so that the clocks and checks are the originals.
 from . import (
+    capture,
     protocol,
     timing,  # noqa: I001
 )
@@ -100,6 +102,7 @@ class Session:
         self.fixed: dict[str, Any] = {}  # scalars and blob tensors: the same in every input set
         self.outs: list[dict] = []
         self.kept: list[dict] = []  # the last batch's outputs (and inputs), until the next batch
+        self.held: list = []  # tensors whose device memory the trusted side reads (capture.py), until the next batch
         self.make_buffers = self.dps
         self.warmup_ms = protocol.number(load, "warmup_ms") if "warmup_ms" in load else 0.0
 
@@ -167,16 +170,32 @@ class Session:
                 protocol.send(OUT_FD, {"op": "cheat", "log": problem})
                 return
             t3 = timing.now()
-            digests = protocol.digest_rows([[outputs.get(n) for n in self.names] for outputs in results])
+            rows = [[outputs.get(n) for n in self.names] for outputs in results]
+            if header.get("capture") == "ipc":  # handles to the outputs; the trusted side copies them out (capture.py)
+                described = [[capture.describe(v) for v in row] for row in rows]
+                answer = {"outputs": [[d for d, _ in row] for row in described]}
+                held = [t for row in described for _, t in row]  # alive until the trusted side has read them
+            else:
+                answer, held = {"digests": protocol.digest_rows(rows)}, []
         except Exception:  # noqa: BLE001
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return
         self.kept = [{"outputs": outputs, "inputs": dict(zip(self.order, args))} for outputs, args in zip(results, sets)]
-        # phases: this worker's own account of where the batch's time went (inputs, timed calls, guards, digests),
-        # in ms. Untrusted like everything here: only shown in diagnostics, never used for a number.
+        self.held = held
+        # phases: this worker's own account of where the batch's time went (inputs, timed calls, guards, digests
+        # or handles), in ms. Untrusted like everything here: only shown in diagnostics, never used for a number.
         t4 = timing.now()
-        protocol.send(OUT_FD, {"op": "done", "ms": ms, "digests": digests,
+        protocol.send(OUT_FD, {"op": "done", "ms": ms, **answer,
                                "phases": [(b - a) * 1e3 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]})
+
+    def probe(self) -> None:
+        """Whether the trusted side can read this worker's device memory (capture.py): a known pattern's handle."""
+        try:
+            self.held = [torch.arange(4096, dtype=torch.int32, device=self.device)]
+            desc, _ = capture.describe(self.held[0])
+            protocol.send(OUT_FD, {"op": "probed", "desc": desc})
+        except Exception as exc:  # noqa: BLE001 - the answer is "no", with why
+            protocol.send(OUT_FD, {"op": "probed", "error": f"{type(exc).__name__}: {exc}"})
 
     def reveal(self, header: dict) -> None:
         tensors = {}
@@ -224,9 +243,9 @@ def main(argv: list[str]) -> int:
         return 0
     # A reference's worker (trusted code only) is reused for the next definition's reference: one Python and
     # torch start per run instead of one per definition. A solution's worker never loads anything else.
-    ops = ("workload", "batch", "reveal", "exit") + (("load",) if header.get("reference") else ())
+    ops = ("workload", "batch", "reveal", "probe", "exit") + (("load",) if header.get("reference") else ())
     handlers = {"workload": lambda h, p: session.workload(h, p), "batch": lambda h, p: session.batch(h),
-                "reveal": lambda h, p: session.reveal(h)}
+                "reveal": lambda h, p: session.reveal(h), "probe": lambda h, p: session.probe()}
     while True:
         try:
             header, payload = protocol.recv(IN_FD, ops)
