@@ -87,9 +87,9 @@ def _check_device(device: str) -> None:
 # Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second.
 CPU_TIMING = {"budget_s": 0.2, "min_samples": 5, "max_samples": 12, "target_rse": 0.02, "min_batches": 3}
 # GPUs: do_bench's median settles within ~100 samples; 0.5 s a pair's timed loop (both sides) keeps a ten-minute
-# GPU window for hundreds of pairs. Each batch starts with 30 ms of device work, so the clocks are up (timing.py).
+# GPU window for hundreds of pairs. Each batch starts with 10 ms of device work, so the clocks are up (timing.py).
 CUDA_TIMING = {"budget_s": 0.5, "min_samples": 10, "max_samples": 200, "target_rse": 0.01, "min_batches": 5,
-               "warmup_ms": 30.0}
+               "warmup_ms": 10.0}
 
 
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,

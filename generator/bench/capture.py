@@ -79,6 +79,18 @@ def address_range(ptr: int) -> tuple[int, int]:
     return base.value, size.value
 
 
+def handle_bytes(handle: _Handle) -> bytes:
+    """All 64 bytes (the c_char array's .value and bytes() of it stop at the first NUL: the first GPU run's
+    probe failed on exactly that)."""
+    return ctypes.string_at(ctypes.addressof(handle), HANDLE_BYTES)
+
+
+def make_handle(raw: bytes) -> _Handle:
+    handle = _Handle()
+    ctypes.memmove(ctypes.addressof(handle), raw, HANDLE_BYTES)
+    return handle
+
+
 # -- the worker's side (untrusted: it only describes) ---------------------------------------------------
 _EXPORTED: dict[int, str] = {}  # allocation base -> its handle (hex): one driver call per allocation
 
@@ -96,7 +108,7 @@ def describe(value: Any) -> tuple[Optional[list], Any]:
     if base not in _EXPORTED:
         handle = _Handle()
         _check(_fn("cuIpcGetMemHandle")(ctypes.byref(handle), ctypes.c_uint64(base)), "cuIpcGetMemHandle")
-        _EXPORTED[base] = bytes(handle.reserved).hex()
+        _EXPORTED[base] = handle_bytes(handle).hex()
     dtype = next((k for k, v in TORCH_DTYPES.items() if v == t.dtype), str(t.dtype))
     return [_EXPORTED[base], ptr - base, t.numel() * t.element_size(), dtype, list(t.shape)], t
 
@@ -128,7 +140,7 @@ class Capture:
                 raise ProtocolError(f"an output handle of {len(raw)} bytes (a CUDA IPC handle has {HANDLE_BYTES})")
             ptr = ctypes.c_uint64()
             try:
-                _check(_fn("cuIpcOpenMemHandle")(ctypes.byref(ptr), _Handle(raw), ctypes.c_uint(_LAZY_ENABLE_PEER_ACCESS)),
+                _check(_fn("cuIpcOpenMemHandle")(ctypes.byref(ptr), make_handle(raw), ctypes.c_uint(_LAZY_ENABLE_PEER_ACCESS)),
                        "cuIpcOpenMemHandle")
                 base, size = address_range(ptr.value)
             except CaptureUnavailable as exc:

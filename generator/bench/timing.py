@@ -11,8 +11,11 @@ outside, so a patched clock cannot make a number smaller than the wall clock all
 An idle GPU runs at a fraction of its clock (an H100: 345 MHz idle, 1980 MHz busy) and takes a while to
 come back up; between batches the harness keeps it idle for milliseconds to seconds (digests, messages).
 So on CUDA each batch starts with `warmup_ms` of queued device work (the flush, repeated) ahead of the
-first call, as do_bench's warm-up. Session 8's H100 runs timed small kernels 4x to 8x slower in the
-harness than do_bench did, and the clock ramp is the suspect (bench_harness.py's clock probe measures it).
+first call, as do_bench's warm-up. Measured by bench_harness.py's clock probe on the H100 lent here (two
+runs): its SM clock read 1980 MHz even idle, and a 4 us kernel timed after 1 s idle was 1.00x to 1.03x
+do_bench with no warm-up, so there it changes nothing (the 4x-8x inflation of small kernels seen before was
+the L2 flush being too short to cover the host's launch, fixed by the 256 MB flush). An H200 seen here
+idled at 345 MHz, so a short warm-up stays, as insurance that costs ~10 ms a batch.
 
 `summarize` turns samples into the trace's statistics; `enough` says when to stop; `unstable` says
 when their spread shows the host was busy.
