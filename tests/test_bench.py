@@ -481,13 +481,15 @@ def test_output_descriptors_from_a_worker_are_untrusted_input():
     bad = {"arity": good[:4], "handle type": [7] + good[1:], "short handle": ["ab" * 10] + good[1:],
            "negative offset": [handle, -1] + good[2:], "bool offset": [handle, True] + good[2:],
            "dtype": good[:3] + ["complex128", [256]], "bytes": good[:2] + [100, "bfloat16", [256]],
-           "empty": good[:2] + [0, "bfloat16", [0]], "outside": [handle, 4000, 512, "bfloat16", [256]],
+           "empty with bytes": good[:2] + [2, "bfloat16", [0]], "outside": [handle, 4000, 512, "bfloat16", [256]],
            "huge shape": good[:3] + ["bfloat16", [1 << 41]], "not a list": {"h": handle}}
     for what, desc in bad.items():
         with pytest.raises(protocol.ProtocolError):
             cap.read(desc)
         assert what
-    assert cap.read(None) is None  # an empty output: nothing to copy
+    cap.device = torch.device("cpu")
+    empty = cap.read(["", 0, 0, "float32", [0, 3]])  # an empty output: nothing to open or copy
+    assert empty.shape == (0, 3) and empty.dtype == torch.float32
     # A handle's 64 bytes survive the trip through hex whatever they hold (NUL bytes included).
     from generator.bench.capture import handle_bytes, make_handle
 
@@ -504,6 +506,8 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     """On CUDA the first reference worker is asked whether the trusted process can read its memory; a "no"
     makes the whole run commit by digest (said on stderr, and in each trace's environment.outputs), a "yes"
     gives every worker a capture; the CPU never probes."""
+    from types import SimpleNamespace
+
     from generator.bench import runner
 
     class FakeRemote:
@@ -529,6 +533,12 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     assert opts.capture == "ipc" and ref.capture == ("capture", "cuda") and runner.output_mode(opts) == "cuda_ipc"
     again = runner._reference({}, {}, opts)  # decided: no second probe
     assert again.probed == 0 and again.capture == ("capture", "cuda")
+    # A trusted reference whose outputs then fail to copy out: the rest of the run commits by digest.
+    closed = []
+    ref.capture = SimpleNamespace(close=lambda: closed.append(1))
+    runner._give_up_capture(opts, ref, None)
+    assert opts.capture == "digest" and ref.capture is None and closed == [1]
+    assert "commits outputs by digest" in capsys.readouterr().err
     opts = runner.Options(device="cpu")
     ref = runner._reference({}, {}, opts)
     assert ref.probed == 0 and ref.capture is None and runner.output_mode(opts) == "digest"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import time
 from typing import Any, Optional
 
 import torch
@@ -96,20 +97,20 @@ _EXPORTED: dict[int, str] = {}  # allocation base -> its handle (hex): one drive
 
 
 def describe(value: Any) -> tuple[Optional[list], Any]:
-    """([handle hex, offset, bytes, dtype name, shape] of a device tensor's elements, None for an empty one;
+    """([handle hex, offset, bytes, dtype name, shape] of a device tensor's elements (no handle: an empty one);
     the tensor described, made contiguous first: the caller keeps it alive until the trusted side has read it)."""
     t = value.detach()
     if not t.is_contiguous():
         t = t.contiguous()
+    dtype = next((k for k, v in TORCH_DTYPES.items() if v == t.dtype), str(t.dtype))
     if t.numel() == 0:
-        return None, t
+        return ["", 0, 0, dtype, list(t.shape)], t
     ptr = t.data_ptr()
     base, _ = address_range(ptr)
     if base not in _EXPORTED:
         handle = _Handle()
         _check(_fn("cuIpcGetMemHandle")(ctypes.byref(handle), ctypes.c_uint64(base)), "cuIpcGetMemHandle")
         _EXPORTED[base] = handle_bytes(handle).hex()
-    dtype = next((k for k, v in TORCH_DTYPES.items() if v == t.dtype), str(t.dtype))
     return [_EXPORTED[base], ptr - base, t.numel() * t.element_size(), dtype, list(t.shape)], t
 
 
@@ -129,6 +130,7 @@ class Capture:
         self.device = torch.device(device)
         torch.zeros(1, device=self.device)  # a current context on this thread for the driver calls
         self.opened: dict[str, tuple[int, int]] = {}  # handle hex -> (mapped base, mapped size)
+        self.open_s = 0.0  # seconds spent opening handles (host-side driver work, not the worker's time)
 
     def _open(self, handle_hex: str) -> tuple[int, int]:
         if handle_hex not in self.opened:
@@ -139,21 +141,22 @@ class Capture:
             if len(raw) != HANDLE_BYTES:
                 raise ProtocolError(f"an output handle of {len(raw)} bytes (a CUDA IPC handle has {HANDLE_BYTES})")
             ptr = ctypes.c_uint64()
+            started = time.perf_counter()
             try:
                 _check(_fn("cuIpcOpenMemHandle")(ctypes.byref(ptr), make_handle(raw), ctypes.c_uint(_LAZY_ENABLE_PEER_ACCESS)),
                        "cuIpcOpenMemHandle")
                 base, size = address_range(ptr.value)
             except CaptureUnavailable as exc:
                 raise ProtocolError(f"an output handle that does not open here ({exc})") from None
+            finally:
+                self.open_s += time.perf_counter() - started
             self.opened[handle_hex] = (ptr.value, size)
         return self.opened[handle_hex]
 
-    def read(self, desc: Any) -> Optional[torch.Tensor]:
-        """A copy, in this process's memory, of the output a descriptor points at (None: an empty tensor).
+    def read(self, desc: Any) -> torch.Tensor:
+        """A copy, in this process's memory, of the output a descriptor points at (an empty tensor: no handle).
         The copy is queued on this process's stream; `sync` waits for it."""
-        if desc is None:
-            return None
-        if not (isinstance(desc, list) and len(desc) == 5 and isinstance(desc[0], str) and len(desc[0]) == 2 * HANDLE_BYTES
+        if not (isinstance(desc, list) and len(desc) == 5 and isinstance(desc[0], str)
                 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in desc[1:3])
                 and isinstance(desc[3], str) and isinstance(desc[4], list)
                 and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_ELEMENTS for x in desc[4])):
@@ -163,8 +166,12 @@ class Capture:
         if dtype is None:
             raise ProtocolError(f"an output of dtype {dtype_name[:40]!r}, which no definition uses")
         numel = math.prod(shape)
-        if numel == 0 or numel * dtype.itemsize != nbytes:
+        if numel * dtype.itemsize != nbytes or numel > MAX_ELEMENTS:
             raise ProtocolError(f"an output descriptor of {nbytes} bytes for shape {shape[:8]} of {dtype_name}")
+        if numel == 0:
+            return torch.empty(shape, dtype=dtype, device=self.device)
+        if len(handle) != 2 * HANDLE_BYTES:
+            raise ProtocolError(f"an output handle of {len(handle)} hex digits (a CUDA IPC handle has {2 * HANDLE_BYTES})")
         base, size = self._open(handle)
         if offset + nbytes > size:
             raise ProtocolError(f"an output range [{offset}, {offset + nbytes}) outside the {size} bytes its handle maps")

@@ -469,6 +469,17 @@ def _reference(refs: dict, load: dict, opts: Options) -> Remote:
     return remote
 
 
+def _give_up_capture(opts: Options, *remotes: Optional[Remote]) -> None:
+    """The trusted reference's outputs did not copy out: the rest of the run commits by digest."""
+    opts.capture = "digest"
+    for remote in remotes:
+        if remote is not None and remote.capture is not None:
+            remote.capture.close()
+            remote.capture = None
+    print("kerneltrace bench: copying a reference's outputs out of its worker failed; the rest of this run "
+          "commits outputs by digest", file=sys.stderr)
+
+
 def _attach_capture(remote: Remote, opts: Options) -> None:
     if opts.device != "cpu" and opts.capture == "ipc":
         remote.capture = Capture(opts.device)
@@ -502,6 +513,8 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 if exc.worker_lost is False and solution is not None:  # the solution's batch may be half answered
                     solution.kill()
                     solution = None
+                if exc.capture_broken:
+                    _give_up_capture(opts, solution)
                 result = {"status": NOT_MEASURED, "log": f"the definition's reference failed ({exc.status}): {exc.log}"}
             except Failed as exc:
                 if exc.status == TraceStatus.COMPILE_ERROR:
