@@ -467,6 +467,30 @@ def test_cuda_batches_start_with_the_warm_up_and_both_workers_get_it(tmp_path):
     assert len(calls) == flusher.launches(30.0) > 0
 
 
+def test_digest_stages_hold_their_values_with_alignment():
+    """_stages packs values as _to_host lays them out (each 64-byte aligned), so no stage overflows its
+    page-locked buffer; digest_rows equals digest() value by value on the threaded path."""
+    from generator.bench import protocol
+
+    values = [torch.zeros(n, dtype=torch.uint8) for n in (1, 63, 65, 2**20, 7, 3 * 2**20)]
+    for stage in protocol._stages(values):
+        assert sum(-(-v.numel() // 64) * 64 for v in stage) <= protocol.STAGE_BYTES or len(stage) == 1
+    rows = [[torch.randn(2**20), torch.arange(5)], [torch.randn(3, 2**19).to(torch.bfloat16), torch.ones(0)]]
+    assert protocol.digest_rows(rows) == [[protocol.digest(v) for v in row] for row in rows]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (GPU runs are not faked)")
+def test_device_digests_through_the_page_locked_stage_match_host_digests(monkeypatch):
+    from generator.bench import protocol
+
+    monkeypatch.setattr(protocol, "STAGE_BYTES", 2**20)
+    monkeypatch.setattr(protocol, "_STAGING", None)
+    rows = [[torch.randn(100_003, device="cuda"), torch.arange(77, device="cuda", dtype=torch.int16)],
+            [torch.randn(3, 2**18, device="cuda").to(torch.bfloat16), torch.ones(0, device="cuda")],
+            [torch.randn(2**19, device="cuda"), torch.ones(3, dtype=torch.bool, device="cuda")]]
+    assert protocol.digest_rows(rows) == [[protocol.digest(v.cpu()) for v in row] for row in rows]
+
+
 def test_output_descriptors_from_a_worker_are_untrusted_input():
     """capture.Capture.read refuses every malformed descriptor before it touches device memory: wrong arity or
     types, a dtype no definition uses, a byte count that is not the shape's, a range outside what the handle maps;

@@ -112,6 +112,8 @@ class Session:
         self.outs = list(header["outs"])
         self.make_buffers = self.dps or bool(header.get("buffers"))
         self.fixed = {**header["scalars"], **{k: v.to(self.device) for k, v in blobs.items()}}
+        if self.device.startswith("cuda"):
+            protocol.prepare_staging()  # before any batch, so that no batch pays for it
         self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
 
