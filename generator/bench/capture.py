@@ -100,6 +100,8 @@ def describe(value: Any) -> tuple[Optional[list], Any]:
     """([handle hex, offset, bytes, dtype name, shape] of a device tensor's elements (no handle: an empty one);
     the tensor described, made contiguous first: the caller keeps it alive until the trusted side has read it)."""
     t = value.detach()
+    if not t.is_cuda:  # a reference may build an output on the host (a solution's is refused before, guards.py)
+        t = t.to("cuda")
     if not t.is_contiguous():
         t = t.contiguous()
     dtype = next((k for k, v in TORCH_DTYPES.items() if v == t.dtype), str(t.dtype))
