@@ -532,7 +532,7 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     gives every worker a capture; the CPU never probes."""
     from types import SimpleNamespace
 
-    from generator.bench import runner
+    from generator.bench import capture, runner
 
     class FakeRemote:
         answer = None
@@ -545,7 +545,7 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
             return FakeRemote.answer
 
     monkeypatch.setattr(runner, "Remote", FakeRemote)
-    monkeypatch.setattr(runner, "Capture", lambda device: ("capture", device))
+    monkeypatch.setattr(capture, "Capture", lambda device: ("capture", device))
     FakeRemote.answer = "cuIpcOpenMemHandle failed (CUDA driver error 201)"
     opts = runner.Options(device="cuda")
     ref = runner._reference({}, {}, opts)
@@ -560,7 +560,7 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     # A trusted reference whose outputs then fail to copy out: the rest of the run commits by digest.
     closed = []
     ref.capture = SimpleNamespace(close=lambda: closed.append(1))
-    runner._give_up_capture(opts, ref, None)
+    capture.give_up(opts, ref, None)
     assert opts.capture == "digest" and ref.capture is None and closed == [1]
     assert "commits outputs by digest" in capsys.readouterr().err
     opts = runner.Options(device="cpu")

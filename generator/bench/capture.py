@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import sys
 import time
 from typing import Any, Optional
 
@@ -188,3 +189,21 @@ class Capture:
         for base, _ in self.opened.values():
             close(ctypes.c_uint64(base))
         self.opened.clear()
+
+
+# -- the run's choice (runner.py) ----------------------------------------------------------------------
+def give_up(opts: Any, *remotes: Any) -> None:
+    """The trusted reference's outputs did not copy out: the rest of the run commits by digest."""
+    opts.capture = "digest"
+    for remote in remotes:
+        if remote is not None and remote.capture is not None:
+            remote.capture.close()
+            remote.capture = None
+    print("kerneltrace bench: copying a reference's outputs out of its worker failed; the rest of this run "
+          "commits outputs by digest", file=sys.stderr)
+
+
+def attach(remote: Any, opts: Any) -> None:
+    """Give a worker's trusted side a capture when the run copies outputs out (opts.capture == "ipc")."""
+    if opts.device != "cpu" and opts.capture == "ipc":
+        remote.capture = Capture(opts.device)

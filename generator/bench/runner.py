@@ -34,8 +34,6 @@ cannot start at all (a broken environment) stops the run (HarnessError).
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
 import math
 import random
 import statistics
@@ -48,8 +46,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ..model.status import TraceStatus
-from . import protocol, timing
-from .capture import Capture
+from . import capture, protocol, timing
 from .check import (
     SAMPLES_P_VALUE,
     Verdict,
@@ -60,12 +57,11 @@ from .check import (
     sampling_draws,
     two_sample_chi2,
 )
-from .environment import provenance
 from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
 from .plan import Pair, Plan
 from .remote import Failed, ReferenceFailed, Remote
 from .sandbox import Worker
-from .store import trace_path, write_trace
+from .store import make_trace, trace_path, write_trace
 
 CORRECTNESS_CALLS = 3
 MIN_CHECKED = 4  # calls of a later batch revealed and compared, at least (every call when outputs are small)
@@ -114,37 +110,9 @@ class Outcome:
         return self.status == TraceStatus.PASSED
 
 
-def _now() -> str:
-    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-@functools.lru_cache(maxsize=1)
-def process_provenance() -> dict:
-    return provenance()
-
-
 def output_mode(opts: Options) -> str:
     """How the run took the solution's outputs (the trace's environment.outputs)."""
     return "cuda_ipc" if opts.device != "cpu" and opts.capture == "ipc" else "digest"
-
-
-def make_trace(pair: Pair, result: dict, environment: dict) -> dict:
-    # log is "" rather than null when there is nothing to say: the FlashInfer-Trace dialect has no
-    # null log, so exports round-trip exactly. No seed: the inputs came from secret seeds.
-    # Every trace says how it was produced: environment.provenance (run_bench makes one per run; a caller
-    # that brings none gets this process's). The FlashInfer-Trace export keeps it and the import reads it back.
-    if "provenance" not in environment:
-        environment = {**environment, "provenance": process_provenance()}
-    evaluation = {"status": result["status"], "log": protocol.text(result.get("log") or "", 16000),
-                  "correctness": result.get("correctness"), "performance": result.get("performance"),
-                  "environment": environment, "timestamp": _now()}
-    status = TraceStatus(result["status"])
-    if not status.carries_performance:
-        evaluation["performance"] = None
-    if not status.carries_correctness:
-        evaluation["correctness"] = None
-    return {"definition": pair.definition.name, "workload": dict(pair.workload.data["workload"]),
-            "solution": pair.solution.name, "evaluation": evaluation}
 
 
 class WorkloadRun:
@@ -465,24 +433,8 @@ def _reference(refs: dict, load: dict, opts: Options) -> Remote:
             print(f"kerneltrace bench: outputs are committed by digest, not copied out of the workers' device "
                   f"memory (CUDA IPC did not work here: {why}); the outside bound is looser for large outputs",
                   file=sys.stderr)
-    _attach_capture(remote, opts)
+    capture.attach(remote, opts)
     return remote
-
-
-def _give_up_capture(opts: Options, *remotes: Optional[Remote]) -> None:
-    """The trusted reference's outputs did not copy out: the rest of the run commits by digest."""
-    opts.capture = "digest"
-    for remote in remotes:
-        if remote is not None and remote.capture is not None:
-            remote.capture.close()
-            remote.capture = None
-    print("kerneltrace bench: copying a reference's outputs out of its worker failed; the rest of this run "
-          "commits outputs by digest", file=sys.stderr)
-
-
-def _attach_capture(remote: Remote, opts: Options) -> None:
-    if opts.device != "cpu" and opts.capture == "ipc":
-        remote.capture = Capture(opts.device)
 
 
 def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list,
@@ -501,7 +453,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                 if solution is None:
                     solution = Remote(opts, _load_message(pair, opts, False), "solution",
                                       spare.pop() if spare else None)
-                    _attach_capture(solution, opts)
+                    capture.attach(solution, opts)
                     if opts.prefetch and more and not spare:
                         spare.append(Worker(opts.device, opts.sandbox))
                 result = WorkloadRun(pair, opts, root, solution, refs[definition], rng).run()
@@ -514,7 +466,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     solution.kill()
                     solution = None
                 if exc.capture_broken:
-                    _give_up_capture(opts, solution)
+                    capture.give_up(opts, solution)
                 result = {"status": NOT_MEASURED, "log": f"the definition's reference failed ({exc.status}): {exc.log}"}
             except Failed as exc:
                 if exc.status == TraceStatus.COMPILE_ERROR:

@@ -1,4 +1,4 @@
-"""Trace files: locked appends with a unique key, what is already done (for --resume), merging.
+"""Trace records and files: make_trace builds the record of a pair's result; locked appends with a unique key, what is already done (for --resume), merging.
 
 Every write to a trace file happens under an exclusive lock (flock on the file's folder), so two
 benches writing the same dataset at once neither tear nor lose each other's lines. A trace's key,
@@ -11,15 +11,23 @@ the last newline before the next write, under the same lock.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import fcntl
+import functools
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
+from ..model.status import TraceStatus
+from . import protocol
+from .environment import provenance
+
+if TYPE_CHECKING:
+    from .plan import Pair
 
 
 def trace_path(root: Path, author: str, type_: str, definition: str) -> Path:
@@ -218,3 +226,31 @@ def merge(dataset: Path, folders: Iterable[Path]) -> MergeSummary:
                 _rewrite(target, [by_key[k] for k in order])
             summary.files += 1
     return summary
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+@functools.lru_cache(maxsize=1)
+def process_provenance() -> dict:
+    return provenance()
+
+
+def make_trace(pair: "Pair", result: dict, environment: dict) -> dict:
+    # log is "" rather than null when there is nothing to say: the FlashInfer-Trace dialect has no
+    # null log, so exports round-trip exactly. No seed: the inputs came from secret seeds.
+    # Every trace says how it was produced: environment.provenance (run_bench makes one per run; a caller
+    # that brings none gets this process's). The FlashInfer-Trace export keeps it and the import reads it back.
+    if "provenance" not in environment:
+        environment = {**environment, "provenance": process_provenance()}
+    evaluation = {"status": result["status"], "log": protocol.text(result.get("log") or "", 16000),
+                  "correctness": result.get("correctness"), "performance": result.get("performance"),
+                  "environment": environment, "timestamp": _now()}
+    status = TraceStatus(result["status"])
+    if not status.carries_performance:
+        evaluation["performance"] = None
+    if not status.carries_correctness:
+        evaluation["correctness"] = None
+    return {"definition": pair.definition.name, "workload": dict(pair.workload.data["workload"]),
+            "solution": pair.solution.name, "evaluation": evaluation}
