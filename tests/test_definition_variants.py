@@ -27,3 +27,14 @@ def test_a_variant_is_its_template_with_other_constants():
         assert f"h{consts['num_qo_heads']}_kv{consts['num_kv_heads']}_d{consts['head_dim']}" in name, name
         assert name.endswith(f"_ps{consts['page_size']}") if "page_size" in consts else True, name
         json.dumps(d)  # plain data
+
+
+def test_other_variants_keep_their_templates_mathematics():
+    for v in variants.SUBSTITUTED:
+        d = variants.render_substituted(v)  # asserts that every text replacement still applies
+        t = json.loads((variants.DATASET / "definitions" / v.type / f"{v.template}.json").read_text(encoding="utf-8"))
+        assert d["reference"] == t["reference"] and d.get("constraints") == t.get("constraints"), v.name
+        assert {n: s["shape"] for n, s in d["inputs"].items()} == {n: s["shape"] for n, s in t["inputs"].items()}
+        assert {n: s["shape"] for n, s in d["outputs"].items()} == {n: s["shape"] for n, s in t["outputs"].items()}
+        changed = {a for a, s in d["axes"].items() if s.get("value") != t["axes"][a].get("value")}
+        assert changed == set(v.consts), f"{v.name}: changes {sorted(changed)}"

@@ -20,7 +20,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import Case
+from . import deepseek, deepseek_v32, mamba2, qwen3_next
+from .common import Case, shrunk
 from .llama import (
     decode_expected,
     decode_inputs,
@@ -271,6 +272,142 @@ def files() -> dict:
         out[f"einsums/gqa/{name}.yaml"] = einsum_text(kind)
         out[f"solutions/baseline/gqa/{name}/{name}_torch.json"] = \
             json.dumps(baseline(kind, name), indent=2, ensure_ascii=False) + "\n"
+    for v in SUBSTITUTED:
+        out.update(substituted_files(v))
+    return out
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Other families: a variant is a checked definition of ours with other constants and the text that says
+# so (each replacement must apply, so a change to the template's text shows here). Our family names are
+# kept where the public set names the kernel differently; the description gives the public name.
+# --------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Substituted:
+    name: str
+    type: str
+    template: str
+    consts: dict  # const axis -> value
+    replace: tuple  # (old, new) text pairs over every description of the definition
+    tags: tuple
+
+
+QWEN3_NEXT_TP4 = ("at tensor parallelism 4 (the served configuration: Qwen's model card and the engines' recipes launch it "
+                  "with --tensor-parallel-size 4 / --tp-size 4): 16 / 4 = 4 query/key heads and 32 / 4 = 8 value heads "
+                  "per rank")
+QWEN3_NEXT_AT = {
+    2: ("at tensor parallelism 2 (two GPUs, e.g. two H200 for the bfloat16 weights; the dataset's calling record "
+        "qwen3-next-80b-a3b serves TP4): 16 / 2 = 8 query/key heads and 32 / 2 = 16 value heads per rank"),
+    1: ("at tensor parallelism 1 (one GPU, e.g. the FP8 checkpoint Qwen/Qwen3-Next-80B-A3B-Instruct-FP8 on one H200, "
+        "the state and activations still float32 / bfloat16; the dataset's calling record qwen3-next-80b-a3b serves "
+        "TP4): all 16 query/key heads and 32 value heads on one GPU"),
+}
+
+
+def _gdn(kind: str, tp: int) -> Substituted:
+    qk, v = 16 // tp, 32 // tp
+    public = f"gdn_{kind}_qk{qk}_v{v}_d128_k_last"
+    return Substituted(
+        f"gdn_{kind}_qk{qk}_v{v}_d128", "gdn", f"gdn_{kind}_qk4_v8_d128", {"num_qk_heads": qk, "num_v_heads": v},
+        ((QWEN3_NEXT_TP4, QWEN3_NEXT_AT[tp] + f" (flashinfer-bench's FlashInfer-Trace set names this kernel {public})"),
+         ("linear_num_key_heads = 16 / tp 4.", f"linear_num_key_heads = 16 / tp {tp}."),
+         ("linear_num_value_heads = 32 / tp 4.", f"linear_num_value_heads = 32 / tp {tp}."),
+         *((("after causal_conv1d_update_c2048_k4 and before rmsnorm_gated_silu_h8_d128",
+             "after the causal conv1d update and before the gated RMSNorm of the same rank"),) if kind == "decode" else ())),
+        ("status:draft", "model-alt:qwen3-next-80b-a3b", f"stage:{kind}", f"tp:{tp}", "quantization:bf16",
+         "layout:k-last"))
+
+
+NANO_9B = ("as the 27 Mamba-2 mixer layers of NVIDIA-Nemotron-Nano-9B-v2 run it at TP1 in vLLM")
+NANO_CONSTS = ("Constants from nvidia/NVIDIA-Nemotron-Nano-9B-v2 config.json (no Hub access here: the values as quoted "
+               "identically by NVIDIA's Megatron-Bridge conversion script for this checkpoint and by other public code): "
+               "mamba_num_heads = 128, mamba_head_dim = 80, ssm_state_size = 128, n_groups = 8.")
+
+
+def _ssu(tp: int) -> Substituted:
+    h, ng = 128 // tp, 8 // tp
+    public = f"mamba_ssu_decode_h{h}_d64_s128_ng{ng}"
+    per_rank = "" if tp == 1 else f", split over tensor parallelism {tp}: {h} heads and {ng} groups per rank"
+    return Substituted(
+        f"mamba_selective_state_update_h{h}_d64_s128_ng{ng}", "mamba", "mamba_selective_state_update_h128_d80_s128_ng8",
+        {"nheads": h, "head_dim": 64, "ngroups": ng},
+        ((NANO_9B, f"as the 24 Mamba-2 mixer layers of Nemotron-H-8B run it at TP{tp} in vLLM"),
+         (NANO_CONSTS, "Constants from nvidia/Nemotron-H-8B-Base-8K config.json: mamba_num_heads = 128, mamba_head_dim "
+                       f"= 64, ssm_state_size = 128, n_groups = 8{per_rank} (flashinfer-bench's FlashInfer-Trace set "
+                       f"names this kernel {public})."),
+         ("mamba_num_heads = 128 from nvidia/NVIDIA-Nemotron-Nano-9B-v2 config.json (no Hub access here: the values as "
+          "quoted identically by NVIDIA's Megatron-Bridge conversion script for this checkpoint and by other public "
+          "code).", f"mamba_num_heads = 128{'' if tp == 1 else f' / tp {tp}'} from nvidia/Nemotron-H-8B-Base-8K "
+                    "config.json."),
+         ("mamba_head_dim = 80 from the same config (mamba d_inner = 128 * 80 = 10240).",
+          "mamba_head_dim = 64 from the same config (mamba d_inner = 128 * 64 = 8192)."),
+         ("n_groups = 8 from the same config: B and C have one row per group, shared by 128 / 8 = 16 heads.",
+          f"n_groups = 8{'' if tp == 1 else f' / tp {tp}'} from the same config: B and C have one row per group, "
+          "shared by 16 heads."),
+         ("mamba_gated_rmsnorm_h10240_ng8", "its grouped gated RMSNorm"),
+         ("for NemotronHForCausalLM to", "for NemotronHForCausalLM (Nemotron-H-8B's architecture too) to"),
+         ("NVIDIA's and vLLM's serving recipe for this model passes", "NVIDIA's and vLLM's serving recipe for "
+          "NVIDIA-Nemotron-Nano-9B-v2 passes")),
+        ("stage:decode", "model:nemotron-h-8b", f"tp:{tp}", "quantization:bf16", "status:draft"))
+
+
+DSA_PS1 = Substituted(
+    "dsa_sparse_mla_h16_ckv512_kpe64_topk2048_ps1", "dsa", "dsa_sparse_mla_h16_ckv512_kpe64_topk2048_ps64",
+    {"page_size": 1},
+    (("in bfloat16 pages of page_size 64 (SGLang's NSA backend requires page size 64 on CUDA; bf16 is its default "
+      "KV-cache dtype on H200, per sgl-project/sglang docs/basic_usage/deepseek_v32.md)",
+      "in a bfloat16 token-level cache, page_size 1 (one slot per page: a server whose cache is not paged in blocks, "
+      "as the public FlashInfer-Trace capture of this kernel; SGLang's NSA backend on CUDA uses page size 64, "
+      "dsa_sparse_mla_h16_ckv512_kpe64_topk2048_ps64)"),
+     ("slot = page * 64 + offset", "slot = page id, the page holding one token"),
+     ("the flashinfer-bench FlashInfer-Trace set names the same kernel dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps64",
+      "the flashinfer-bench FlashInfer-Trace set names this kernel dsa_sparse_attention_h16_ckv512_kpe64_topk2048_ps1"),
+     ("Tokens per cache page (SGLang NSA backend and DeepGEMM: 64).", "Tokens per cache page: 1 (a token-level cache).")),
+    ("status:draft", "model-alt:deepseek-v3.2", "stage:decode", "stage:prefill", "tp:8", "quantization:bf16",
+     "op_type:dsa_paged"))
+
+MLA_PREFILL_PS64 = Substituted(
+    "mla_paged_prefill_causal_h16_ckv512_kpe64_ps64", "mla", "mla_paged_prefill_causal_h16_ckv512_kpe64_ps1",
+    {"page_size": 64},
+    (("Tokens per KV-cache page (1).", "Tokens per KV-cache page (64: SGLang launched with --page-size 64, the page "
+                                       "size of the FlashMLA and TensorRT-LLM MLA backends)."),
+     ("so this kernel is tagged model-alt.", "so this kernel is tagged model-alt. The cache here is paged at 64 tokens, "
+                                             "as mla_paged_decode_h16_ckv512_kpe64_ps64's; flashinfer-bench's "
+                                             "FlashInfer-Trace set has the same kernel under the same name.")),
+    ("status:draft", "model-alt:deepseek-v3", "stage:prefill", "tp:8", "quantization:bf16"))
+
+SUBSTITUTED = [_gdn("decode", 2), _gdn("decode", 1), _gdn("prefill", 2), _gdn("prefill", 1), _ssu(1), _ssu(2),
+               DSA_PS1, MLA_PREFILL_PS64]
+
+
+def render_substituted(v: Substituted) -> dict:
+    d = json.loads((DATASET / "definitions" / v.type / f"{v.template}.json").read_text(encoding="utf-8"))
+    texts = [d] + [spec for part in ("axes", "inputs", "outputs") for spec in d[part].values()]
+    for old, new in v.replace:
+        hits = [t for t in texts if old in t.get("description", "")]
+        assert hits, f"{v.name}: {old[:60]!r}... is no longer in {v.template}'s text"
+        for t in hits:
+            t["description"] = t["description"].replace(old, new)
+    for axis, value in v.consts.items():
+        assert d["axes"][axis]["type"] == "const", f"{v.name}: {axis} is not a const axis of {v.template}"
+        d["axes"][axis]["value"] = value
+    d["name"], d["tags"] = v.name, list(v.tags)
+    return d
+
+
+def substituted_files(v: Substituted) -> dict:
+    d = render_substituted(v)
+    out = {f"definitions/{v.type}/{v.name}.json": json.dumps(d, indent=2, ensure_ascii=False) + "\n"}
+    einsum = DATASET / "einsums" / v.type / f"{v.template}.yaml"
+    if einsum.is_file():
+        out[f"einsums/{v.type}/{v.name}.yaml"] = einsum.read_text(encoding="utf-8")
+    for src in sorted((DATASET / "solutions" / "baseline" / v.type / v.template).glob("*.json")):
+        sol = json.loads(src.read_text(encoding="utf-8"))
+        name = sol["name"].replace(v.template, v.name)
+        out[f"solutions/baseline/{v.type}/{v.name}/{name}.json"] = \
+            json.dumps({**sol, "name": name, "definition": v.name}, indent=2, ensure_ascii=False) + "\n"
     return out
 
 
@@ -295,7 +432,29 @@ def _case(kind: str, page_size) -> Case:
     return Case(_sets(kind, page_size), make, expected, derived=prefill_derived)
 
 
+def _substituted_case(v: Substituted) -> Case:
+    """The template's own check; the sizes change where they depend on the constants."""
+    [case] = [m.CASES[v.template] for m in (qwen3_next, mamba2, deepseek_v32, deepseek) if v.template in m.CASES]
+    if v.type == "mamba":  # heads and groups shrunk below the variant's (the float64 recurrence is a Python loop)
+        sizes = [shrunk({"batch_size": 1, "num_slots": 2}, nheads=16, ngroups=2),
+                 shrunk({"batch_size": 3, "num_slots": 5}, nheads=16, ngroups=1),
+                 shrunk({"batch_size": 2, "num_slots": 3}, nheads=32, ngroups=2)]
+    elif v.type == "dsa":  # one token per page: the pool holds the slots the rows select
+        sizes = [{"num_tokens": 3, "num_pages": 192, "_selected": (1, 70, 192)},
+                 {"num_tokens": 2, "num_pages": 256, "_selected": (100, 37)},
+                 shrunk({"num_tokens": 3, "num_pages": 40, "_selected": (32, 32, 32)}, topk=32)]
+    elif v.template.startswith("gdn_decode"):  # the real heads, small batches
+        sizes = [{"batch_size": 1}, {"batch_size": 2, "free_slots": 1}, {"batch_size": 1, "free_slots": 2}]
+    elif v.template.startswith("gdn_prefill"):  # the real heads and one token; a chunk boundary at width 16
+        sizes = [{"seq_lens": (1,)}, shrunk({"seq_lens": (66,)}, head_k_dim=16, head_v_dim=16),
+                 shrunk({"seq_lens": (2, 3)}, head_k_dim=16, head_v_dim=16)]
+    else:
+        sizes = case.sizes
+    return Case(sizes, case.make_inputs, case.expected, derived=case.derived, check=case.check, extra=case.extra)
+
+
 CASES = {variant_name(k, MODELS[m], ps): _case(k, ps) for k, m, ps in VARIANTS}
+CASES.update({v.name: _substituted_case(v) for v in SUBSTITUTED})
 
 
 def write(root: Path = DATASET) -> list:
