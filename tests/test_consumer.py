@@ -78,7 +78,12 @@ TOO_LARGE_FOR_CI = {
     "gemm_n37888_k3584", "gemm_n37984_k5120", "gemm_n4096_k12288", "gemm_n5120_k17408", "gemm_n5120_k3072",
     "gemm_n5120_k5120", "gemm_n5120_k6400", "gemm_n7168_k5120", "gqa_paged_decode_h24_kv8_d128_ps1",
     "gqa_paged_decode_h24_kv8_d128_ps16", "gqa_paged_decode_h28_kv4_d128_ps16",
-    "gqa_paged_decode_h40_kv8_d128_ps16", "rope_neox_h28_kv4_d128"
+    "gqa_paged_decode_h40_kv8_d128_ps16", "rope_neox_h28_kv4_d128",
+    # The public FlashInfer-Trace variants (tests/reference_cases/variants.py: KV pools of their serving shapes)
+    "gqa_paged_decode_h16_kv2_d128_ps64", "gqa_paged_decode_h20_kv4_d128_ps64", "gqa_paged_decode_h24_kv4_d128_ps64",
+    "gqa_paged_decode_h24_kv8_d128_ps64", "gqa_paged_decode_h32_kv16_d128_ps1", "gqa_paged_decode_h32_kv16_d128_ps64",
+    "gqa_paged_decode_h32_kv4_d128_ps64", "gqa_paged_decode_h32_kv8_d128_ps64", "gqa_paged_decode_h48_kv8_d128_ps1",
+    "mla_paged_prefill_causal_h16_ckv512_kpe64_ps64",
 }
 REFERENCE_TOTAL_ELEMENTS = 12_000_000  # random elements of one reference call, all inputs together
 
