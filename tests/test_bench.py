@@ -526,6 +526,114 @@ def test_output_descriptors_from_a_worker_are_untrusted_input():
     assert protocol.rows({"outputs": [[good]] * 4}, "outputs", 4, 1) == [[good]] * 4
 
 
+class _Registry:
+    """A stand-in for CUDA IPC on the CPU: 'handles' name tensors registered by a fake worker."""
+
+    def __init__(self):
+        self.tensors, self.open_s, self.reads = {}, 0.0, []
+
+    def desc(self, t: torch.Tensor) -> list:
+        handle = f"{len(self.tensors):0128x}"
+        self.tensors[handle] = t
+        return [handle, 0, t.numel() * t.element_size(), str(t.dtype).removeprefix("torch."), list(t.shape)]
+
+    def read(self, desc):
+        self.reads.append(desc[0])
+        return self.tensors[desc[0]].clone()
+
+    def sync(self):
+        pass
+
+    def close(self):
+        pass
+
+
+def _fake_remote(who: str, reply) -> tuple:
+    """A Remote whose worker is a thread answering one batch with `reply(calls)`."""
+    import threading
+    from types import SimpleNamespace
+
+    from generator.bench import protocol
+    from generator.bench.remote import Remote
+
+    to_r, to_w = os.pipe()
+    from_r, from_w = os.pipe()
+
+    def worker():
+        header, _ = protocol.recv(to_r, ("batch",))
+        protocol.send(from_w, reply(header))
+
+    threading.Thread(target=worker, daemon=True).start()
+    remote = Remote.__new__(Remote)
+    remote.who, remote.names, remote.phases = who, ["output"], []
+    remote.worker = SimpleNamespace(to_child=to_w, from_child=from_r, kill=lambda: None, how_it_ended=lambda: "killed",
+                                    proc=SimpleNamespace(wait=lambda timeout: 0), log=SimpleNamespace(text=lambda: ""))
+    remote.capture = _Registry()
+    return remote
+
+
+def test_a_captured_batch_reads_only_the_chosen_calls_and_refuses_a_malformed_answer():
+    """Remote.batch with a capture: the outputs of the chosen calls (and only those) are read the moment the
+    answer arrives and come back as host tensors; no digests are asked for; an answer whose outputs are not one
+    row per call is the pair's RUNTIME_ERROR, and for the (trusted) reference it marks the capture as broken."""
+    from generator.bench.remote import Failed
+
+    outs = [torch.full((2, 3), float(i)) for i in range(4)]
+
+    def good(header):
+        assert header["capture"] == "ipc"
+        return {"op": "done", "ms": [0.1] * 4, "outputs": [[remote.capture.desc(t)] for t in outs], "phases": [0, 1, 2, 3]}
+
+    remote = _fake_remote("solution", good)
+    b = remote.batch([{}] * 4, time.monotonic() + 30, 30, chosen=[1, 3])
+    assert b.digests is None and sorted(b.outputs) == [1, 3] and b.wall > 0
+    assert torch.equal(b.outputs[3]["out"]["output"], outs[3]) and len(remote.capture.reads) == 2
+    remote = _fake_remote("reference", lambda header: {"op": "done", "ms": [0.1] * 4, "outputs": [[]] * 4})
+    with pytest.raises(Failed) as caught:
+        remote.batch([{}] * 4, time.monotonic() + 30, 30, chosen=[0])
+    assert caught.value.status == "RUNTIME_ERROR" and caught.value.capture_broken
+    remote = _fake_remote("solution", lambda header: {"op": "done", "ms": [0.1] * 4, "outputs": [[]] * 4})
+    with pytest.raises(Failed) as caught:
+        remote.batch([{}] * 4, time.monotonic() + 30, 30, chosen=[0])
+    assert not caught.value.capture_broken
+
+
+def test_the_runner_compares_captured_outputs_without_asking_the_solution_to_reveal(tmp_path):
+    """WorkloadRun.batch with captures on both sides: the captured outputs are compared as they are (the
+    solution is never asked to reveal), the same choice of calls is passed to both, and a wrong captured
+    answer fails the pair."""
+    import random
+    from types import SimpleNamespace
+
+    from generator.bench.remote import Batch, Failed
+    from generator.bench.runner import Options, WorkloadRun
+
+    root = write_dataset(tmp_path, workloads=workloads(1))
+    pair = make_plan(load(root), "cpu").pairs[0]
+    shape = (int(pair.workload.axes["batch_size"]), 128)
+    right = torch.randn(shape).to(torch.float16)
+    seen = {}
+
+    def fake(who, value):
+        def batch(calls, deadline, timeout_s, chosen=()):
+            seen[who] = list(chosen)
+            return Batch([0.01] * len(calls), None, 0.1 * len(calls),
+                         {i: {"out": {"output": value.clone()}, "in": {}} for i in chosen})
+
+        def reveal(*args):
+            raise AssertionError(f"{who} was asked to reveal")
+        return SimpleNamespace(who=who, batch=batch, reveal=reveal)
+
+    run = WorkloadRun(pair, Options(device="cpu"), root, fake("solution", right), fake("reference", right), random.Random(1))
+    run.batch(12, False, True)
+    assert seen["solution"] == seen["reference"] and len(seen["solution"]) in (4, 12)
+    wrong = WorkloadRun(pair, Options(device="cpu"), root, fake("solution", torch.zeros(shape, dtype=torch.float16)),
+                        fake("reference", right), random.Random(1))
+    with pytest.raises(Failed) as caught:
+        wrong.batch(12, False, True)
+    assert caught.value.status == "INCORRECT_NUMERICAL" and "copied out as it answered" in caught.value.log
+
+
 def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digests(monkeypatch, capsys):
     """On CUDA the first reference worker is asked whether the trusted process can read its memory; a "no"
     makes the whole run commit by digest (said on stderr, and in each trace's environment.outputs), a "yes"

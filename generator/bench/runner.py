@@ -206,7 +206,8 @@ class WorkloadRun:
         else:
             ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
         solution_ms, solution_wall, ref_ms, ref_wall = sol.ms, sol.wall, ref.ms, ref.wall
-        label = "the first batch" if reveal_all else f"batch {self.batches} (timed; checked after every answer was committed)"
+        how = "copied out as it answered" if sol.outputs is not None else "checked after every answer was committed"
+        label = "the first batch" if reveal_all else f"batch {self.batches} (timed; {how})"
         if self.sampling:
             self.verify_draws([solution_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
                               {**self.scalars, **ref_out[chosen[0]]["in"]}, label, reveal_all)
