@@ -114,6 +114,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
             reason = _failure_reason(o)
             print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
                   + (f": {reason}" if reason else ""))
+    if summary.outcomes:
+        spent = sum(o.seconds for o in summary.outcomes)
+        slowest = sorted(summary.outcomes, key=lambda o: -o.seconds)[:5]
+        print(f"{len(summary.outcomes) / max(spent, 1e-9) * 60:.1f} pairs per minute ({spent:.0f} s in pairs, of which "
+              f"{sum(o.setup_s for o in summary.outcomes):.0f} s starting and loading workers); slowest: "
+              + ", ".join(f"{o.pair.solution.name} on {o.pair.workload.uuid[:8]} {o.seconds:.1f} s" for o in slowest))
     left = len(plan.pairs) - len(summary.outcomes)
     if left:
         print(f"{left} pair(s) not started: the --budget-s of {args.budget_s:g} s was spent; "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -1188,6 +1189,9 @@ def test_resume_repairs_a_torn_last_line_and_goes_on(tmp_path, capsys):
     captured = capsys.readouterr()
     assert code == 0 and "cut a torn last line" in captured.err, captured
     assert "1 pair(s) already have a trace" in captured.out and "1 PASSED" in captured.out, captured.out
+    # The run reports its throughput and where its slowest pairs went (the GPU kit's log shows it).
+    assert re.search(r"[0-9.]+ pairs per minute \([0-9]+ s in pairs, of which [0-9]+ s starting and loading "
+                     r"workers\); slowest: rmsnorm_h128_torch on wl-0001 [0-9.]+ s", captured.out), captured.out
     assert sorted(json.loads(x)["workload"]["uuid"] for x in path.read_text().splitlines()) == ["wl-0000", "wl-0001"]
 
 

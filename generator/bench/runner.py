@@ -104,6 +104,8 @@ class Outcome:
     status: str  # a TraceStatus, or NOT_MEASURED
     record: Optional[dict]  # the trace written, None in correctness-only runs
     log: str = ""  # why it did not pass (the trace's log; kept here too for correctness-only runs)
+    seconds: float = 0.0  # wall time of the pair here, worker starts and loads included
+    setup_s: float = 0.0  # of which starting and loading workers (the reference's and the solution's)
 
     @property
     def passed(self) -> bool:
@@ -395,13 +397,13 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
     outcomes: list[Outcome] = []
     rng = random.SystemRandom()  # input seeds and checked calls: nothing a solution could predict
 
-    def finish(pair: Pair, result: dict) -> None:
+    def finish(pair: Pair, result: dict, seconds: float = 0.0, setup_s: float = 0.0) -> None:
         record = None
         if not opts.correctness_only and result["status"] != NOT_MEASURED:
             record = make_trace(pair, result, {**environment, "outputs": output_mode(opts)})
             s = pair.solution
             write_trace(trace_path(opts.out, s.author, pair.definition.type, pair.definition.name), record)
-        outcome = Outcome(pair, result["status"], record, result.get("log") or "")
+        outcome = Outcome(pair, result["status"], record, result.get("log") or "", seconds, setup_s)
         outcomes.append(outcome)
         on_outcome(outcome)
 
@@ -446,6 +448,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
         for i, pair in enumerate(pairs):
             if opts.deadline is not None and time.monotonic() > opts.deadline:
                 return  # the run's time budget is spent: the rest is for a --resume
+            started = ready = time.monotonic()
             try:
                 if solution is None and not spare and definition not in refs:
                     spare.append(Worker(opts.device, opts.sandbox))  # starts while the reference's worker does
@@ -457,6 +460,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     capture.attach(solution, opts)
                     if opts.prefetch and more and not spare:
                         spare.append(Worker(opts.device, opts.sandbox))
+                ready = time.monotonic()
                 result = WorkloadRun(pair, opts, root, solution, refs[definition], rng).run()
             except ReferenceFailed as exc:
                 # Not the solution's failure: the pair is not measured and gets no trace; the run goes on.
@@ -478,7 +482,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     solution.kill()
                     solution = None
                 result = {"status": exc.status, "log": exc.log, "correctness": exc.correctness}
-            finish(pair, result)
+            finish(pair, result, time.monotonic() - started, ready - started)
     finally:
         if solution is not None:
             solution.close()
