@@ -23,6 +23,7 @@ from `first_seed` where the family takes it. A MoE step is {tokens, alpha, stage
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -189,12 +190,15 @@ def _rope(r: Recipe, e: dict) -> Iterator[Spec]:
     """Decode steps (`decode`, `decode_pick`) then prefill steps; max_position: the cache's rows, "largest + 1"
     (the rows the step's positions need), or absent for the largest position rounded up to a multiple of
     4096. description: {decode: ..., prefill: ...}. inputs (optional): the definition's inputs, "@positions"
-    for the positions (default families.ROPE_INPUTS)."""
+    for the positions (default families.ROPE_INPUTS). axes (optional): more axes, the same in every workload
+    (the per-rank head counts of a definition whose heads are var axes)."""
     max_position = r.value(e["max_position"]) if "max_position" in e else None
     inputs = {k: r.value(v) for k, v in e["inputs"].items()} if "inputs" in e else None
+    more = {k: int(r.value(v)) for k, v in e.get("axes", {}).items()}
     for s, positions, seed in families.rope_steps(r.steps(e, "decode"), r.steps(e, "prefill")):
         text = e["description"]["decode" if isinstance(s, Decode) else "prefill"]
-        yield families.rope(e["definition"], s, positions, seed, max_position, text, r.fields(), inputs)
+        spec = families.rope(e["definition"], s, positions, seed, max_position, text, r.fields(**more), inputs)
+        yield replace(spec, axes={**spec.axes, **more}) if more else spec
 
 
 def _sampling(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -240,7 +244,7 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "moe_grouped_gemm": (_moe_grouped_gemm, ("scenarios", "gemms", "num_experts", "top_k"),
                          ("scenarios_pick", "description")),
     "rope": (_rope, ("definition", "decode", "prefill", "description"),
-             ("decode_pick", "prefill_pick", "max_position", "inputs")),
+             ("decode_pick", "prefill_pick", "max_position", "inputs", "axes")),
     "sampling": (_sampling, ("definition", "batches", "top_k_menu", "top_p_menu", "inputs", "description"), ()),
     "embedding_shard": (_embedding_shard, ("definition", "scenarios", "vocab", "shards", "description"),
                         ("scenarios_pick", "description_one_token")),

@@ -247,6 +247,12 @@ CASES = {
     "top_k_top_p_sampling_from_probs_v151936": llama.sampling_case("top_k_top_p"),
     "top_k_top_p_sampling_from_probs_v262208": llama.sampling_case("top_k_top_p"),
     "top_k_top_p_sampling_from_probs_v131072": llama.sampling_case("top_k_top_p"),
+    # vLLM's samplers at DeepSeek-V3's vocabulary (top-k first, unlike SGLang's joint filter below), the
+    # separate top-k and top-p samplers at Gemma 3's, and all three at Llama-4-Scout's.
+    **{f"{kind}_sampling_from_probs_v{vocab}": llama.sampling_case(kind, llama.TINY_VOCAB)
+       for vocab, kinds in ((129280, ("top_k", "top_p", "top_k_top_p")), (262208, ("top_k", "top_p")),
+                            (202048, ("top_k", "top_p", "top_k_top_p")))
+       for kind in kinds},
     "top_k_top_p_joint_sampling_from_probs_v129280": Case(
         [shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3, joint_inputs,
         check=statistical_check(joint_target)),

@@ -224,5 +224,9 @@ CASES = {
     "gemm_n5376_k2048": gemm_case(N=1000),
     "gemm_n21504_k5376": gemm_case(N=1000),
     "gemm_n5376_k10752": gemm_case(N=1000),
+    # The unsharded (TP1) layer's k/v, o and down projections: the same check, K real.
+    "gemm_n2048_k5376": gemm_case(N=1000),
+    "gemm_n5376_k4096": gemm_case(N=1000),
+    "gemm_n5376_k21504": gemm_case(N=1000),
     "gemm_n131104_k5376": gemm_case(N=1000),
 }

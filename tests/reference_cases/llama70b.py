@@ -46,6 +46,11 @@ CASES = {
     "gemm_n7168_k8192": gemm_case(N=1000),
     "gemm_n8192_k3584": gemm_case(N=1000),
     "gemm_n16032_k8192": gemm_case(N=1000),
+    # The unsharded (TP1) layer: the same check, K real (28672 for down_proj).
+    "gemm_n10240_k8192": gemm_case(N=1000),
+    "gemm_n8192_k8192": gemm_case(N=1000),
+    "gemm_n57344_k8192": gemm_case(N=1000),
+    "gemm_n8192_k28672": gemm_case(N=1000),
     "gqa_paged_decode_h16_kv2_d128_ps16": Case(
         [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
          {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),

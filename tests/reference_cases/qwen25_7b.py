@@ -61,4 +61,6 @@ CASES = {
          {"batch_size": 4, "total_q": 37, "total_kv": 37}],
         ragged_inputs, ragged_expected, derived=prefill_derived),
     "top_k_top_p_sampling_from_probs_v152064": llama.sampling_case("top_k_top_p"),
+    "top_k_sampling_from_probs_v152064": llama.sampling_case("top_k", llama.TINY_VOCAB),
+    "top_p_sampling_from_probs_v152064": llama.sampling_case("top_p", llama.TINY_VOCAB),
 }
