@@ -1,0 +1,45 @@
+"""Mistakes planted in the references of the serving-family definitions (reference_cases/serving_families.py)
+fail their independent checks, on exactly the input sets that should catch them: the checks have teeth.
+
+The same machinery as test_references.py's PLANTED list (kept here so that these definitions' plants live
+beside each other); each entry says why the sets it names catch it and the others do not.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from test_references import DEFINITION_FILES, InputSets, check_outputs, load_definition
+
+PLANTED = [
+    # The value scale dropped: every set has v_scale != 1.
+    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)",
+     [0, 1, 2]),
+    # The key scale dropped: set 2 has k_scale = 1.0 (vLLM's value for a checkpoint without scales), where it is moot.
+    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)",
+     [0, 1]),
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("name, right, wrong, failing", PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)])
+def test_planted_reference_mistakes_fail(name, right, wrong, failing):
+    [path] = [p for p in DEFINITION_FILES if p.stem == name]
+    d = load_definition(path)
+    assert d["reference"].count(right) == 1, f"{name}: the planted mistake no longer applies; plant another"
+    planted = InputSets({**d, "reference": d["reference"].replace(right, wrong)})
+    caught = []
+    for index in range(len(planted.case.sizes)):
+        axes, inputs, expected = planted[index]
+        try:
+            check_outputs(planted.reference_outputs(index), planted.definition, axes, expected, "planted reference")
+        except AssertionError:
+            caught.append(index)
+    assert caught == failing, f"{name} with {wrong!r}: the check fails on sets {caught}, expected {failing}"
