@@ -18,6 +18,15 @@ PLANTED = [
     # The key scale dropped: set 2 has k_scale = 1.0 (vLLM's value for a checkpoint without scales), where it is moot.
     ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)",
      [0, 1]),
+    # The base-2 lse merged in natural log: wrong wherever both parts carry weight (every set).
+    ("merge_state_h32_d128", "s_merged = s_max + torch.log2(denom)", "s_merged = s_max + torch.log(denom)", [0, 1, 2]),
+    # The parts' weights swapped: wrong unless the two lse are equal; set 2's are equal or one ulp apart (even
+    # weights), where swapping them is harmless.
+    ("merge_state_h32_d128", "v_a.to(torch.float32) * (w_a / denom)", "v_a.to(torch.float32) * (w_b / denom)",
+     [0, 1]),
+    # The prefix left out of the sequence's length: it attends to its first own_len tokens only.
+    ("gqa_cascade_decode_h32_kv8_d128_ps16", "kv_len = shared.numel() * page_size + own_len", "kv_len = own_len",
+     [0, 1, 2]),
 ]
 
 

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import core, dsa, families, mla, moe, state
+from . import cascade, core, dsa, families, mla, moe, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -131,6 +131,13 @@ def _routed_align(r: Recipe, e: dict) -> Iterator[Spec]:
                                e["description"], r.fields())
 
 
+def _shared_prefix_decode(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Cascade attention decode (cascade.shared_prefix_decode): `steps` {batch, shared, context, sigma, what}."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield cascade.shared_prefix_decode(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
+                                           e["description"], r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -149,4 +156,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "temperature": (_temperature, ("definition", "batches", "description"), ("menu", "first_seed")),
     "routed_align": (_routed_align, ("definition", "steps", "num_experts", "top_k", "description"), ("first_seed",)),
     "gathered_moe": (_gathered_moe, ("steps", "kernels", "num_experts", "top_k"), ("first_seed", "layer")),
+    "shared_prefix_decode": (_shared_prefix_decode, ("definition", "steps", "page_size", "sm_scale", "description"),
+                             ("first_seed",)),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from .common import Case, fp8
-from .llama import SM_SCALE, attend, decode_derived, gather_sequence, kv_lengths, page_table
+from .llama import SM_SCALE, attend, decode_derived, gather_sequence, kv_lengths, page_table, split_counts
 
 # --------------------------------------------------------------------------------------------------
 # GQA decode over an FP8 KV cache with per-tensor scales. The codes span the e4m3 range (std 64, as the
@@ -57,7 +57,73 @@ FP8KV_SETS = [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2},
               {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}]
 
 
+# --------------------------------------------------------------------------------------------------
+# Cascade attention: the merge of two attention states, and decode behind a shared prefix.
+# --------------------------------------------------------------------------------------------------
+
+def merge_inputs(ax, g, i):
+    T, H, D = ax["seq_len"], ax["num_heads"], ax["head_dim"]
+    s_a = 10.0 + 4.0 * torch.randn(T, H, generator=g)
+    # Set 0: lse as the bench draws them; set 1: differences up to +-60 (one part's weight underflows in float32);
+    # set 2: equal lse on every other head (even weights) and a tie broken by one ulp elsewhere.
+    s_b = [10.0 + 4.0 * torch.randn(T, H, generator=g),
+           s_a + 120.0 * (torch.rand(T, H, generator=g) - 0.5),
+           torch.where(torch.arange(H) % 2 == 0, s_a, torch.nextafter(s_a, torch.tensor(100.0)))][i % 3]
+    return {"v_a": torch.randn(T, H, D, generator=g).bfloat16(), "s_a": s_a,
+            "v_b": (3.0 * torch.randn(T, H, D, generator=g)).bfloat16(), "s_b": s_b}
+
+
+def merge_expected(ax, x):
+    s_a, s_b = x["s_a"].double(), x["s_b"].double()
+    s = torch.logaddexp2(s_a, s_b)
+    v = x["v_a"].double() * torch.exp2(s_a - s)[..., None] + x["v_b"].double() * torch.exp2(s_b - s)[..., None]
+    return {"v_merged": v, "s_merged": s}
+
+
+def cascade_inputs(ax, g, i):
+    """A shared prefix of num_shared_pages full pages and each sequence's own pages, all distinct, from one pool."""
+    sharp = [1.0, 3.0, 0.5][i % 3]
+    B, P = ax["batch_size"], ax["page_size"]
+    pool = torch.randperm(ax["num_pages"], generator=g)
+    shared = pool[:ax["num_shared_pages"]]
+    own = pool[ax["num_shared_pages"]:ax["num_shared_pages"] + ax["num_kv_indices"]]
+    counts = split_counts(ax["num_kv_indices"], B, g)
+    indptr = torch.cat([torch.zeros(1, dtype=torch.int64), counts.cumsum(0)])
+    shape = (ax["num_pages"], P, ax["num_kv_heads"], ax["head_dim"])
+    sm_scale = [SM_SCALE, torch.tensor(SM_SCALE, dtype=torch.float32), 0.1][i % 3]
+    return {"q": (torch.randn(B, ax["num_qo_heads"], ax["head_dim"], generator=g) * sharp).bfloat16(),
+            "k_cache": torch.randn(shape, generator=g).bfloat16(), "v_cache": torch.randn(shape, generator=g).bfloat16(),
+            "shared_kv_indices": shared.int(), "kv_indptr": indptr.int(), "kv_indices": own.int(),
+            "kv_last_page_len": torch.randint(1, P + 1, (B,), generator=g).int(), "sm_scale": sm_scale}
+
+
+def cascade_expected(ax, x):
+    """The cascade itself: SDPA over the prefix and over each sequence's own tokens, merged by their lse."""
+    P = ax["page_size"]
+    prefix_k = torch.cat([x["k_cache"][int(p)] for p in x["shared_kv_indices"]]).double()  # [S, Hk, D]
+    prefix_v = torch.cat([x["v_cache"][int(p)] for p in x["shared_kv_indices"]]).double()
+    scale = float(x["sm_scale"])
+    lens = kv_lengths(x["kv_indptr"], x["kv_last_page_len"], P)
+    outs, lses = [], []
+    for b, n in enumerate(lens):
+        q = x["q"][b:b + 1].double()
+        o0, l0 = attend(q, prefix_k, prefix_v, scale)
+        o1, l1 = attend(q, gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n),
+                        gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n), scale)
+        lse = torch.logaddexp2(l0, l1)
+        outs.append((o0 * torch.exp2(l0 - lse)[..., None] + o1 * torch.exp2(l1 - lse)[..., None])[0])
+        lses.append(lse[0])
+    return {"output": torch.stack(outs), "lse": torch.stack(lses)}
+
+
+CASCADE_SETS = [{"batch_size": 1, "num_shared_pages": 1, "num_kv_indices": 1, "num_pages": 2},
+                {"batch_size": 3, "num_shared_pages": 4, "num_kv_indices": 7, "num_pages": 14},
+                {"batch_size": 5, "num_shared_pages": 2, "num_kv_indices": 9, "num_pages": 11}]
+
+
 CASES = {
     "gqa_paged_decode_fp8kv_h32_kv8_d128_ps16": Case(FP8KV_SETS, fp8kv_decode_inputs, fp8kv_decode_expected,
                                                      derived=decode_derived),
+    "merge_state_h32_d128": Case([{"seq_len": 1}, {"seq_len": 3}, {"seq_len": 7}], merge_inputs, merge_expected),
+    "gqa_cascade_decode_h32_kv8_d128_ps16": Case(CASCADE_SETS, cascade_inputs, cascade_expected, derived=decode_derived),
 }
