@@ -27,6 +27,19 @@ PLANTED = [
     # The prefix left out of the sequence's length: it attends to its first own_len tokens only.
     ("gqa_cascade_decode_h32_kv8_d128_ps16", "kv_len = shared.numel() * page_size + own_len", "kv_len = own_len",
      [0, 1, 2]),
+    # The repetition penalty's two branches swapped (positive logits multiplied): every set has a seen token with a
+    # positive logit in a row whose repetition penalty is not 1.
+    ("logits_penalties_v128256", "torch.where(row > 0, row / r, row * r)", "torch.where(row > 0, row * r, row / r)",
+     [0, 1, 2]),
+    # The presence penalty charged for prompt tokens too: the prompts hold tokens the outputs do not (set 0's one
+    # row, whose presence penalty is 0.5, included).
+    ("logits_penalties_v128256", "presence_penalties[b].to(torch.float32) * in_output.to(torch.float32)",
+     "presence_penalties[b].to(torch.float32) * seen.to(torch.float32)", [0, 1, 2]),
+    # min_p taken as an absolute probability threshold instead of relative to the most likely token's.
+    ("min_p_logits_v128256", "threshold = probs.max() * min_p[b].to(torch.float32)",
+     "threshold = min_p[b].to(torch.float32)", [0, 1, 2]),
+    # Ties with the threshold filtered too: only the min_p = 1.0 row (sets 1 and 2) keeps a token exactly at it.
+    ("min_p_logits_v128256", "torch.where(probs < threshold,", "torch.where(probs <= threshold,", [1, 2]),
 ]
 
 
@@ -52,3 +65,17 @@ def test_planted_reference_mistakes_fail(name, right, wrong, failing):
         except AssertionError:
             caught.append(index)
     assert caught == failing, f"{name} with {wrong!r}: the check fails on sets {caught}, expected {failing}"
+
+
+def test_the_bench_check_allows_no_error_where_the_expected_value_is_infinite():
+    """A masked logit (-inf, min_p_logits_v128256's filtered tokens) must come back -inf: rtol * |inf| once allowed
+    any finite value there, so a min-p kernel that filtered nothing passed."""
+    from generator.bench.check import compare
+
+    d = {"name": "masked", "outputs": {"o": {"shape": ["n"], "dtype": "float32"}}}
+    expected = {"o": torch.tensor([float("-inf"), 1.0, float("-inf")])}
+    axes = {"n": 3}
+    assert compare(d, {"o": expected["o"].clone()}, expected, axes).ok
+    assert compare(d, {"o": torch.tensor([float("-inf"), 1.00001, float("-inf")])}, expected, axes).ok
+    for wrong in ([0.0, 1.0, float("-inf")], [-1e30, 1.0, float("-inf")], [float("inf"), 1.0, float("-inf")]):
+        assert not compare(d, {"o": torch.tensor(wrong)}, expected, axes).ok, wrong

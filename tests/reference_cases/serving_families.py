@@ -10,6 +10,7 @@ references (whole batch at once where they loop, or the other way round).
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
 from .common import Case, fp8
 from .llama import SM_SCALE, attend, decode_derived, gather_sequence, kv_lengths, page_table, split_counts
@@ -121,9 +122,65 @@ CASCADE_SETS = [{"batch_size": 1, "num_shared_pages": 1, "num_kv_indices": 1, "n
                 {"batch_size": 5, "num_shared_pages": 2, "num_kv_indices": 9, "num_pages": 11}]
 
 
+# --------------------------------------------------------------------------------------------------
+# Logits processing: penalties (bincount per row in float64) and min-p (F.softmax in float64).
+# --------------------------------------------------------------------------------------------------
+
+def penalties_inputs(ax, g, i):
+    B, V, LP, LO = ax["batch_size"], ax["vocab_size"], ax["max_prompt_len"], ax["max_output_len"]
+    # Ids from a small pool of tokens, so that the outputs repeat tokens (counts above 1) and reuse the prompt's.
+    pool = torch.randperm(V, generator=g)[:12]
+    prompt = pool[torch.randint(0, 8, (B, LP), generator=g)]
+    output = pool[torch.randint(4, 12, (B, LO), generator=g)]
+    for b in range(B):  # ragged rows: each padded with vocab_size past its own length (row 0 is the longest)
+        prompt[b, int(torch.randint(1, LP + 1, (1,), generator=g)) if b else LP:] = V
+        output[b, int(torch.randint(1, LO + 1, (1,), generator=g)) if b else LO:] = V
+    presence = torch.tensor([0.5, 0.0, 1.5, 0.0, 1.0, 0.3, 0.0])[:B]
+    frequency = torch.tensor([0.3, 0.0, 0.0, 1.0, 0.5, 0.2, 0.0])[:B]
+    repetition = torch.tensor([1.2, 1.0, 1.1, 0.8, 1.05, 1.3, 1.0])[:B]  # 0.8: a penalty below 1 favours repeats
+    logits = torch.randn(B, V, generator=g) * 5.0
+    logits[:, pool[:6]] = torch.tensor([3.0, -2.0, 0.0, 7.5, -0.5, 1.0])  # seen tokens of both signs, and a zero
+    return {"logits": logits, "prompt_token_ids": prompt, "output_token_ids": output,
+            "presence_penalties": presence, "frequency_penalties": frequency, "repetition_penalties": repetition}
+
+
+def penalties_expected(ax, x):
+    V = ax["vocab_size"]
+    out = x["logits"].double().clone()
+    for b in range(ax["batch_size"]):
+        prompt_bins = torch.bincount(x["prompt_token_ids"][b], minlength=V + 1)[:V]  # the last bin: padding
+        counts = torch.bincount(x["output_token_ids"][b], minlength=V + 1)[:V].double()
+        seen = (prompt_bins > 0) | (counts > 0)
+        r = float(x["repetition_penalties"][b])
+        factor = torch.where(out[b] > 0, torch.full_like(out[b], 1.0 / r), torch.full_like(out[b], r))
+        out[b] = torch.where(seen, out[b] * factor, out[b])
+        out[b] -= float(x["frequency_penalties"][b]) * counts + float(x["presence_penalties"][b]) * (counts > 0).double()
+    return {"logits_out": out}
+
+
+def min_p_inputs(ax, g, i):
+    B, V = ax["batch_size"], ax["vocab_size"]
+    logits = torch.randn(B, V, generator=g) * [3.0, 1.0, 6.0][i % 3]
+    min_p = torch.tensor([0.3, 0.0, 1.0, 0.05, 0.01, 0.5, 0.2])[:B]  # 0: not set; 1: only the most likely token
+    return {"logits": logits, "min_p": min_p}
+
+
+def min_p_expected(ax, x):
+    logits = x["logits"].double()
+    probs = F.softmax(logits, dim=-1)
+    keep = probs >= x["min_p"].double()[:, None] * probs.max(dim=-1, keepdim=True).values
+    return {"logits_out": torch.where(keep, logits, torch.full_like(logits, float("-inf")))}
+
+
 CASES = {
     "gqa_paged_decode_fp8kv_h32_kv8_d128_ps16": Case(FP8KV_SETS, fp8kv_decode_inputs, fp8kv_decode_expected,
                                                      derived=decode_derived),
     "merge_state_h32_d128": Case([{"seq_len": 1}, {"seq_len": 3}, {"seq_len": 7}], merge_inputs, merge_expected),
     "gqa_cascade_decode_h32_kv8_d128_ps16": Case(CASCADE_SETS, cascade_inputs, cascade_expected, derived=decode_derived),
+    # The real vocabulary: a row of 128256 float32 logits is half a megabyte.
+    "logits_penalties_v128256": Case([{"batch_size": 1, "max_prompt_len": 5, "max_output_len": 3},
+                                      {"batch_size": 3, "max_prompt_len": 17, "max_output_len": 9},
+                                      {"batch_size": 7, "max_prompt_len": 40, "max_output_len": 25}],
+                                     penalties_inputs, penalties_expected),
+    "min_p_logits_v128256": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 7}], min_p_inputs, min_p_expected),
 }
