@@ -119,6 +119,9 @@ def small_paged_workload(d: dict, w: dict) -> dict:
     w["inputs"]["kv_indptr"] = {"type": "tensor", "value": [0, pages[0], sum(pages)]}
     w["inputs"]["kv_indices"] = {"type": "tensor", "value": list(range(sum(pages), 0, -1))}
     w["inputs"]["kv_last_page_len"] = {"type": "tensor", "value": last}
+    if "shared_kv_indices" in d["inputs"]:  # a cascade's shared prefix: the two pages the sequences leave free
+        w["axes"]["num_shared_pages"] = 2
+        w["inputs"]["shared_kv_indices"] = {"type": "tensor", "value": [sum(pages) + 1, 0]}
     if "qo_indptr" in d["inputs"]:
         w["axes"]["total_q"] = 5
         w["inputs"]["qo_indptr"] = {"type": "tensor", "value": [0, 2, 5]}

@@ -101,6 +101,8 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
         if not finite:
             diff = torch.where(fa & fe, diff, torch.where(af == ef, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
         abs_e = ef.abs()  # not in place: ef may be the caller's tensor (.to() returns it when it needs no copy)
+        if not finite:  # an infinite expected value (a masked logit) allows no error: its rtol * inf would allow any
+            abs_e = torch.where(fe, abs_e, torch.zeros_like(abs_e))
         within = int((diff <= abs_e * tol.rtol + tol.atol).sum()) if diff.numel() else 0
         ratio = within / diff.numel() if diff.numel() else 1.0
         max_abs = diff.max().item() if diff.numel() else 0.0

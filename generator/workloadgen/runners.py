@@ -1,5 +1,5 @@
 """The runners of the engine's families for state caches, DeepSeek-style attention and MoE layouts, the
-embedding lookup and the temperature softmax: each takes a recipe (recipe.Recipe: its value(), fields(),
+embedding lookup, the temperature softmax, cascade attention and logits processing: each takes a recipe (recipe.Recipe: its value(), fields(),
 steps() and seeded()) and one entry of its workloads list, and yields the entry's Specs; FAMILIES registers
 them (recipe.FAMILIES merges it). `first_seed` (where a family takes it) starts the seeds at another number.
 """
@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import core, dsa, families, mla, moe, state
+from . import cascade, core, dsa, families, logits, mla, moe, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -131,6 +131,28 @@ def _routed_align(r: Recipe, e: dict) -> Iterator[Spec]:
                                e["description"], r.fields())
 
 
+def _shared_prefix_decode(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Cascade attention decode (cascade.shared_prefix_decode): `steps` {batch, shared, context, sigma, what}."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield cascade.shared_prefix_decode(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
+                                           e["description"], r.fields())
+
+
+def _penalties(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Repetition / frequency / presence penalties of b sequences (logits.penalties): `prompt` and `output`
+    {median, sigma, high}; `menus` {presence_penalties, frequency_penalties, repetition_penalties}."""
+    menus = {k: r.value(v) for k, v in r.value(e["menus"]).items()}
+    for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
+        yield logits.penalties(e["definition"], int(b), seed, int(r.value(e["vocab"])), e["prompt"], e["output"], menus,
+                               e["description"], r.fields())
+
+
+def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Min-p filtering of b sequences' logits (logits.min_p), min_p per request from `menu`."""
+    for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
+        yield logits.min_p(e["definition"], int(b), seed, r.value(e["menu"]), e["description"], r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -149,4 +171,9 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "temperature": (_temperature, ("definition", "batches", "description"), ("menu", "first_seed")),
     "routed_align": (_routed_align, ("definition", "steps", "num_experts", "top_k", "description"), ("first_seed",)),
     "gathered_moe": (_gathered_moe, ("steps", "kernels", "num_experts", "top_k"), ("first_seed", "layer")),
+    "shared_prefix_decode": (_shared_prefix_decode, ("definition", "steps", "page_size", "sm_scale", "description"),
+                             ("first_seed",)),
+    "penalties": (_penalties, ("definition", "batches", "vocab", "prompt", "output", "menus", "description"),
+                  ("first_seed",)),
+    "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
 }
