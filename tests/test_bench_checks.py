@@ -61,6 +61,8 @@ SHRINK = {
     "grouped_gemm_e128_n2048_k768": {"N": 128, "K": 256},
     "grouped_gemm_e128_n2048_k192": {"N": 512},
     "grouped_gemm_e128_n384_k2048": {"K": 256},
+    "grouped_gemm_e128_n384_k4096": {"K": 256},
+    "grouped_gemm_e128_n4096_k192": {"N": 512},
     "grouped_gemm_e512_n256_k2048": {"K": 128},
     "grouped_gemm_e512_n2048_k128": {"N": 128},
     "grouped_gemm_n4096_k4096": {"N": 256, "K": 512},
@@ -70,6 +72,8 @@ SHRINK = {
     # MXFP4: K (with its packed bytes and 32-wide scale blocks) real; N interleaves gate and linear (I = N / 2).
     "grouped_gemm_mxfp4_swiglu_e128_n5760_k2880": {"N": 256, "I": 128},
     "grouped_gemm_mxfp4_scatter_e128_n2880_k2880": {"N": 256},
+    "grouped_gemm_mxfp4_swiglu_e32_n5760_k2880": {"N": 256, "I": 128},
+    "grouped_gemm_mxfp4_scatter_e32_n2880_k2880": {"N": 256},
     # Index heads only add terms to each logit (a weighted sum over heads): 8 of 64 check the same, the
     # real 8192 x 8192 ragged prefill kept (its ks/ke ranges are the workload's).
     "dsa_indexer_logits_ragged_prefill_h64_d128": {"num_index_heads": 8},
