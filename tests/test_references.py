@@ -232,6 +232,8 @@ PLANTED = [
     # The renormalisation of the softmax top-k dropped (every set has a token with a local pick).
     ("moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "topk_weights = picked / picked.sum(dim=-1, keepdim=True)",
      "topk_weights = picked", [0, 1, 2]),
+    # Every token of a GDN verify step decayed by the first token's gate.
+    ("gdn_mtp_qk4_v8_d128", "S = S * torch.exp(g[:, t])", "S = S * torch.exp(g[:, 0])", [0, 1, 2]),
 ]
 
 
