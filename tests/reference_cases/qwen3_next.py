@@ -435,5 +435,9 @@ def gdn_mtp_expected(ax, x):
 
 
 GDN_MTP = [{"batch_size": 1, "seq_len": 2}, {"batch_size": 3, "seq_len": 4}, {"batch_size": 2, "seq_len": 7}]
-CASES.update({f"gdn_mtp_qk{qk}_v{v}_d128": Case(GDN_MTP, gdn_mtp_inputs, gdn_mtp_expected, derived=gdn_mtp_derived)
-              for qk, v in ((4, 8), (8, 16), (16, 32))})
+CASES["gdn_mtp_qk4_v8_d128"] = Case(GDN_MTP, gdn_mtp_inputs, gdn_mtp_expected, derived=gdn_mtp_derived)
+# TP2 / TP1: the same reference at more heads (the GVA grouping is the same, 2 value heads per key head), checked
+# once at the real head dims above; here at head dims 32, so that they cost little.
+CASES.update({f"gdn_mtp_qk{qk}_v{v}_d128": Case([shrunk(s, head_k_dim=32, head_v_dim=32) for s in GDN_MTP], gdn_mtp_inputs,
+                                                gdn_mtp_expected, derived=gdn_mtp_derived)
+              for qk, v in ((8, 16), (16, 32))})
