@@ -87,6 +87,10 @@ TOO_LARGE_FOR_CI = {
     # The public FlashInfer-Trace set's unsharded Llama-3.3-70B and Gemma-3-27B GEMMs; MiniMax-M2's 196608-row RoPE cache
     "gemm_n10240_k8192", "gemm_n8192_k8192", "gemm_n57344_k8192", "gemm_n8192_k28672", "gemm_n5376_k4096",
     "gemm_n5376_k21504", "rope_with_cos_sin_cache_neox_style_d128_rd64",
+    # The public set's other fused FP8 MoEs (0.4-17 GB of expert weights; checked shrunk in test_references)
+    "moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e384_h7168_i2048",
+    "moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e48_h7168_i2048", "moe_fp8_block_scale_renorm_topk10_e128_h2048_i512",
+    "moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe_fp8_block_scale_renorm_topk8_e128_h4096_i1536",
 }
 # The served models of issue #26 step 4 (gpt-oss-20b, Qwen3-235B-A22B TP8, Mistral-7B-Instruct-v0.3): their wide
 # weights, vocabularies and expert tables.

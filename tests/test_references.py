@@ -229,6 +229,11 @@ PLANTED = [
     ("quantized_gemm_n4096_k4096_ng128_kg128", "B_scale.to(torch.float32).repeat_interleave(block_n, dim=0)",
      "B_scale.flip(0).to(torch.float32).repeat_interleave(block_n, dim=0)", [0, 1, 2]),
     ("top_p_sampling_from_probs_v128256", "if p < 1.0:", "if p < 0.0:", [0, 1, 2]),
+    # The renormalisation of the softmax top-k dropped (every set has a token with a local pick).
+    ("moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "topk_weights = picked / picked.sum(dim=-1, keepdim=True)",
+     "topk_weights = picked", [0, 1, 2]),
+    # Every token of a GDN verify step decayed by the first token's gate.
+    ("gdn_mtp_qk4_v8_d128", "S = S * torch.exp(g[:, t])", "S = S * torch.exp(g[:, 0])", [0, 1, 2]),
 ]
 
 

@@ -20,10 +20,11 @@ Recipe = Any  # recipe.Recipe (imported there, not here: recipe.py imports this 
 def _slot_state(r: Recipe, e: dict) -> Iterator[Spec]:
     """A kernel on per-sequence state slots (state.slot_state): decode steps ({tokens, stage: decode, what})
     or prefill steps; `inputs` name the arrays the step draws as "@slots", "@cu_seqlens",
-    "@has_initial_state"; `axes` are templates of state.py's fields."""
+    "@has_initial_state"; `axes` are templates of state.py's fields; per_seq (optional): tokens per sequence
+    of a decode step (speculative verify), the field {per_seq}."""
     for seed, s in r.seeded(e):
         yield state.slot_state(e["definition"], s, seed, e["axes"], {k: r.value(v) for k, v in e["inputs"].items()},
-                               e["description"], r.fields())
+                               e["description"], r.fields(), int(e.get("per_seq", 1)))
 
 
 def _kv_append(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -154,7 +155,7 @@ def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
-    "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed")),
+    "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed", "per_seq")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
                   ("scenarios_pick", "first_seed", "pad_to")),
     "dsa": (_dsa, ("kernel", "definition", "scenarios", "config"),

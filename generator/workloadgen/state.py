@@ -7,8 +7,8 @@ its cached state) and writes the final state back. Slot ids are distinct ids fro
 batch (families.slots). Inputs a builder draws are named "@name" in a recipe's inputs:
   @slots (the batch's slot ids), @cu_seqlens (prefill: core.indptr(q_lens)),
   @has_initial_state (prefill: prefix_lens > 0).
-Template fields: what, call (prefill), batch, tokens (new tokens of the step), pool, len_indptr (batch + 1),
-seed; axes are templates of the same fields ("{tokens}") or numbers.
+Template fields: what, call (prefill), batch, tokens (new tokens of the step), per_seq (decode: tokens per
+sequence), pool, len_indptr (batch + 1), seed; axes are templates of the same fields ("{tokens}") or numbers.
 """
 
 from __future__ import annotations
@@ -36,10 +36,11 @@ def _inputs(inputs: Mapping, arrays: Mapping) -> dict:
 
 
 def slot_state(name: str, s: Union[Tokens, Prefill], seed: int, axes: Mapping, inputs: Mapping, text: str,
-               fields: Optional[Mapping] = None) -> Spec:
+               fields: Optional[Mapping] = None, per_seq: int = 1) -> Spec:
     """One step of a slot-state kernel. A decode step (Tokens, stage decode: `count` sequences, one token
-    each) is keyed decode_b<count>; g = core.rng(seed), slot ids from slots(g, count). A prefill step
-    (Prefill) draws its lengths with the same g first, then the slot ids."""
+    each) is keyed decode_b<count>; g = core.rng(seed), slot ids from slots(g, count). per_seq > 1: each
+    sequence brings per_seq tokens (a speculative verify step), keyed verify_b<count>_t<per_seq>. A prefill
+    step (Prefill) draws its lengths with the same g first, then the slot ids."""
     g = core.rng(seed)
     if isinstance(s, Prefill):
         q, pre = s.lens(g)
@@ -50,8 +51,9 @@ def slot_state(name: str, s: Union[Tokens, Prefill], seed: int, axes: Mapping, i
     else:
         ids, pool = slots(g, s.count)
         arrays = {"slots": i32(ids)}
-        f = {"batch": s.count, "tokens": s.count}
-        key, stage = f"decode_b{s.count}", s.stage
+        f = {"batch": s.count, "tokens": s.count * per_seq, "per_seq": per_seq}
+        key = f"decode_b{s.count}" if per_seq == 1 else f"verify_b{s.count}_t{per_seq}"
+        stage = s.stage
     f = {**(fields or {}), **f, "what": s.what, "pool": pool, "len_indptr": f["batch"] + 1, "seed": seed}
     return Spec(name, key, {k: int(fill(v, f)) if isinstance(v, str) else int(v) for k, v in axes.items()},
                 _inputs(inputs, arrays), seed, fill(text, f), stage=stage, num_tokens=f["tokens"])

@@ -379,3 +379,65 @@ CASES = {
     "gdn_prefill_qk4_v8_d128": Case(GDN_PREFILL, gdn_prefill_inputs, gdn_prefill_expected,
                                     derived=gdn_prefill_derived),
 }
+
+
+# --------------------------------------------------------------------------------------------------
+# GDN multi-token (speculative verify) step, checked in chunk form (the WY representation of chunked
+# prefill kernels) in float64: within one sequence's T tokens, with G_t = exp(g_1 + ... + g_t),
+#   S_t = G_t S_0 + sum_{s<=t} (G_t / G_s) u_s k_s^T,  u_s = beta_s (v_s - G_s S_0 k_s - sum_{r<s} (G_s / G_r)(k_r . k_s) u_r),
+# so U solves the unit lower-triangular system (I + A) U = beta (V - G S_0 K) (torch.linalg.solve_triangular),
+# and every output and state is then a closed form: no token-by-token recurrence.
+# --------------------------------------------------------------------------------------------------
+
+def gdn_mtp_derived(ax):
+    return {"num_slots": ax["batch_size"] + 3}
+
+
+def gdn_mtp_inputs(ax, g, i):
+    B, T, H, HV, K, V, S = (ax["batch_size"], ax["seq_len"], ax["num_qk_heads"], ax["num_v_heads"], ax["head_k_dim"],
+                            ax["head_v_dim"], ax["num_slots"])
+    spread = [1.0, 12.0, 3.0][i % 3]  # set 1: gates at their ends (softplus threshold, saturated sigmoid)
+    return {"q": (torch.randn(B, T, H, K, generator=g) * 2).bfloat16(),
+            "k": (torch.randn(B, T, H, K, generator=g) * 0.3).bfloat16(),
+            "v": torch.randn(B, T, HV, V, generator=g).bfloat16(),
+            "state_pool": torch.randn(S, HV, V, K, generator=g),
+            "state_indices": torch.randperm(S, generator=g)[:B].int(),
+            "A_log": torch.randn(HV, generator=g) * 0.5,
+            "a": (torch.randn(B, T, HV, generator=g) * spread).bfloat16(),
+            "dt_bias": (torch.randn(HV, generator=g) * spread).bfloat16(),
+            "b": (torch.randn(B, T, HV, generator=g) * spread).bfloat16(),
+            "scale": torch.tensor(SCALE)}
+
+
+def gdn_mtp_expected(ax, x):
+    B, T, H, HV = ax["batch_size"], ax["seq_len"], ax["num_qk_heads"], ax["num_v_heads"]
+    group = HV // H
+    out = torch.empty(B, T, HV, ax["head_v_dim"], dtype=torch.float64)
+    states = torch.empty(B, T, HV, ax["head_v_dim"], ax["head_k_dim"], dtype=torch.float64)
+    lower = torch.tril(torch.ones(T, T, dtype=torch.bool), diagonal=-1)
+    for b in range(B):
+        S0 = x["state_pool"][int(x["state_indices"][b])].double()  # [HV, V, K]
+        for h in range(HV):
+            sp = F.softplus(x["a"][b, :, h].double() + x["dt_bias"][h].double(), beta=1.0, threshold=20.0)
+            cum = torch.cumsum(-math.exp(float(x["A_log"][h])) * sp, dim=0)  # log G_t, [T]
+            beta = torch.sigmoid(x["b"][b, :, h].double())
+            q = l2_normalised(x["q"][b, :, h // group].double()) * float(x["scale"])  # [T, K]
+            k = l2_normalised(x["k"][b, :, h // group].double())
+            ratio = torch.exp(cum[:, None] - cum[None, :])  # G_t / G_s
+            A = torch.where(lower, beta[:, None] * ratio * (k @ k.T), torch.zeros(()))
+            rhs = beta[:, None] * (x["v"][b, :, h].double() - torch.exp(cum)[:, None] * (k @ S0[h].T))  # [T, V]
+            U = torch.linalg.solve_triangular(torch.eye(T, dtype=torch.float64) + A, rhs, upper=False, unitriangular=True)
+            causal = torch.tril(ratio)  # [t, s]: G_t / G_s for s <= t
+            out[b, :, h] = torch.exp(cum)[:, None] * (q @ S0[h].T) + (causal * (q @ k.T)) @ U
+            states[b, :, h] = (torch.exp(cum)[:, None, None] * S0[h][None]
+                               + torch.einsum("ts,sv,sk->tvk", causal, U, k))
+    return {"output": out, "intermediate_states": states}
+
+
+GDN_MTP = [{"batch_size": 1, "seq_len": 2}, {"batch_size": 3, "seq_len": 4}, {"batch_size": 2, "seq_len": 7}]
+CASES["gdn_mtp_qk4_v8_d128"] = Case(GDN_MTP, gdn_mtp_inputs, gdn_mtp_expected, derived=gdn_mtp_derived)
+# TP2 / TP1: the same reference at more heads (the GVA grouping is the same, 2 value heads per key head), checked
+# once at the real head dims above; here at head dims 32, so that they cost little.
+CASES.update({f"gdn_mtp_qk{qk}_v{v}_d128": Case([shrunk(s, head_k_dim=32, head_v_dim=32) for s in GDN_MTP], gdn_mtp_inputs,
+                                                gdn_mtp_expected, derived=gdn_mtp_derived)
+              for qk, v in ((8, 16), (16, 32))})
