@@ -254,9 +254,9 @@ CASES = {
                             (202048, ("top_k", "top_p", "top_k_top_p")))
        for kind in kinds},
     "top_k_top_p_joint_sampling_from_probs_v129280": Case(
-        [shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3, joint_inputs,
+        [shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.TINY_VOCAB)] * 3, joint_inputs,
         check=statistical_check(joint_target)),
-    "sampling_from_probs_v201088": Case([shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.SMALL_VOCAB)] * 3,
+    "sampling_from_probs_v201088": Case([shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.TINY_VOCAB)] * 3,
                                         plain_inputs, check=statistical_check(lambda x, r: x["probs"][r].double())),
     **{name: Case(ROWS, allreduce_inputs, allreduce_expected)
        for name in ("allreduce_tp4_h2048", "allreduce_tp4_h8192", "allreduce_tp8_h8192", "allreduce_tp8_h7168",
