@@ -47,6 +47,18 @@ def good_dataset(tmp_path: Path) -> Path:
 
 
 # Shared by the export, consumer and roofline tests.
+@pytest.fixture(scope="session")
+def bundled_export(tmp_path_factory) -> Path:
+    """The Hub export of the bundled dataset, made once per test process (the export, consumer and roofline
+    tests each made their own: three exports of the whole dataset). Read it; never write into it."""
+    from generator.export import export_dataset
+    from generator.load import DEFAULT_DATASET
+
+    out = tmp_path_factory.mktemp("bundled-export") / "hub"
+    export_dataset(DEFAULT_DATASET, out)
+    return out
+
+
 @pytest.fixture
 def load_offline(monkeypatch, tmp_path):
     """`datasets.load_dataset(DIR, CONFIG, split='train')`, offline, with a private cache."""

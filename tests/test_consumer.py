@@ -103,10 +103,8 @@ REFERENCE_TOTAL_ELEMENTS = 12_000_000  # random elements of one reference call, 
 
 
 @pytest.fixture(scope="module")
-def hub(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("consumer") / "hub"
-    export_dataset(DEFAULT_DATASET, out)
-    return out
+def hub(bundled_export) -> Path:
+    return bundled_export
 
 
 @pytest.fixture

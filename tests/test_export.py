@@ -36,15 +36,12 @@ FACTORY_COUNTS = {"definitions": 1, "workloads": 5, "solutions": 1, "traces": 1,
 # -- fixtures ------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory) -> dict[str, tuple[Path, Path]]:
-    """name -> (dataset root, Hub export of it), made once for the module."""
+def exports(tmp_path_factory, bundled_export) -> dict[str, tuple[Path, Path]]:
+    """name -> (dataset root, Hub export of it): the bundled dataset's shared export, the factory's made here."""
     base = tmp_path_factory.mktemp("exports")
     factory = write_dataset(base / "factory-ds")
-    out = {}
-    for name, root in (("bundled", DEFAULT_DATASET), ("factory", factory)):
-        export_dataset(root, base / f"{name}-hub")
-        out[name] = (root, base / f"{name}-hub")
-    return out
+    export_dataset(factory, base / "factory-hub")
+    return {"bundled": (DEFAULT_DATASET, bundled_export), "factory": (factory, base / "factory-hub")}
 
 
 # -- helpers -------------------------------------------------------------------------------

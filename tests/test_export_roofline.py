@@ -18,10 +18,8 @@ from dataset_factory import write_dataset
 
 
 @pytest.fixture(scope="module")
-def bundled(tmp_path_factory) -> tuple[Path, Path]:
-    out = tmp_path_factory.mktemp("roofline") / "hub"
-    export_dataset(DEFAULT_DATASET, out)
-    return DEFAULT_DATASET, out
+def bundled(bundled_export) -> tuple[Path, Path]:
+    return DEFAULT_DATASET, bundled_export
 
 
 def cli_table(capsys, dataset: Path) -> dict[tuple[str, str], dict[str, str]]:
