@@ -73,6 +73,7 @@ MAX_BATCH = 64
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
 BATCH_SLACK_MS = {"cpu": 5.0, "cuda": 0.1}
 ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
+PREFETCH_DEPTH = 2  # workers started ahead of the solutions that will take them
 NOT_MEASURED = "NOT_MEASURED"  # an outcome, never a trace status: the reference failed, not the solution
 
 
@@ -458,7 +459,7 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     solution = Remote(opts, _load_message(pair, opts, False), "solution",
                                       spare.pop() if spare else None)
                     capture.attach(solution, opts)
-                    if opts.prefetch and more and not spare:
+                    while opts.prefetch and more and len(spare) < PREFETCH_DEPTH:
                         spare.append(Worker(opts.device, opts.sandbox))
                 ready = time.monotonic()
                 result = WorkloadRun(pair, opts, root, solution, refs[definition], rng).run()
