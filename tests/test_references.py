@@ -234,6 +234,35 @@ PLANTED = [
      "topk_weights = picked", [0, 1, 2]),
     # Every token of a GDN verify step decayed by the first token's gate.
     ("gdn_mtp_qk4_v8_d128", "S = S * torch.exp(g[:, t])", "S = S * torch.exp(g[:, 0])", [0, 1, 2]),
+    # The serving families (reference_cases/serving_families.py): each entry says why the sets it names catch it.
+    # The value scale dropped: every set has v_scale != 1.
+    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)",
+     [0, 1, 2]),
+    # The key scale dropped: set 2 has k_scale = 1.0 (vLLM's value for a checkpoint without scales), where it is moot.
+    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)",
+     [0, 1]),
+    # The base-2 lse merged in natural log: wrong wherever both parts carry weight (every set).
+    ("merge_state_h32_d128", "s_merged = s_max + torch.log2(denom)", "s_merged = s_max + torch.log(denom)", [0, 1, 2]),
+    # The parts' weights swapped: wrong unless the two lse are equal; set 2's are equal or one ulp apart (even
+    # weights), where swapping them is harmless.
+    ("merge_state_h32_d128", "v_a.to(torch.float32) * (w_a / denom)", "v_a.to(torch.float32) * (w_b / denom)",
+     [0, 1]),
+    # The prefix left out of the sequence's length: it attends to its first own_len tokens only.
+    ("gqa_cascade_decode_h32_kv8_d128_ps16", "kv_len = shared.numel() * page_size + own_len", "kv_len = own_len",
+     [0, 1, 2]),
+    # The repetition penalty's two branches swapped (positive logits multiplied): every set has a seen token with a
+    # positive logit in a row whose repetition penalty is not 1.
+    ("logits_penalties_v128256", "torch.where(row > 0, row / r, row * r)", "torch.where(row > 0, row * r, row / r)",
+     [0, 1, 2]),
+    # The presence penalty charged for prompt tokens too: the prompts hold tokens the outputs do not (set 0's one
+    # row, whose presence penalty is 0.5, included).
+    ("logits_penalties_v128256", "presence_penalties[b].to(torch.float32) * in_output.to(torch.float32)",
+     "presence_penalties[b].to(torch.float32) * seen.to(torch.float32)", [0, 1, 2]),
+    # min_p taken as an absolute probability threshold instead of relative to the most likely token's.
+    ("min_p_logits_v128256", "threshold = probs.max() * min_p[b].to(torch.float32)",
+     "threshold = min_p[b].to(torch.float32)", [0, 1, 2]),
+    # Ties with the threshold filtered too: only the min_p = 1.0 row (sets 1 and 2) keeps a token exactly at it.
+    ("min_p_logits_v128256", "torch.where(probs < threshold,", "torch.where(probs <= threshold,", [1, 2]),
 ]
 
 
