@@ -124,7 +124,9 @@ class Remote:
             self.capture.sync()
             # Opening a handle is this process's driver work (once per allocation of the worker), not the worker's.
             wall = (time.perf_counter() - t0 - (self.capture.open_s - opening)) * 1e3
-        except protocol.ProtocolError as exc:
+        except (protocol.ProtocolError, RuntimeError) as exc:  # RuntimeError: torch refusing a copy it was pointed at
+            if not isinstance(exc, protocol.ProtocolError):
+                exc = protocol.ProtocolError(f"its outputs could not be copied out ({type(exc).__name__}: {str(exc)[:300]})")
             failed = self._fail(exc, "running a batch of calls")
             # The reference's worker is trusted code: its outputs failing to copy out is the capture's failure here,
             # and the run goes on with digests (runner.py).

@@ -9,13 +9,16 @@ set exists anywhere before its batch starts and none can be computed ahead from 
 workers draw the same sets (same recipes, same device), solution and reference alternate batch by
 batch, and the same rules hold for every batch:
 
-- A worker answers a batch with each call's time and a commitment to each call's outputs (a digest).
-  Only then does this process choose which calls are revealed and compared (compare() runs here):
-  the first batch, every call; later batches, every call when their outputs are small, else
-  MIN_CHECKED calls drawn at random. A revealed output whose digest is not the committed one, or a
-  wrong answer on any compared call, fails the pair.
-- The outside bound: the wall clock from sending a batch to receiving its commitments holds the
-  calls and the harness's own work in the worker (drawing inputs, flushing the cache, digests). The
+- The calls compared (compare() runs here): the first batch, every call; later batches, every call
+  when their outputs are small, else MIN_CHECKED calls drawn at random, a choice never sent to a
+  worker. On CUDA a worker answers a batch with each call's time and a handle to each output, and
+  this process copies the chosen calls' outputs out of its device memory as the answer arrives
+  (capture.py); elsewhere it answers with a commitment to each output (a digest), and only then are
+  the chosen calls revealed. A revealed output whose digest is not the committed one, or a wrong
+  answer on any compared call, fails the pair.
+- The outside bound: the wall clock from sending a batch to receiving its answer (and copying its
+  outputs out) holds the calls and the harness's own work in the worker (drawing inputs, flushing the
+  cache, digests on the CPU). The
   harness's work is the same code in both workers, so the reference's worker measures it: whatever
   the solution's batch took beyond its reported times and the reference's harness work (less a
   tolerance for noise) is charged to its calls. Patching the clock, computing before the timed

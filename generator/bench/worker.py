@@ -15,10 +15,13 @@ A batch is a list of calls, each with the generator seeds of its own fresh input
 drawn by the trusted process for this run). The worker draws every set on the device, then times
 the calls back to back as triton.testing.do_bench does (CUDA: the L2 flush and the start event are
 queued ahead of each call, one synchronisation at the end; CPU: the host clock), turning each
-result into plain tensors inside the timed interval. Before it answers it commits to every call's
-outputs (a digest per output, protocol.digest): the trusted process then chooses which calls to
-reveal and compare, and recomputes the digests of what is revealed. So work done after "done"
-cannot change an answer, and the choice of checked calls is made after every answer is fixed.
+result into plain tensors inside the timed interval. On CUDA (capture "ipc") it answers with a CUDA
+IPC handle per output, and the trusted process copies the outputs of the calls it chose out of this
+process's memory as the answer arrives (capture.py). Otherwise it commits to every call's outputs
+before it answers (a digest per output, protocol.digest): the trusted process then chooses which calls
+to reveal and compare, and recomputes the digests of what is revealed. Either way work done after
+"done" cannot change an answer, and the choice of checked calls is never known here before every
+answer is fixed.
 
 Nothing here is trusted: the solution can patch any of it. The trusted process (runner.py) bounds
 the batch from outside: the wall clock from sending the batch to receiving the commitments, less
