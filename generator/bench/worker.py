@@ -269,8 +269,9 @@ def main(argv: list[str]) -> int:
         except protocol.Closed:
             return 0
         except torch.cuda.OutOfMemoryError:
-            session.kept = []
+            session.kept, session.held = [], []
             torch.cuda.empty_cache()
+            capture.forget()  # freed allocations: a new one at the same address gets a new handle
             protocol.send(OUT_FD, {"op": "error", "log": "CUDA out of memory\n" + traceback.format_exc(limit=-4)})
 
 
