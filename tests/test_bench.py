@@ -1062,12 +1062,16 @@ def test_outputs_are_copied_out_of_the_workers_memory_on_cuda(tmp_path):
     _for_h100(root)
     summary = run_bench(root, device="cuda", solutions=["honest", "late_writer"], progress=False)
     by = {(o.pair.solution.name, o.pair.workload.uuid): o for o in summary.outcomes}
-    for (name, _), o in by.items():
+    for (name, uuid), o in by.items():
         if name == "honest":
             assert o.status == "PASSED", o.log
             assert o.record["evaluation"]["environment"]["outputs"] == "cuda_ipc"
-        else:
-            assert o.status != "PASSED", (o.status, o.record["evaluation"]["performance"], o.log)
+        elif o.status == "PASSED":
+            # Its thread may write while the batch still runs (its kernels queue behind the timed calls, inside the
+            # clock): then the answer is right and its number is not below the honest one's by much. What it must
+            # not get is a number for work it did after the copy.
+            honest = by[("honest", uuid)].record["evaluation"]["performance"]["latency_ms"]
+            assert o.record["evaluation"]["performance"]["latency_ms"] >= 0.5 * honest, (o.log, honest)
 
 
 def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):
