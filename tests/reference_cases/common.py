@@ -33,6 +33,17 @@ def shrunk(sizes: dict, **consts) -> dict:
 # The axis sets most cases use: a few rows or tokens, a small prime among them (no power-of-two luck).
 ROW_SETS = [{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}]
 TOKEN_SETS = [{"num_tokens": 1}, {"num_tokens": 3}, {"num_tokens": 7}]
+# GQA attention (Llama-3.1-8B's sets, shared by the models with the same kernels at other head counts): paged decode
+# at page size 16 and 1, causal paged prefill (page size 16) and ragged prefill; the last set of each full pages.
+DECODE_PS16_SETS = [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
+                    {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}]
+DECODE_PS1_SETS = [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 3}, {"batch_size": 3, "num_kv_indices": 40, "num_pages": 50},
+                   {"batch_size": 5, "num_kv_indices": 97, "num_pages": 97}]
+PAGED_PREFILL_SETS = [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
+                      {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
+                      {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}]
+RAGGED_SETS = [{"batch_size": 1, "total_q": 7, "total_kv": 7}, {"batch_size": 3, "total_q": 20, "total_kv": 33},
+               {"batch_size": 4, "total_q": 37, "total_kv": 37}]
 
 
 def rope_sets(max_position: int) -> list[dict]:

@@ -12,7 +12,16 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .common import Case, rope_expected, rope_inputs_with, shrunk
+from .common import (
+    DECODE_PS1_SETS,
+    DECODE_PS16_SETS,
+    PAGED_PREFILL_SETS,
+    RAGGED_SETS,
+    Case,
+    rope_expected,
+    rope_inputs_with,
+    shrunk,
+)
 
 LN2 = math.log(2.0)
 EPS = 1e-5  # rms_norm_eps of meta-llama/Llama-3.1-8B
@@ -418,23 +427,18 @@ CASES = {
                                       {"num_tokens": 9, "max_position": 9000}], rope_inputs, rope_expected),
     "gemm_n6144_k4096": gemm_case(N=1000),
     "gqa_paged_decode_h32_kv8_d128_ps1": Case(
-        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 3}, {"batch_size": 3, "num_kv_indices": 40, "num_pages": 50},
-         {"batch_size": 5, "num_kv_indices": 97, "num_pages": 97}], decode_inputs, decode_expected, derived=decode_derived),
+        DECODE_PS1_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gqa_paged_decode_h32_kv8_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
-         {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),
+        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gemm_n4096_k4096": gemm_case(N=1000),
     "gemm_n28672_k4096": gemm_case(N=1000),
     "gemm_n4096_k14336": gemm_case(N=1000),
     "gemm_n128256_k4096": gemm_case(N=1000),
     "gqa_paged_prefill_causal_h32_kv8_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
-         {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
-         {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}],
+        PAGED_PREFILL_SETS,
         paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
     "gqa_ragged_prefill_causal_h32_kv8_d128": Case(
-        [{"batch_size": 1, "total_q": 7, "total_kv": 7}, {"batch_size": 3, "total_q": 20, "total_kv": 33},
-         {"batch_size": 4, "total_q": 37, "total_kv": 37}],
+        RAGGED_SETS,
         ragged_inputs, ragged_expected, derived=prefill_derived),
     "top_k_sampling_from_probs_v128256": sampling_case("top_k"),
     "top_p_sampling_from_probs_v128256": sampling_case("top_p"),

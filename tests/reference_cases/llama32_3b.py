@@ -10,7 +10,18 @@ from __future__ import annotations
 
 import torch
 
-from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_inputs_with, rope_sets
+from .common import (
+    DECODE_PS1_SETS,
+    DECODE_PS16_SETS,
+    PAGED_PREFILL_SETS,
+    RAGGED_SETS,
+    ROW_SETS,
+    TOKEN_SETS,
+    Case,
+    rope_expected,
+    rope_inputs_with,
+    rope_sets,
+)
 from .llama import (
     decode_derived,
     decode_expected,
@@ -50,18 +61,13 @@ CASES = {
     "gemm_n3072_k8192": gemm_case(N=256),
     "gemm_n128256_k3072": gemm_case(N=256),
     "gqa_paged_decode_h24_kv8_d128_ps1": Case(
-        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 3}, {"batch_size": 3, "num_kv_indices": 40, "num_pages": 50},
-         {"batch_size": 5, "num_kv_indices": 97, "num_pages": 97}], decode_inputs, decode_expected, derived=decode_derived),
+        DECODE_PS1_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gqa_paged_decode_h24_kv8_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
-         {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),
+        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gqa_paged_prefill_causal_h24_kv8_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
-         {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
-         {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}],
+        PAGED_PREFILL_SETS,
         paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
     "gqa_ragged_prefill_causal_h24_kv8_d128": Case(
-        [{"batch_size": 1, "total_q": 7, "total_kv": 7}, {"batch_size": 3, "total_q": 20, "total_kv": 33},
-         {"batch_size": 4, "total_q": 37, "total_kv": 37}],
+        RAGGED_SETS,
         ragged_inputs, ragged_expected, derived=prefill_derived),
 }

@@ -8,7 +8,7 @@ the paged cache, here with 16 or 8 query heads over 2 or 1 KV heads.
 
 from __future__ import annotations
 
-from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
+from .common import DECODE_PS16_SETS, PAGED_PREFILL_SETS, ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
 from .llama import (
                     decode_derived,
                     decode_expected,
@@ -52,11 +52,8 @@ CASES = {
     "gemm_n57344_k8192": gemm_case(N=1000),
     "gemm_n8192_k28672": gemm_case(N=1000),
     "gqa_paged_decode_h16_kv2_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
-         {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),
+        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gqa_paged_prefill_causal_h16_kv2_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
-         {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
-         {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}],
+        PAGED_PREFILL_SETS,
         paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
 }

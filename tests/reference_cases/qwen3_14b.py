@@ -7,7 +7,7 @@ complex-multiplication RoPE with the real cache) and llama.py's attention on a d
 
 from __future__ import annotations
 
-from .common import Case, rope_expected
+from .common import DECODE_PS16_SETS, PAGED_PREFILL_SETS, Case, rope_expected
 from .llama import (
                     decode_derived,
                     decode_expected,
@@ -29,11 +29,8 @@ CASES = {
     "gemm_n5120_k17408": gemm_case(N=256),
     "gemm_n151936_k5120": gemm_case(N=256),
     "gqa_paged_decode_h40_kv8_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2}, {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
-         {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}], decode_inputs, decode_expected, derived=decode_derived),
+        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gqa_paged_prefill_causal_h40_kv8_d128_ps16": Case(
-        [{"batch_size": 1, "num_kv_indices": 2, "num_pages": 3, "total_q": 5},
-         {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12, "total_q": 20},
-         {"batch_size": 4, "num_kv_indices": 6, "num_pages": 6, "total_q": 30}],
+        PAGED_PREFILL_SETS,
         paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
 }

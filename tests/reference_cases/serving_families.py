@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from .common import Case, fp8
+from .common import DECODE_PS16_SETS, Case, fp8
 from .llama import SM_SCALE, attend, decode_derived, gather_sequence, kv_lengths, page_table, split_counts
 
 # --------------------------------------------------------------------------------------------------
@@ -51,11 +51,6 @@ def fp8kv_decode_expected(ax, x):
         outs.append(out[0])
         lses.append(lse[0])
     return {"output": torch.stack(outs), "lse": torch.stack(lses)}
-
-
-FP8KV_SETS = [{"batch_size": 1, "num_kv_indices": 1, "num_pages": 2},
-              {"batch_size": 3, "num_kv_indices": 7, "num_pages": 12},
-              {"batch_size": 4, "num_kv_indices": 9, "num_pages": 9}]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,7 +168,7 @@ def min_p_expected(ax, x):
 
 
 CASES = {
-    "gqa_paged_decode_fp8kv_h32_kv8_d128_ps16": Case(FP8KV_SETS, fp8kv_decode_inputs, fp8kv_decode_expected,
+    "gqa_paged_decode_fp8kv_h32_kv8_d128_ps16": Case(DECODE_PS16_SETS, fp8kv_decode_inputs, fp8kv_decode_expected,
                                                      derived=decode_derived),
     "merge_state_h32_d128": Case([{"seq_len": 1}, {"seq_len": 3}, {"seq_len": 7}], merge_inputs, merge_expected),
     "gqa_cascade_decode_h32_kv8_d128_ps16": Case(CASCADE_SETS, cascade_inputs, cascade_expected, derived=decode_derived),
