@@ -100,6 +100,11 @@ def digest_rows(rows: list[list[Any]]) -> list[list[str]]:
     return out
 
 
+def _slot(n: int) -> int:
+    """Bytes a value of n bytes takes in the stage: each value starts 64-aligned, so any dtype can view it."""
+    return -(-n // 64) * 64
+
+
 def _nbytes(v: Any) -> int:
     return v.numel() * v.element_size() if type(v) is torch.Tensor else 0  # noqa: E721
 
@@ -108,7 +113,7 @@ def _stages(values: list[Any]) -> list[list[Any]]:
     stages: list[list[Any]] = [[]]
     size = 0
     for v in values:
-        n = -(-_nbytes(v) // 64) * 64  # as _to_host lays them out
+        n = _slot(_nbytes(v))  # as _to_host lays them out
         if stages[-1] and size + n > STAGE_BYTES:
             stages.append([])
             size = 0
@@ -142,7 +147,7 @@ def _to_host(values: list[Any]) -> list[Any]:
             host = _STAGING[at:at + n].view(v.dtype).view(v.shape) if n else torch.empty(v.shape, dtype=v.dtype)
             host.copy_(v.detach(), non_blocking=True)
             out.append(host)
-            at += -(-n // 64) * 64  # each value's bytes start 64-aligned, so any dtype can view them
+            at += _slot(n)
         else:
             out.append(v)
     torch.cuda.synchronize()
