@@ -192,12 +192,17 @@ CHEATS = {
     # Returns garbage fast and computes the real answers only for the calls the harness asks to see,
     # after the batch answered (the commitment made then does not match).
     "computes_after_done_when_revealed": (
-        CORRECT + "import sys, time\n_w = sys.modules['__main__']\n_reveal = _w.Session.reveal\n"
+        # Where every call's outputs come with the answer (the first batch, small outputs) it computes honestly:
+        # at these sizes that is every batch (test_an_answer_changed_after_its_commitment_is_caught forces digests).
+        CORRECT + "import sys, time\n_w = sys.modules['__main__']\n_reveal, _batch = _w.Session.reveal, _w.Session.batch\n"
+        "_mode = {}\ndef _watch(self, header):\n    _mode['capture'] = header.get('capture')\n    return _batch(self, header)\n"
+        "_w.Session.batch = _watch\n"
         "def _late(self, header):\n    for i in header['calls']:\n        call = self.kept[i]\n"
         "        a = call['inputs']\n        time.sleep(0.01)\n"
         "        call['outputs'] = {'output': compute(a['input'], a['weight'], a['eps'])}\n"
         "    return _reveal(self, header)\n_w.Session.reveal = _late\n\n"
-        "def run(input, weight, eps):\n    return torch.zeros_like(input)\n", ("REWARD_HACK",), "committed"),
+        "def run(input, weight, eps):\n    if _mode.get('capture') == 'inline':\n        return compute(input, weight, eps)\n"
+        "    return torch.zeros_like(input)\n", ("REWARD_HACK", "PASSED"), "committed"),
     # A Mapping whose item access computes: read when the harness reads the result.
     "lazy_mapping_computes_on_read": (
         CORRECT + "import time\nfrom collections.abc import Mapping\n\nclass Lazy(Mapping):\n"
@@ -217,8 +222,10 @@ CHEATS = {
         CORRECT + "import queue, sys, threading, time, generator.bench.protocol as _p\n_jobs = queue.Queue()\n"
         "def _serve():\n    while True:\n        out, args = _jobs.get()\n        time.sleep(0.01)\n"
         "        out.copy_(compute(*args))\n        _jobs.task_done()\n"
-        "threading.Thread(target=_serve, daemon=True).start()\n_digest = _p.digest\n"
+        "threading.Thread(target=_serve, daemon=True).start()\n_digest, _pack = _p.digest, _p.pack\n"
         "def _wait(value):\n    _jobs.join()\n    return _digest(value)\n_p.digest = _wait\n"
+        "def _wait_pack(tensors):  # small outputs go with the answer: wait before they are packed\n"
+        "    _jobs.join()\n    return _pack(tensors)\n_p.pack = _wait_pack\n"
         "_w = sys.modules['__main__']\n_w._threads_left = lambda before: None\n\n"
         "def run(input, weight, eps):\n    out = torch.empty_like(input)\n    _jobs.put((out, (input, weight, eps)))\n"
         "    return out\n", HONEST, ""),
@@ -267,6 +274,17 @@ CHEATS = {
     "fills_tmp": ("import os\n\ndef run(input, weight, eps):\n    with open(os.path.join(os.environ.get('TMPDIR', '/tmp'),"
                   " 'fill'), 'wb') as f:\n        for _ in range(2048):\n            f.write(b'x' * (1 << 20))\n"
                   "    return input\n", ("RUNTIME_ERROR",), "Error"),
+    # Every input set of a batch is drawn before its first call: the first call finds the others (gc) and
+    # answers them all (10 ms each), the rest return those answers at once. The first call is no sample and
+    # the median of the others is nothing; the batch's time beyond n times its median call is charged.
+    "computes_the_batch_in_one_call": (
+        CORRECT + "import gc, time\n_answers = {}\n\ndef run(input, weight, eps):\n"
+        "    if id(input) in _answers:\n        return _answers.pop(id(input))\n    _answers.clear()\n"
+        "    for o in gc.get_objects():  # the batch's other input sets: [input, weight, eps] lists\n"
+        "        if type(o) is list and len(o) == 3 and type(o[0]) is torch.Tensor and o[0] is not input"
+        " and o[0].shape == input.shape and type(o[1]) is torch.Tensor:\n"
+        "            time.sleep(0.01)\n            _answers[id(o[0])] = compute(*o)\n"
+        "    time.sleep(0.01)\n    return compute(input, weight, eps)\n", HONEST, ""),
     "allocates_too_much": ("import torch\n\ndef run(input, weight, eps):\n"
                            "    return torch.empty(1 << 38, dtype=torch.uint8).fill_(1)\n", ("RUNTIME_ERROR",), "Error"),
 }
@@ -282,7 +300,7 @@ ONCE = {"forges_messages", "writes_fake_results_and_exits", "segfaults", "hangs"
 BLOB_ONCE = {"stops_reading_its_pipe"}
 # Each sleeps 10 ms per call where it does its work, outside the calls' reported time.
 OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "computes_before_the_calls", "lazy_mapping_computes_on_read",
-                     "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest")
+                     "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest", "computes_the_batch_in_one_call")
 
 
 def copy_definition(root: Path, name: str, workload: dict) -> None:
@@ -357,7 +375,8 @@ def benched(tmp_path_factory):
         source = (source.replace("DEFINITION_PATH", repr(str(root / "definitions/norm/rmsnorm_h128.json")))
                   .replace("WORKLOADS_PATH", repr(str(root / "workloads/norm/rmsnorm_h128.jsonl")))
                   .replace("ORPHAN_MARKER", repr(ORPHAN_MARKER)))
-        add_solution(root, name, source, dps=name in DPS_CHEATS, definition=definition_of(name))
+        # An author each: one worker serves an author's solutions in turn, and each cheat stands for an attacker.
+        add_solution(root, name, source, author=f"cheat-{name}", dps=name in DPS_CHEATS, definition=definition_of(name))
     temps = kt_temp_folders()
     os.environ["KT_BENCH_SECRET"] = SECRET  # what a leak of the bench's environment would show
     try:
@@ -403,6 +422,50 @@ def test_planted_problem_is_caught(benched, name):
                 f"{name}: log does not say {words!r}: {log[-500:]}"
 
 
+def test_one_worker_serves_an_authors_solutions_in_turn_and_never_another_authors(tmp_path):
+    """An author's solutions run one after the other in one worker (one Python and torch start for them all),
+    each importing its own files (both have a helper.py: the first's, still imported, would lack `compute`);
+    another author's solution gets a worker of its own and sees nothing they left. Each solution raises at
+    import where what it finds says otherwise."""
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    mark = "import os, tempfile\nMARK = os.path.join(tempfile.gettempdir(), 'kt-test-mark')\n"
+    solutions = {  # name: (author, main.py, helper.py); they run in this order (author, definition, name)
+        "a_first": ("alice", mark + "open(MARK, 'w').close()\nfrom helper import compute_a as compute\n",
+                    CORRECT.replace("def compute(", "def compute_a(")),
+        "b_second": ("alice", mark + "assert os.path.exists(MARK), 'not in the worker of a_first'\n"
+                     "from helper import compute\n", CORRECT),
+        "c_other": ("bob", mark + "assert not os.path.exists(MARK), 'in a worker another author used'\n"
+                    "from helper import compute\n", CORRECT),
+    }
+    for name, (author, main, helper) in solutions.items():
+        dump(root / f"solutions/{author}/norm/rmsnorm_h128/{name}.json", {
+            "name": name, "definition": "rmsnorm_h128", "author": author, "description": "worker reuse",
+            "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
+                     "dependencies": ["torch"]},
+            "sources": [{"path": "main.py", "content": main + "\ndef run(input, weight, eps):\n"
+                                                             "    return compute(input, weight, eps)\n"},
+                        {"path": "helper.py", "content": helper}]})
+    summary = run_bench(root, device="cpu", solutions=list(solutions), timeout_s=10, timing=FAST, progress=False)
+    assert [(o.pair.solution.name, o.status) for o in summary.outcomes] == [
+        ("a_first", "PASSED"), ("b_second", "PASSED"), ("c_other", "PASSED")], [o.log[-300:] for o in summary.outcomes]
+    # b_second's worker was a_first's: no start of its own (its setup is its load); c_other's started.
+    assert summary.outcomes[1].setup_s < summary.outcomes[2].setup_s
+
+
+def test_an_answer_changed_after_its_commitment_is_caught(tmp_path, monkeypatch):
+    """Where a batch's outputs are too large to come with its answer, the worker commits to each by digest and
+    reveals the chosen calls later: an output computed only when revealed is not the one committed."""
+    import generator.bench.pair as pair
+
+    monkeypatch.setattr(pair, "REVEAL_ALL_BYTES", 0)  # every timed batch commits by digest
+    monkeypatch.setattr(pair, "MIN_CHECKED", 1)  # and reveals one call of its four
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    name = "computes_after_done_when_revealed"
+    add_solution(root, name, CHEATS[name][0])
+    [o] = run_bench(root, device="cpu", solutions=[name], timeout_s=10, timing=FAST, progress=False).outcomes
+    assert o.status == "REWARD_HACK" and "not the one committed" in o.log, (o.status, o.log[-500:])
+
+
 @pytest.mark.parametrize("name", OUTSIDE_THE_CLOCK)
 def test_work_outside_the_clock_is_charged(benched, name):
     """Each of these does 10 ms of work per call where the worker's clock does not see it: before the
@@ -426,7 +489,7 @@ def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     large outputs) charges no honest batch, while work hidden in every batch beyond that noise is charged."""
     from types import SimpleNamespace
 
-    from generator.bench.runner import WorkloadRun
+    from generator.bench.pair import WorkloadRun
 
     run = SimpleNamespace(opts=SimpleNamespace(device="cuda"), notes=[])
     harness = [6.6, 9.0, 7.7, 8.3, 7.1]  # the reference's gaps, ms a call
@@ -606,8 +669,9 @@ def test_the_runner_compares_captured_outputs_without_asking_the_solution_to_rev
     import random
     from types import SimpleNamespace
 
+    from generator.bench.pair import WorkloadRun
     from generator.bench.remote import Batch, Failed
-    from generator.bench.runner import Options, WorkloadRun
+    from generator.bench.runner import Options
 
     root = write_dataset(tmp_path, workloads=workloads(1))
     pair = make_plan(load(root), "cpu").pairs[0]
@@ -616,7 +680,7 @@ def test_the_runner_compares_captured_outputs_without_asking_the_solution_to_rev
     seen = {}
 
     def fake(who, value):
-        def batch(calls, deadline, timeout_s, chosen=()):
+        def batch(calls, deadline, timeout_s, chosen=(), inline=0):
             seen[who] = list(chosen)
             return Batch([0.01] * len(calls), None, 0.1 * len(calls),
                          {i: {"out": {"output": value.clone()}, "in": {}} for i in chosen})
@@ -657,14 +721,14 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     monkeypatch.setattr(capture, "Capture", lambda device: ("capture", device))
     FakeRemote.answer = "cuIpcOpenMemHandle failed (CUDA driver error 201)"
     opts = runner.Options(device="cuda")
-    ref = runner._reference({}, {}, opts)
+    ref = runner._reference({}, {}, opts, [])
     assert opts.capture == "digest" and ref.capture is None and ref.probed == 1
     assert "CUDA IPC did not work here" in capsys.readouterr().err and runner.output_mode(opts) == "digest"
     FakeRemote.answer = None
     opts = runner.Options(device="cuda")
-    ref = runner._reference({}, {}, opts)
+    ref = runner._reference({}, {}, opts, [])
     assert opts.capture == "ipc" and ref.capture == ("capture", "cuda") and runner.output_mode(opts) == "cuda_ipc"
-    again = runner._reference({}, {}, opts)  # decided: no second probe
+    again = runner._reference({}, {}, opts, [])  # decided: no second probe
     assert again.probed == 0 and again.capture == ("capture", "cuda")
     # A trusted reference whose outputs then fail to copy out: the rest of the run commits by digest.
     closed = []
@@ -673,7 +737,7 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     assert opts.capture == "digest" and ref.capture is None and closed == [1]
     assert "commits outputs by digest" in capsys.readouterr().err
     opts = runner.Options(device="cpu")
-    ref = runner._reference({}, {}, opts)
+    ref = runner._reference({}, {}, opts, [])
     assert ref.probed == 0 and ref.capture is None and runner.output_mode(opts) == "digest"
 
 
@@ -956,6 +1020,29 @@ def test_tolerance_scales_with_the_reference_magnitude():
 # --------------------------------------------------------------------------------------------------
 # Plan: sharding, cost limit, device fit; merge
 # --------------------------------------------------------------------------------------------------
+
+def test_the_plan_runs_each_author_in_one_stretch_and_contested_definitions_first(tmp_path):
+    """Pairs come by author (a worker serves an author's solutions in turn), then definition and solution; a
+    breadth-first plan first runs every solution on one workload of its definition, those of definitions
+    with several solutions (what a leaderboard compares) before the rest, then the other workloads."""
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(2))
+    [w] = workloads(1)
+    copy_definition(root, "rmsnorm_h128_alone", w)
+    add_solution(root, "alone_torch", CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps)\n",
+                 author="alice", definition="rmsnorm_h128_alone")
+    add_solution(root, "zed_torch", CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps)\n",
+                 author="zed")
+    ds = load(root)
+    order = [(p.solution.author, p.definition.name, p.workload.uuid) for p in make_plan(ds, "cpu").pairs]
+    assert order == [("alice", "rmsnorm_h128_alone", "wl-0000"),
+                     ("baseline", "rmsnorm_h128", "wl-0000"), ("baseline", "rmsnorm_h128", "wl-0001"),
+                     ("zed", "rmsnorm_h128", "wl-0000"), ("zed", "rmsnorm_h128", "wl-0001")]
+    first = make_plan(ds, "cpu", breadth_first=True).pairs
+    rep = first[0].workload.uuid
+    assert [(p.solution.author, p.definition.name, p.workload.uuid) for p in first] == [
+        ("baseline", "rmsnorm_h128", rep), ("zed", "rmsnorm_h128", rep), ("alice", "rmsnorm_h128_alone", "wl-0000"),
+        *[(a, "rmsnorm_h128", u) for a in ("baseline", "zed") for u in ("wl-0000", "wl-0001") if u != rep]]
+
 
 def test_shards_cover_every_pair_exactly_once(tmp_path):
     root = write_dataset(tmp_path, traces=[], workloads=workloads(30))
@@ -1245,9 +1332,10 @@ def sampled(tmp_path_factory):
     (root / f"einsums/sampling/{SAMPLER}.yaml").write_text(
         (DATASET / "einsums/sampling/top_k_sampling_from_probs_v128256.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     for name, (source, _) in SAMPLER_CHEATS.items():
-        add_solution(root, name, source.replace("FIRST", str(sampling_draws(4))), author="cheat", definition=SAMPLER)
-        sol = root / f"solutions/cheat/norm/{SAMPLER}/{name}.json"
-        target = root / f"solutions/cheat/sampling/{SAMPLER}/{name}.json"
+        author = f"cheat-{name}"  # an author each: no two share a worker
+        add_solution(root, name, source.replace("FIRST", str(sampling_draws(4))), author=author, definition=SAMPLER)
+        sol = root / f"solutions/{author}/norm/{SAMPLER}/{name}.json"
+        target = root / f"solutions/{author}/sampling/{SAMPLER}/{name}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         sol.rename(target)
     return run_bench(root, device="cpu", definitions=[SAMPLER], timeout_s=60, timing=FAST, progress=False)

@@ -100,65 +100,73 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
               budget_s: Optional[float] = None) -> BenchSummary:
     import time
 
-    from ..load import load
-    from .environment import describe, provenance
-    from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
-    from .store import repair_tails
+    from .sandbox import Worker, sandbox_mode
 
     started = time.monotonic()
     _check_device(device)
-    out = out or dataset_root
-    if resume:  # a kill during a write leaves a torn last line: cut it back before reading what is done
-        for path, cut in repair_tails(out):
-            print(f"kerneltrace bench: {path}: cut a torn last line ({cut} bytes) left by an interrupted run",
-                  file=sys.stderr)
-    ds = load(dataset_root)
-    if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
-        raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
-    environment = describe(device)
-    environment["provenance"] = provenance()  # one run id for the run's traces
-    from .sandbox import sandbox_mode
-
     mode, why = sandbox_mode(device)
-    environment["sandbox"] = mode
-    if mode != "bwrap":
-        print(f"kerneltrace bench: WARNING: solutions run WITHOUT the bubblewrap sandbox: {why}. They can "
-              "read any file this user can (the dataset, its seeds and references) and reach the network, "
-              "and a process they start can outlive them; outputs are still compared here and the clock "
-              "still bounded from outside. Traces record environment.sandbox = \"none\".", file=sys.stderr)
-    if device == "cpu":
-        max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
-        max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
-    sampler_limit = DEFAULT_CPU_MAX_SAMPLER_ELEMENTS if device == "cpu" else None
-    done = frozenset(done_keys(out)) if resume else frozenset()
-    einsum_counts: dict = {}  # per workload: the CPU limit and the physical floor both use them
-    plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
-                     shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops,
-                     max_sampler_elements=sampler_limit, done=done, hardware=environment["hardware"],
-                     breadth_first=breadth_first, rejected=rejected_definitions(ds), counts_cache=einsum_counts)
-    summary = BenchSummary(plan, hardware=environment["hardware"])
-    opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
-                   prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
-                   timing=timing or (CPU_TIMING if device == "cpu" else CUDA_TIMING),
-                   floors_ms=floors_ms(ds, plan, environment["hardware"], einsum_counts),
-                   deadline=None if budget_s is None else started + budget_s)
-    bar = None
-    if progress and plan.pairs:
-        from tqdm import tqdm
-        bar = tqdm(total=len(plan.pairs), unit="pair", desc=f"bench {environment['hardware']}",
-                   file=sys.stderr, dynamic_ncols=True)
-
-    def on_outcome(o: Outcome) -> None:
-        summary.outcomes.append(o)
-        if bar is not None:
-            counts = summary.counts()
-            bar.set_postfix(passed=counts.get(TraceStatus.PASSED, 0),
-                            failed=sum(v for k, v in counts.items() if k != TraceStatus.PASSED), refresh=False)
-            bar.update(1)
-
+    # The reference's worker and the first solution's start now (Python and torch, a few seconds each), while
+    # this process imports torch and loads the dataset.
+    ahead = [Worker(device, mode) for _ in range(2)]
     try:
-        run_plan(plan, opts, dataset_root, environment, on_outcome)
+        from ..load import load
+        from .environment import describe, provenance
+        from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
+        from .store import repair_tails
+
+        out = out or dataset_root
+        if resume:  # a kill during a write leaves a torn last line: cut it back before reading what is done
+            for path, cut in repair_tails(out):
+                print(f"kerneltrace bench: {path}: cut a torn last line ({cut} bytes) left by an interrupted run",
+                      file=sys.stderr)
+        ds = load(dataset_root)
+        if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
+            raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
+        environment = describe(device)
+        environment["provenance"] = provenance()  # one run id for the run's traces
+        environment["sandbox"] = mode
+        if mode != "bwrap":
+            print(f"kerneltrace bench: WARNING: solutions run WITHOUT the bubblewrap sandbox: {why}. They can "
+                  "read any file this user can (the dataset, its seeds and references) and reach the network, "
+                  "and a process they start can outlive them; outputs are still compared here and the clock "
+                  "still bounded from outside. Traces record environment.sandbox = \"none\".", file=sys.stderr)
+        if device == "cpu":
+            max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
+            max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
+        sampler_limit = DEFAULT_CPU_MAX_SAMPLER_ELEMENTS if device == "cpu" else None
+        done = frozenset(done_keys(out)) if resume else frozenset()
+        einsum_counts: dict = {}  # per workload: the CPU limit and the physical floor both use them
+        plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
+                         shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops,
+                         max_sampler_elements=sampler_limit, done=done, hardware=environment["hardware"],
+                         breadth_first=breadth_first, rejected=rejected_definitions(ds), counts_cache=einsum_counts)
+        summary = BenchSummary(plan, hardware=environment["hardware"])
+        opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
+                       prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
+                       timing=timing or (CPU_TIMING if device == "cpu" else CUDA_TIMING),
+                       floors_ms=floors_ms(ds, plan, environment["hardware"], einsum_counts),
+                       deadline=None if budget_s is None else started + budget_s)
+        bar = None
+        if progress and plan.pairs:
+            from tqdm import tqdm
+            bar = tqdm(total=len(plan.pairs), unit="pair", desc=f"bench {environment['hardware']}",
+                       file=sys.stderr, dynamic_ncols=True)
+
+        def on_outcome(o: Outcome) -> None:
+            summary.outcomes.append(o)
+            if bar is not None:
+                counts = summary.counts()
+                bar.set_postfix(passed=counts.get(TraceStatus.PASSED, 0),
+                                failed=sum(v for k, v in counts.items() if k != TraceStatus.PASSED), refresh=False)
+                bar.update(1)
+
+        try:
+            taken, ahead[:] = list(ahead), []
+            run_plan(plan, opts, dataset_root, environment, on_outcome, started=taken)
+        finally:
+            if bar is not None:
+                bar.close()
+        return summary
     finally:
-        if bar is not None:
-            bar.close()
-    return summary
+        for worker in ahead:  # those run_plan did not take (it kills those it took)
+            worker.kill()

@@ -1,7 +1,7 @@
 """Checks the worker makes around every call of a solution, inside the solution's process.
 
 They run in the solution's own process, so a determined solution could defeat them; they are not
-what makes the bench trustworthy (the trust boundary is: runner.py compares outputs copied out, the
+what makes the bench trustworthy (the trust boundary is: pair.py compares outputs copied out, the
 wall clock outside bounds the time, the sandbox holds nothing to steal). They turn the plain
 mistakes and naive cheats into a clear REWARD_HACK message:
 - it mutates its inputs;

@@ -4,6 +4,7 @@ sharding and resume. Pure functions over the loaded dataset; no torch."""
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Optional
 
@@ -114,9 +115,10 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
               max_sampler_elements: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
               rejected: Optional[dict] = None, counts_cache: Optional[dict] = None) -> Plan:
-    """The pairs to run, grouped by definition and solution; `breadth_first`: first every solution on
-    one representative workload of its definition (the median by bytes per call), then the rest, so a
-    run cut short by its time budget has covered every definition once. `rejected`: definition name ->
+    """The pairs to run, ordered by author, definition and solution (the bench reuses a worker for an author's
+    next solution); `breadth_first`: first every solution on one representative workload of its definition
+    (the median by bytes per call), those of definitions with several solutions first, then the rest, so a
+    run cut short by its time budget has covered the contested definitions, then every definition, once. `rejected`: definition name ->
     why validate rejects it (rejected_definitions); their solutions are skipped, saying so. `counts_cache`:
     the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
@@ -127,7 +129,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
     plan = Plan()
     workloads = ds.workloads_by_definition
     counts_cache = {} if counts_cache is None else counts_cache
-    for solution in sorted(ds.solutions.values(), key=lambda s: (s.definition, s.name)):
+    for solution in sorted(ds.solutions.values(), key=lambda s: (s.author, s.definition, s.name)):
         if definitions and solution.definition not in definitions:
             continue
         if (solutions and solution.name not in solutions) or (authors and solution.author not in authors):
@@ -170,7 +172,10 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         for p in plan.pairs:
             planned.setdefault(p.definition.name, {})[p.workload.uuid] = p.workload
         first = {d: representative(list(ws.values()), ds.definitions[d]) for d, ws in planned.items()}
-        rounds = ([p for p in plan.pairs if first.get(p.definition.name) == p.workload.uuid],
+        contested = {d for d, n in Counter(p.definition.name for p in plan.pairs
+                                           if first.get(p.definition.name) == p.workload.uuid).items() if n > 1}
+        rounds = (sorted([p for p in plan.pairs if first.get(p.definition.name) == p.workload.uuid],
+                         key=lambda p: p.definition.name not in contested),
                   [p for p in plan.pairs if first.get(p.definition.name) != p.workload.uuid])
         plan.pairs = rounds[0] + rounds[1]
     return plan

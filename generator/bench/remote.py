@@ -104,20 +104,31 @@ class Remote:
         self.send(header, payload, deadline, timeout_s)
         self.recv(("ready",), deadline, "receiving the workload", timeout_s=timeout_s)
 
-    def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = ()) -> Batch:
+    def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = (), inline: int = 0) -> Batch:
         """Run a batch. With a capture (CUDA IPC), the outputs of the `chosen` calls are copied out of the
-        worker's memory as soon as it answers, and the wall clock ends when that copy has; else the worker
-        commits to every output by digest and `reveal` shows the chosen ones later."""
+        worker's memory as soon as it answers, and the wall clock ends when that copy has; else, when `inline`
+        (every call is compared: the most bytes the answer may carry), every output comes with the answer; else the worker commits to every output by digest and `reveal`
+        shows the chosen ones later."""
         t0 = time.perf_counter()
-        self.send({"op": "batch", "calls": calls, "capture": "ipc" if self.capture else "digest"},
+        mode = "ipc" if self.capture else "inline" if inline else "digest"
+        self.send({"op": "batch", "calls": calls, "capture": mode},
                   deadline=deadline, timeout_s=timeout_s)
-        reply, _ = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls", timeout_s=timeout_s)
+        reply, payload = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls",
+                                   max_payload=inline if mode == "inline" else 0, timeout_s=timeout_s)
         if reply["op"] != "done":
             raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
+        wall = (time.perf_counter() - t0) * 1e3
+        try:
+            self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
+        except protocol.ProtocolError:
+            self.phases = []
+        if mode == "inline":
+            ms = self._numbers(reply, len(calls))
+            return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"))
         try:
             ms = protocol.numbers(reply, "ms", len(calls))
             if self.capture is None:
-                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), (time.perf_counter() - t0) * 1e3)
+                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), wall)
             descs = protocol.rows(reply, "outputs", len(calls), len(self.names))
             opening = self.capture.open_s
             copies = {i: dict(zip(self.names, (self.capture.read(d) for d in descs[i]))) for i in chosen}
@@ -132,11 +143,6 @@ class Remote:
             # and the run goes on with digests (runner.py).
             failed.capture_broken = self.who == "reference" and self.capture is not None
             raise failed from None
-        finally:
-            try:
-                self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
-            except protocol.ProtocolError:
-                self.phases = []
         # The comparisons run on the CPU (check.py), after the clock.
         outputs = {i: {"out": {n: t.cpu() for n, t in outs.items()}, "in": {}} for i, outs in copies.items()}
         return Batch(ms, None, wall, outputs)
@@ -167,17 +173,27 @@ class Remote:
         self.send({"op": "reveal", "calls": calls, "inputs": inputs}, deadline=deadline, timeout_s=timeout_s)
         _, payload = self.recv(("revealed",), deadline, "revealing outputs", max_payload=max_payload,
                                timeout_s=timeout_s)
+        return self._tensors(payload, calls, "revealing outputs")
+
+    def _numbers(self, reply: dict, n: int) -> list[float]:
+        try:
+            return protocol.numbers(reply, "ms", n)
+        except protocol.ProtocolError as exc:
+            raise self._fail(exc, "running a batch of calls") from None
+
+    def _tensors(self, payload: bytes, calls, doing: str) -> dict[int, dict[str, dict]]:
+        """{call: {"out": {name: tensor}, "in": {name: tensor}}} from a payload of the calls asked for."""
         out: dict[int, dict[str, dict]] = {i: {"out": {}, "in": {}} for i in calls}
         try:
             tensors = protocol.unpack(payload)
             for key, value in tensors.items():
                 index, kind, name = key.split("/", 2)
                 if int(index) not in out or kind not in ("out", "in"):
-                    raise protocol.ProtocolError(f"a revealed tensor {key[:80]!r} that was not asked for")
+                    raise protocol.ProtocolError(f"a tensor {key[:80]!r} that was not asked for")
                 out[int(index)][kind][name] = value
         except (protocol.ProtocolError, ValueError) as exc:
             raise self._fail(exc if isinstance(exc, protocol.ProtocolError) else protocol.ProtocolError(str(exc)),
-                             "revealing outputs") from None
+                             doing) from None
         return out
 
     def _call_failed(self, status: str, reply: dict) -> Failed:

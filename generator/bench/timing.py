@@ -5,7 +5,7 @@ as triton.testing.do_bench does, the L2 flush (a buffer twice its size written) 
 queued ahead of each call and the end event after it, back to back with one synchronisation at the
 end, so the GPU is never left idle waiting for the host (the interval holds the call's device work
 and whatever launch cost the flush does not hide). The clock functions are bound when this module is
-imported, before any solution is loaded; the trusted process (runner.py) also bounds each batch from
+imported, before any solution is loaded; the trusted process (pair.py) also bounds each batch from
 outside, so a patched clock cannot make a number smaller than the wall clock allows.
 
 An idle GPU runs at a fraction of its clock (an H100: 345 MHz idle, 1980 MHz busy) and takes a while to

@@ -6,7 +6,7 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
 
     load {sources, entry_point, dps, device, warmup_ms} -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
-    batch {calls: [{recipes}], capture}                -> done {ms, digests | outputs} | error {log} | cheat {log}
+    batch {calls: [{recipes}], capture}                -> done {ms, digests | outputs} [+ tensors] | error | cheat
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
     probe                                              -> probed {desc | error} (can the trusted side read our memory)
     exit
@@ -19,17 +19,20 @@ result into plain tensors inside the timed interval. On CUDA (capture "ipc") it 
 IPC handle per output, and the trusted process copies the outputs of the calls it chose out of this
 process's memory as the answer arrives (capture.py). Otherwise it commits to every call's outputs
 before it answers (a digest per output, protocol.digest): the trusted process then chooses which calls
-to reveal and compare, and recomputes the digests of what is revealed. Either way work done after
+to reveal and compare, and recomputes the digests of what is revealed; where every call is compared
+(capture "inline": the first batch, small outputs) there is no choice to hide, and the outputs come with
+the answer. Either way work done after
 "done" cannot change an answer, and the choice of checked calls is never known here before every
 answer is fixed.
 
-Nothing here is trusted: the solution can patch any of it. The trusted process (runner.py) bounds
+Nothing here is trusted: the solution can patch any of it. The trusted process (pair.py) bounds
 the batch from outside: the wall clock from sending the batch to receiving the commitments, less
 the same harness work measured on the reference's worker, is charged to the solution.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -53,7 +56,8 @@ IN_FD, OUT_FD = 3, 4
 
 
 def load_solution(sources: list, entry_point: str, workdir: Path) -> Callable:
-    """Write the sources into a fresh folder and import the entry point file as a module."""
+    """Write the sources into a fresh folder and import the entry point file as a module (under a name of
+    its own: a worker may load several solutions of one author, one after the other)."""
     for src in sources:
         path = (workdir / src["path"]).resolve()
         if not str(path).startswith(str(workdir.resolve())):
@@ -62,7 +66,7 @@ def load_solution(sources: list, entry_point: str, workdir: Path) -> Callable:
         path.write_text(src["content"], encoding="utf-8")
     file, function = entry_point.split("::")
     sys.path.insert(0, str(workdir))
-    spec = importlib.util.spec_from_file_location(f"kt_solution_{Path(file).stem}", workdir / file)
+    spec = importlib.util.spec_from_file_location(f"kt_solution_{workdir.name}_{Path(file).stem}", workdir / file)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -175,23 +179,27 @@ class Session:
                 protocol.send(OUT_FD, {"op": "cheat", "log": problem})
                 return
             t3 = timing.now()
+            self.kept = [{"outputs": outputs, "inputs": dict(zip(self.order, args))} for outputs, args in zip(results, sets)]
             rows = [[outputs.get(n) for n in self.names] for outputs in results]
+            payload, held = b"", []
             if header.get("capture") == "ipc":  # handles to the outputs; the trusted side copies them out (capture.py)
                 described = [[capture.describe(v) for v in row] for row in rows]
                 answer = {"outputs": [[d for d, _ in row] for row in described]}
                 held = [t for row in described for _, t in row]  # alive until the trusted side has read them
+            elif header.get("capture") == "inline":  # every call is compared: the outputs come with the answer
+                answer, payload = {}, self.pack(range(len(results)), ())
             else:
-                answer, held = {"digests": protocol.digest_rows(rows)}, []
+                answer = {"digests": protocol.digest_rows(rows)}
         except Exception:  # noqa: BLE001
+            self.kept = []
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return
-        self.kept = [{"outputs": outputs, "inputs": dict(zip(self.order, args))} for outputs, args in zip(results, sets)]
         self.held = held
         # phases: this worker's own account of where the batch's time went (inputs, timed calls, guards, digests
         # or handles), in ms. Untrusted like everything here: only shown in diagnostics, never used for a number.
         t4 = timing.now()
         protocol.send(OUT_FD, {"op": "done", "ms": ms, **answer,
-                               "phases": [(b - a) * 1e3 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]})
+                               "phases": [(b - a) * 1e3 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]}, payload)
 
     def probe(self) -> None:
         """Whether the trusted side can read this worker's device memory (capture.py): a known pattern's handle."""
@@ -203,16 +211,20 @@ class Session:
             protocol.send(OUT_FD, {"op": "probed", "error": f"{type(exc).__name__}: {exc}"})
 
     def reveal(self, header: dict) -> None:
+        protocol.send(OUT_FD, {"op": "revealed"}, self.pack(header["calls"], header.get("inputs", ())))
+
+    def pack(self, calls, inputs) -> bytes:
+        """The outputs of the last batch's `calls` (and the inputs of those in `inputs`), as one payload."""
         tensors = {}
-        for i in header["calls"]:
+        for i in calls:
             call = self.kept[i]
             for name, value in call["outputs"].items():
                 tensors[f"{i}/out/{name}"] = value
-            if i in header.get("inputs", ()):
+            if i in inputs:
                 for name, value in call["inputs"].items():
                     if isinstance(value, torch.Tensor):
                         tensors[f"{i}/in/{name}"] = value
-        protocol.send(OUT_FD, {"op": "revealed"}, protocol.pack(tensors))
+        return protocol.pack(tensors)
 
 
 def _threads_left(before: set) -> str | None:
@@ -220,14 +232,34 @@ def _threads_left(before: set) -> str | None:
     return f"the solution left thread {alive[0].name!r} running after it returned" if alive else None
 
 
-def start(header: dict, workdir: Path) -> Session | None:
-    """A session for a load message, or None after telling the trusted side why it did not build."""
+def forget_solutions(root: Path) -> None:
+    """Drop what earlier solutions loaded from their folders under `root` (their modules, their sys.path
+    entries, their device memory), so the next one imports its own files: two solutions of one author
+    may both have a helper.py."""
+    for name, module in list(sys.modules.items()):
+        where = getattr(module, "__file__", None)
+        if isinstance(where, str) and where.startswith(str(root)):
+            del sys.modules[name]
+    sys.path[:] = [p for p in sys.path if not (isinstance(p, str) and p.startswith(str(root)))]
+    gc.collect()
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+        capture.forget()  # freed allocations: a new one at the same address gets a new handle
+
+
+def start(header: dict, workdir: Path, loads: int = 0) -> Session | None:
+    """A session for a load message, or None after telling the trusted side why it did not build.
+    A solution gets a fresh folder of its own (the `loads`-th under `workdir`)."""
     session = Session(header)
     try:
         if header.get("reference"):
             session.fn = load_reference(header["reference"], header.get("name", "definition"))
         else:
-            session.fn = load_solution(header["sources"], header["entry_point"], workdir)
+            forget_solutions(workdir)
+            torch.manual_seed(0)
+            folder = workdir / f"s{loads}"
+            folder.mkdir(parents=True)
+            session.fn = load_solution(header["sources"], header["entry_point"], folder)
     except BaseException:  # noqa: BLE001 - any failure to build is the solution's compile error
         protocol.send(OUT_FD, {"op": "compile_error", "log": traceback.format_exc(limit=-8)})
         return None
@@ -243,12 +275,15 @@ def main(argv: list[str]) -> int:
     header, _ = protocol.recv(IN_FD, ("load",))
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / "solution"
     workdir.mkdir(parents=True, exist_ok=True)
-    session = start(header, workdir)
+    loads = 0
+    session = start(header, workdir, loads)
     if session is None:
         return 0
-    # A reference's worker (trusted code only) is reused for the next definition's reference: one Python and
-    # torch start per run instead of one per definition. A solution's worker never loads anything else.
-    ops = ("workload", "batch", "reveal", "probe", "exit") + (("load",) if header.get("reference") else ())
+    # A reference's worker (trusted code only) is reused for the next definition's reference, and a solution's
+    # for the next solution of the same author (the trusted side decides: runner.py): one Python and torch
+    # start per author instead of one per solution. What one solution leaves here can only reach another of
+    # its author's, code that author could have written into it.
+    ops = ("workload", "batch", "reveal", "probe", "load", "exit")
     handlers = {"workload": lambda h, p: session.workload(h, p), "batch": lambda h, p: session.batch(h),
                 "reveal": lambda h, p: session.reveal(h), "probe": lambda h, p: session.probe()}
     while True:
@@ -261,9 +296,8 @@ def main(argv: list[str]) -> int:
         try:
             with torch.no_grad():
                 if header["op"] == "load":
-                    if not header.get("reference"):
-                        return 1
-                    session = start(header, workdir) or session
+                    loads += 1
+                    session = start(header, workdir, loads) or session
                 else:
                     handlers[header["op"]](header, payload)
         except protocol.Closed:

@@ -1,0 +1,338 @@
+"""One (solution, workload) pair, measured from this (trusted) process: its batches, checks and numbers.
+
+The solution's worker and the reference's (runner.py starts them) get the workload's fixed inputs
+(blobs, scalars) once, then batches of calls. Every call of every batch gets a fresh input set whose
+generator seeds are drawn here from the system's random source when the batch is sent, so no input
+set exists anywhere before its batch starts and none can be computed ahead from public seeds. Both
+workers draw the same sets (same recipes, same device), solution and reference alternate batch by
+batch, and the same rules hold for every batch:
+
+- The calls compared (compare() runs here): the first batch, every call; later batches, every call
+  when their outputs are small, else MIN_CHECKED calls drawn at random, a choice never sent to a
+  worker. On CUDA a worker answers a batch with each call's time and a handle to each output, and
+  this process copies the chosen calls' outputs out of its device memory as the answer arrives
+  (capture.py); elsewhere, where every call is compared, the outputs come with its answer, and else
+  it answers with a commitment to each output (a digest), and only then are the chosen calls
+  revealed. A revealed output whose digest is not the committed one, or a wrong
+  answer on any compared call, fails the pair.
+- The outside bound: the wall clock from sending a batch to receiving its answer (and copying its
+  outputs out) holds the calls and the harness's own work in the worker (drawing inputs, flushing the
+  cache, digests or outputs on the CPU). The harness's work is the same code in both workers, so the
+  reference's worker measures it: whatever the solution's batch took beyond n times its median call,
+  the reference's harness work and its calls' spread (less a tolerance for noise) is charged to its
+  calls. Patching the clock, computing before the timed calls or after them, on another thread or
+  another stream, or the whole batch's answers in one call (its inputs are all drawn before the
+  first), all show there.
+- The physical floor: no latency below the workload's speed-of-light time on this hardware.
+- Samplers are compared as distributions on every batch: a batch of a sampling definition is many
+  calls on one input set; the first batch's draws (check.sampling_draws) are compared with the reference's,
+  the timed batches' are pooled into one more test, and every draw must lie in the filters' support.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from ..model.status import TraceStatus
+from . import protocol, timing
+from .check import (
+    SAMPLES_P_VALUE,
+    Verdict,
+    check_support,
+    chi2_sf,
+    compare,
+    compare_samples,
+    sampling_draws,
+    two_sample_chi2,
+)
+from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
+from .plan import Pair
+from .remote import Failed, Remote
+
+if TYPE_CHECKING:
+    from .runner import Options
+
+CORRECTNESS_CALLS = 3
+MIN_CHECKED = 4  # calls of a later batch revealed and compared, at least (every call when outputs are small)
+REVEAL_ALL_BYTES = 2**20  # reveal every call of a batch whose outputs take at most this in all
+BATCH_BYTES = {"cpu": 256 * 2**20, "cuda": 4 * 2**30}  # a batch's input sets, snapshots and outputs
+MAX_BATCH = 64
+# Allowed beyond the harness's own work in a batch, for noise: a share of it, plus per call, plus per batch
+# (a scheduler time slice of a busy 2-core host; far less on the GPU machines, which have cores to spare).
+GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
+BATCH_SLACK_MS = {"cpu": 5.0, "cuda": 0.1}
+ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
+
+
+class WorkloadRun:
+    """Everything about one (solution, workload) pair that happens in this process."""
+
+    def __init__(self, pair: Pair, opts: Options, root: Path, solution: Remote, ref: Remote, rng: random.Random):
+        self.pair, self.opts, self.root, self.solution, self.ref, self.rng = pair, opts, root, solution, ref, rng
+        self.definition = pair.definition.data
+        self.workload = pair.workload.data["workload"]
+        self.axes = {n: a["value"] for n, a in self.definition["axes"].items() if a["type"] == "const"}
+        self.axes.update(self.workload["axes"])
+        self.outs = [{"name": n, "shape": list(shape_of(s, self.axes)), "dtype": s["dtype"]}
+                     for n, s in self.definition["outputs"].items()]
+        self.out_bytes = sum(_numel(o["shape"]) * TORCH_DTYPES[o["dtype"]].itemsize for o in self.outs)
+        self.in_bytes = sum(_numel(shape_of(s, self.axes)) * TORCH_DTYPES[s["dtype"]].itemsize
+                            for s in self.definition["inputs"].values())
+        self.deadline = time.monotonic() + opts.timeout_s
+        self.cfg = timing.TimingConfig(**opts.timing)
+        self.sampling = self.definition["type"] == "sampling"
+        self.draws = sampling_draws(_numel(self.outs[0]["shape"])) if self.sampling else 0  # per compared input set
+        self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)
+        self.worst = Verdict(TraceStatus.PASSED)
+        self.scalars: dict = {}
+        self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
+        self.verified = 0
+        self.batches = 0
+        self.notes: list[str] = []
+
+    # -- inputs ------------------------------------------------------------------------------------
+    def workload_message(self) -> tuple[dict, bytes]:
+        """The inputs that are the same in every call (scalars, blobs), sent once per pair."""
+        recipes = input_recipes(self.definition, self.workload, seed=0)
+        scalars = self.scalars = {n: r["value"] for n, r in recipes.items() if r["type"] == "scalar"}
+        blobs = {n: load_blob(self.root, r["path"], r["tensor_key"]).to(TORCH_DTYPES[self.definition["inputs"][n]["dtype"]])
+                 for n, r in recipes.items() if r["type"] == "safetensors"}
+        # The reference's worker makes (and NaN-fills) output buffers too when the solution gets them, so the
+        # harness work measured on it (charge) is the solution's.
+        header = {"op": "workload", "order": list(recipes), "scalars": scalars, "outs": self.outs,
+                  "buffers": bool(self.pair.solution.data["spec"].get("destination_passing_style"))}
+        return header, protocol.pack({k: v for k, v in blobs.items() if isinstance(v, torch.Tensor)})
+
+    def secret_call(self) -> dict:
+        """One call's random input recipes, seeded from a secret drawn now."""
+        seed = self.rng.getrandbits(62)
+        recipes = input_recipes(self.definition, self.workload, seed=seed)
+        return {"recipes": {n: r for n, r in recipes.items() if r["type"] == "random"}}
+
+    def calls(self, n: int) -> list[dict]:
+        if self.sampling:  # draws of one input set: a sample of one distribution per batch
+            call = self.secret_call()
+            return [call] * n
+        calls = [self.secret_call() for _ in range(n)]
+        # Inputs drawn element by element from one distribution (ELEMENTWISE): every call of the batch takes a
+        # window at a secret offset of one stream of twice the input's size, drawn once per batch, instead of a
+        # draw of its own: the same distribution, different values in every call, a fraction of the cost.
+        for name, recipe in calls[0]["recipes"].items():
+            if recipe["distribution"] in ELEMENTWISE and n > 1:
+                numel = _numel(recipe["shape"])
+                for call in calls:
+                    call["recipes"][name] = {**recipe, "window": [self.rng.randrange(numel + 1), 2 * numel]}
+        return calls
+
+    # -- one batch on both sides ----------------------------------------------------------------------
+    def batch(self, n: int, reveal_all: bool, solution_first: bool) -> tuple[list[float], list[float], float, float]:
+        """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
+        calls = self.calls(n)
+        t = self.opts.timeout_s
+        # The calls checked. Never sent: with a capture (CUDA IPC) they are copied out of both workers' memory
+        # as each answers; else they are revealed after both committed to every output. Either way nothing in
+        # the solution's process can know the choice before its answers are fixed.
+        small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
+        every = reveal_all or small or n <= MIN_CHECKED
+        chosen = list(range(n)) if every else sorted(self.rng.sample(range(n), MIN_CHECKED))
+        # A sampler's calls share one input set: the reference's worker (trusted) shows it, for the support check.
+        with_inputs = chosen[:1] if self.sampling else []
+        limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
+        runs = {}
+        for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
+            # Every call compared: no choice to hide, so the outputs come with the answer (no digests, no reveal).
+            runs[remote.who] = remote.batch(calls, self.deadline, t, chosen, inline=limit if every else 0)
+        self.batches += 1
+        sol, ref = runs["solution"], runs["reference"]
+        if sol.outputs is not None:
+            solution_out = sol.outputs
+        else:
+            solution_out = self.solution.reveal(chosen, [], limit, self.deadline, t)
+            self.check_commitments(chosen, solution_out, sol.digests)
+        if ref.outputs is not None:
+            ref_out = ref.outputs
+            if with_inputs:  # asked for after the answer, not with it: the bound's measure of the harness stays the solution's
+                shown = self.ref.reveal(with_inputs, with_inputs, limit + 2 * self.in_bytes, self.deadline, t)
+                ref_out[with_inputs[0]]["in"] = shown[with_inputs[0]]["in"]
+        else:
+            ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
+        solution_ms, solution_wall, ref_ms, ref_wall = sol.ms, sol.wall, ref.ms, ref.wall
+        how = "copied out as it answered" if sol.outputs is not None else "checked after every answer was committed"
+        label = "the first batch" if reveal_all else f"batch {self.batches} (timed; {how})"
+        if self.sampling:
+            self.verify_draws([solution_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
+                              {**self.scalars, **ref_out[chosen[0]]["in"]}, label, reveal_all)
+        else:
+            for i in chosen:
+                self.verify(solution_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
+        return solution_ms, ref_ms, solution_wall, ref_wall
+
+    def check_commitments(self, chosen: list[int], revealed: dict, committed: list[list[str]]) -> None:
+        names = [o["name"] for o in self.outs]
+        for i in chosen:
+            for k, name in enumerate(names):
+                value = revealed[i]["out"].get(name)
+                if value is not None and protocol.digest(value) != committed[i][k]:
+                    raise Failed(TraceStatus.REWARD_HACK, f"call {i + 1}: output {name!r} revealed after the batch is not the one "
+                                                "committed when it ended (an answer changed after the clock stopped)",
+                                 worker_lost=True)
+
+    def verify(self, solution_out: dict, ref_out: dict, what: str) -> None:
+        self.record(compare(self.definition, solution_out, ref_out, self.axes), what)
+
+    def verify_draws(self, solution_draws: list, ref_draws: list, inputs: dict, what: str, first: bool) -> None:
+        """A sampler's batch (draws on one input set): every draw in the definition's support; the first batch's
+        draws (check.sampling_draws) compared with the reference's as a distribution, and every timed batch's draws
+        pooled with the others' into one test at the end (timed_samples), as strong as the first batch's."""
+        if first:
+            self.record(compare_samples(self.definition, solution_draws, ref_draws, inputs), what)
+            return
+        for k, draw in enumerate(solution_draws):  # shape, dtype, range, probability and the filters (cached per input set)
+            self.record(check_support(self.definition, draw, inputs), f"{what}, draw {k + 1}")
+        name = next(iter(self.definition["outputs"]))
+        stat, dof = two_sample_chi2(torch.stack([d[name].to(torch.int64) for d in solution_draws]),
+                                    torch.stack([d[name].to(torch.int64) for d in ref_draws]))
+        self.pooled = (self.pooled[0] + stat, self.pooled[1] + dof, self.pooled[2] + len(solution_draws), self.pooled[3] + 1)
+
+    def timed_samples(self) -> None:
+        stat, dof, draws, batches = self.pooled
+        p_value = chi2_sf(stat, dof)
+        if p_value < SAMPLES_P_VALUE:
+            self.record(Verdict(TraceStatus.INCORRECT_NUMERICAL, f"the timed calls' draws ({draws} over {batches} input sets) do "
+                                                       f"not follow the reference's distribution (chi-square {stat:.1f} "
+                                                       f"on {dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
+                        "the timed batches")
+
+    def record(self, v: Verdict, what: str) -> None:
+        self.verified += 1
+        if not v.ok:
+            self.worst = v
+            raise Failed(v.status, f"{what}: {v.message}", worker_lost=False, correctness=self.correctness_record())
+        w = self.worst
+        w.max_absolute_error = max(w.max_absolute_error, v.max_absolute_error)
+        w.max_relative_error = max(w.max_relative_error, v.max_relative_error)
+        w.matched_ratio = min(w.matched_ratio, v.matched_ratio)
+        if v.atol is not None:
+            w.atol, w.rtol = max(w.atol or 0.0, v.atol), v.rtol
+
+    # -- the pair -----------------------------------------------------------------------------------
+    def batch_size(self, first_ms: float) -> int:
+        if self.sampling:  # the timed batches' draws pool into one test as strong as the first batch's (timed_samples)
+            return max(16, -(-self.draws // self.cfg.min_batches))
+        per_call = 2 * self.in_bytes + 2 * self.out_bytes  # input sets, their snapshots, outputs and buffers
+        by_memory = BATCH_BYTES["cpu" if self.opts.device == "cpu" else "cuda"] // max(per_call, 1)
+        by_time = (self.cfg.budget_s * 1e3 / 4) / max(first_ms, 1e-3)  # a few batches fit the budget
+        return int(max(1, min(by_memory, by_time, MAX_BATCH, self.cfg.max_samples // self.cfg.min_batches + 1)))
+
+    def timed(self, n: int) -> tuple[list[float], list[float]]:
+        """Batches until both sides have enough samples (timing.enough) over at least cfg.min_batches
+        batches, alternating who goes first; then the outside bound (charge)."""
+        solution: list[list[float]] = []
+        ref: list[float] = []
+        # Per call: the solution's batch time beyond its median call (outside its reported calls, or inside a few of
+        # them: work for the whole batch done in one call, on inputs the batch drew ahead, moves no median).
+        solution_gaps: list[float] = []
+        harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
+        spread: list[float] = []  # the reference's calls' time beyond its median call, a share of that median
+        started = time.perf_counter()
+        while ((len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
+               or not (timing.enough([x for b in solution for x in b], self.cfg, started)
+                       and timing.enough(ref, self.cfg, started))):
+            s, r, s_wall, r_wall = self.batch(n, False, solution_first=self.batches % 2 == 0)
+            solution_gaps.append((s_wall - n * statistics.median(s)) / n)
+            harness.append(max(r_wall - sum(r), 0.0) / n)
+            spread.append(max(sum(r) / n / max(statistics.median(r), 1e-9) - 1, 0.0))
+            if self.opts.diagnostics:
+                phases = "/".join(f"{x:.3g}" for x in self.solution.phases) + " vs " + "/".join(f"{x:.3g}" for x in self.ref.phases)
+                self.notes.append(f"diagnostics: batch {self.batches} of {n}: beyond the median call {solution_gaps[-1]:.4g} vs "
+                                  f"{harness[-1]:.4g} ms per call (solution vs reference); reported median "
+                                  f"{statistics.median(s):.4g} vs {statistics.median(r):.4g} ms; workers' phases "
+                                  f"(inputs/timed/guards/digests, ms) {phases}")
+            # The first call of a batch meets threads, caches and (CUDA) a queue that sat idle while the worker
+            # waited for the batch: compared like the others, its time is not a sample.
+            solution.append(s[1:] or s)
+            ref += r[1:] or r
+        if self.sampling:
+            self.timed_samples()
+        return self.charge(solution, solution_gaps, harness, spread), ref
+
+    def charge(self, batches: list[list[float]], gaps: list[float], harness_gaps: list[float],
+               spreads: list[float] = ()) -> list[float]:
+        """The outside bound: a batch's time per call beyond the solution's median call (outside its calls, or
+        concentrated in a few), beyond the harness's own work there and the spread of calls around their
+        median (both measured on the reference's batches, the spread as a share of its median call, plus a
+        tolerance), is added to that batch's calls. The tolerance: a share of both, a slack per call and per batch, and on a GPU
+        the spread of the reference's own batches (copying and hashing large outputs there varies by
+        milliseconds between batches, far more than a small kernel takes: the first H100 run charged that
+        noise to 80 us kernels). Not on the CPU, where the per-batch slack covers a busy host and one slow
+        reference batch must not widen the bound for all. Noise in a few batches moves the median latency
+        little; work hidden in most batches beyond the tolerance is charged."""
+        cpu = self.opts.device == "cpu"
+        per_batch = BATCH_SLACK_MS["cpu" if cpu else "cuda"]
+        harness = statistics.median(harness_gaps)
+        noise = 0.0 if cpu else max(harness_gaps) - min(harness_gaps)
+        spread = statistics.median(spreads) if spreads else 0.0
+        out: list[float] = []
+        reported: list[float] = []
+        for calls, gap in zip(batches, gaps):
+            allowed = ((harness + spread * statistics.median(calls)) * (1 + GAP_SHARE) + noise + GAP_SLACK_MS
+                       + per_batch / len(calls))
+            out += [x + max(gap - allowed, 0.0) for x in calls]
+            reported += calls
+        before, after = statistics.median(reported), statistics.median(out)
+        if after > before * 1.02:
+            self.notes.append(f"the solution's batches took longer than their median call allows, beyond the harness's "
+                              f"own work ({harness:.4g} ms per call, measured on the reference's worker): that time "
+                              f"was charged to their calls (median {before:.4g} ms reported, {after:.4g} ms charged)")
+        return out
+
+    def run(self) -> dict:
+        header, payload = self.workload_message()
+        for remote in (self.solution, self.ref):
+            remote.workload(header, payload, self.deadline, self.opts.timeout_s)
+        # The first batch: every call compared; its times (compilation, autotuning, first touches) are dropped.
+        first = self.draws if self.sampling else CORRECTNESS_CALLS
+        s, r, _, _ = self.batch(first, True, solution_first=True)
+        result: dict[str, Any] = {"status": TraceStatus.PASSED}
+        if not self.opts.correctness_only:
+            n = self.batch_size(max(statistics.median(s), statistics.median(r)))
+            solution, ref = self.stats(*self.timed(n))
+            if timing.unstable(solution) or timing.unstable(ref):
+                self.notes.append("the first measurement was unstable (busy host); measured again")
+                solution, ref = self.stats(*self.timed(n))
+                if timing.unstable(solution) or timing.unstable(ref):
+                    solution["unstable"] = True
+                    self.notes.append("still unstable: recorded with unstable: true, not ranked")
+            solution["reference_latency_ms"] = ref["latency_ms"]
+            solution["speedup_factor"] = ref["latency_ms"] / solution["latency_ms"] if solution["latency_ms"] > 0 else 0.0
+            result["performance"] = solution
+        result["correctness"] = self.correctness_record()
+        result["log"] = "\n".join(self.notes)
+        return result
+
+    def stats(self, solution: list[float], ref: list[float]) -> tuple[dict, dict]:
+        timer = "cuda_event_cold_l2" if self.opts.device.startswith("cuda") else "host_perf_counter"
+        if self.floor_ms and min(solution) < self.floor_ms:
+            self.notes.append(f"reported calls below the speed-of-light time of this workload here "
+                              f"({self.floor_ms:.4g} ms) were raised to it")
+            solution = [max(x, self.floor_ms) for x in solution]
+        return timing.summarize(solution, timer), timing.summarize(ref, timer)
+
+    def correctness_record(self) -> dict:
+        w = self.worst
+        record = {"max_absolute_error": _finite(w.max_absolute_error), "max_relative_error": _finite(w.max_relative_error),
+                  "matched_ratio": w.matched_ratio, "input_sets": max(self.verified, 1)}
+        if w.atol is not None:
+            record.update(atol=w.atol, rtol=w.rtol)
+        return record
+
+
+def _finite(x: float) -> float:
+    return x if math.isfinite(x) else 1.7976931348623157e308  # JSON has no inf
