@@ -452,6 +452,42 @@ def test_one_worker_serves_an_authors_solutions_in_turn_and_never_another_author
     assert summary.outcomes[1].setup_s < summary.outcomes[2].setup_s
 
 
+def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_the_rest(tmp_path, monkeypatch):
+    """Where the reference's first call shows the calls are slow (a timed batch then holds one call), the first
+    batch is that one call and the timed batches, every call compared, check the rest: fewer calls for the
+    slowest pairs, and a solution wrong after its first call still fails; fast calls get CORRECTNESS_CALLS."""
+    from generator.bench.pair import CORRECTNESS_CALLS, WorkloadRun
+
+    untimed = []  # (solution, calls) of each batch whose times are dropped
+    real = WorkloadRun.batch
+
+    def batch(self, n, reveal_all, solution_first):
+        if reveal_all:
+            untimed.append((self.pair.solution.name, n))
+        return real(self, n, reveal_all, solution_first)
+    monkeypatch.setattr(WorkloadRun, "batch", batch)
+
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    d = json.loads((root / "definitions/norm/rmsnorm_h128.json").read_text())
+    d["reference"] = d["reference"].replace("def run(input, weight, eps):\n",
+                                            "def run(input, weight, eps):\n    import time\n    time.sleep(0.03)\n")
+    dump(root / "definitions/norm/rmsnorm_h128.json", d)
+    add_solution(root, "wrong_after_first", CORRECT + "_n = 0\n\ndef run(input, weight, eps):\n    global _n\n"
+                 "    _n += 1\n    return compute(input, weight, eps) if _n == 1 else torch.zeros_like(input)\n")
+    timing = {**FAST, "budget_s": 0.1}  # slow: a reference call over budget_s / 4
+    summary = run_bench(root, device="cpu", timeout_s=20, timing=timing, progress=False)
+    outcomes = {o.pair.solution.name: o for o in summary.outcomes}
+    honest = outcomes["rmsnorm_h128_torch"].record["evaluation"]
+    assert outcomes["rmsnorm_h128_torch"].status == "PASSED"
+    assert ("rmsnorm_h128_torch", 1) in untimed and ("rmsnorm_h128_torch", CORRECTNESS_CALLS - 1) not in untimed
+    assert honest["correctness"]["input_sets"] >= 1 + FAST["min_batches"], honest  # the timed calls were compared
+    assert outcomes["wrong_after_first"].status == "INCORRECT_NUMERICAL", outcomes["wrong_after_first"].log
+    untimed.clear()
+    fast = write_dataset(tmp_path / "fast", traces=[], workloads=workloads(1))  # the reference as it is: fast
+    run_bench(fast, device="cpu", timeout_s=20, timing=FAST, progress=False)
+    assert untimed == [("rmsnorm_h128_torch", 1), ("rmsnorm_h128_torch", CORRECTNESS_CALLS - 1)]
+
+
 def test_an_answer_changed_after_its_commitment_is_caught(tmp_path, monkeypatch):
     """Where a batch's outputs are too large to come with its answer, the worker commits to each by digest and
     reveals the chosen calls later: an output computed only when revealed is not the one committed."""
