@@ -242,8 +242,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=float, default=300.0, metavar="S",
                    help="seconds one workload (or building a solution) may take (default: 300)")
     p.add_argument("--breadth-first", action="store_true",
-                   help="first every selected solution on one representative workload of its definition, then "
-                        "the other workloads (a run cut short has covered every definition once)")
+                   help="first every selected solution on one representative workload of its definition (those "
+                        "of definitions with several solutions first), then the other workloads (a run cut short "
+                        "has covered every definition once)")
     p.add_argument("--budget-s", type=float, metavar="S",
                    help="start no new pair after S seconds; --resume goes on where the run stopped")
     p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass")
