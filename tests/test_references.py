@@ -263,6 +263,26 @@ PLANTED = [
      "threshold = min_p[b].to(torch.float32)", [0, 1, 2]),
     # Ties with the threshold filtered too: only the min_p = 1.0 row (sets 1 and 2) keeps a token exactly at it.
     ("min_p_logits_v128256", "torch.where(probs < threshold,", "torch.where(probs <= threshold,", [1, 2]),
+    # Multi-LoRA (reference_cases/lora.py). The scaling dropped: sets 0 and 1 scale by 2.0 and 0.5; set 2 by 1.0 (what
+    # vLLM passes, its scaling folded into lora_B), where dropping it is moot.
+    ("lora_bgmv_shrink_s3_l4_r16_k4096", ") * scaling", ")", [0, 1]),
+    ("lora_sgmv_shrink_s3_l4_r16_k4096", ") * scaling", ")", [0, 1]),
+    ("lora_bgmv_shrink_s1_l4_r64_k14336", ") * scaling", ")", [0, 1]),
+    # Slot -1 (no LoRA) read as adapter 0: every BGMV set has a token without a LoRA; the SGMV sets 1 and 2 have a
+    # request without one (set 0 is one request with an adapter).
+    ("lora_bgmv_shrink_s3_l4_r16_k4096", "lora = int(token_lora_indices[t])",
+     "lora = max(int(token_lora_indices[t]), 0)", [0, 1, 2]),
+    ("lora_bgmv_expand_s3_l4_r16_n6144", "lora = int(token_lora_indices[t])",
+     "lora = max(int(token_lora_indices[t]), 0)", [0, 1, 2]),
+    ("lora_sgmv_shrink_s3_l4_r16_k4096", "lora = int(seg_lora_indices[b])", "lora = max(int(seg_lora_indices[b]), 0)",
+     [1, 2]),
+    ("lora_sgmv_expand_s3_l4_r16_n6144", "lora = int(seg_lora_indices[b])", "lora = max(int(seg_lora_indices[b]), 0)",
+     [1, 2]),
+    # The wrong slice offset: v's update written at k's offset (k's lost), up's at gate's; every set has a token with
+    # an adapter.
+    ("lora_bgmv_expand_s3_l4_r16_n6144", "(q_size + kv_size, kv_size)", "(q_size, kv_size)", [0, 1, 2]),
+    ("lora_sgmv_expand_s3_l4_r16_n6144", "(q_size + kv_size, kv_size)", "(q_size, kv_size)", [0, 1, 2]),
+    ("lora_bgmv_expand_s2_l4_r64_n28672", "(slice_size, slice_size)]", "(0, slice_size)]", [0, 1, 2]),
 ]
 
 

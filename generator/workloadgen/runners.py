@@ -1,5 +1,5 @@
 """The runners of the engine's families for state caches, DeepSeek-style attention and MoE layouts, the
-embedding lookup, the temperature softmax, cascade attention and logits processing: each takes a recipe (recipe.Recipe: its value(), fields(),
+embedding lookup, the temperature softmax, cascade attention, logits processing and multi-LoRA batches: each takes a recipe (recipe.Recipe: its value(), fields(),
 steps() and seeded()) and one entry of its workloads list, and yields the entry's Specs; FAMILIES registers
 them (recipe.FAMILIES merges it). `first_seed` (where a family takes it) starts the seeds at another number.
 """
@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cascade, core, dsa, families, logits, mla, moe, state
+from . import cascade, core, dsa, families, logits, lora, mla, moe, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -154,6 +154,15 @@ def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
         yield logits.min_p(e["definition"], int(b), seed, r.value(e["menu"]), e["description"], r.fields())
 
 
+def _lora_batch(r: Recipe, e: dict) -> Iterator[Spec]:
+    """A LoRA shrink or expand over decode or prefill steps (lora.lora_step): `layout` bgmv or sgmv, `menu` each
+    request's adapter slot ((slot, share of requests), -1: no LoRA), `inputs` the definition's other inputs."""
+    menu = r.value(e["menu"])
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()}
+    for seed, s in r.seeded(e):
+        yield lora.lora_step(e["definition"], s, seed, e["layout"], menu, inputs, e["description"], r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed", "per_seq")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -177,4 +186,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "penalties": (_penalties, ("definition", "batches", "vocab", "prompt", "output", "menus", "description"),
                   ("first_seed",)),
     "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
+    "lora_batch": (_lora_batch, ("definition", "scenarios", "layout", "menu", "inputs", "description"),
+                   ("scenarios_pick", "first_seed")),
 }
