@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cascade, core, dsa, families, logits, mla, moe, state
+from . import alltoall, cascade, core, dsa, families, logits, mla, moe, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -154,6 +154,15 @@ def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
         yield logits.min_p(e["definition"], int(b), seed, r.value(e["menu"]), e["description"], r.fields())
 
 
+def _ep_alltoall(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Expert-parallel dispatch or combine (alltoall.py, `kind`) of routed steps ({tokens, alpha, stage, what},
+    tokens per rank) over `ep` ranks holding num_experts // ep experts each."""
+    build = alltoall.BUILDERS[e["kind"]]
+    for seed, s in r.seeded(e):
+        yield build(e["definition"], s, seed, int(e["ep"]), int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
+                    e["description"], r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed", "per_seq")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -177,4 +186,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "penalties": (_penalties, ("definition", "batches", "vocab", "prompt", "output", "menus", "description"),
                   ("first_seed",)),
     "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
+    "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
+                    ("scenarios_pick", "first_seed")),
 }
