@@ -283,6 +283,28 @@ PLANTED = [
     ("lora_bgmv_expand_s3_l4_r16_n6144", "(q_size + kv_size, kv_size)", "(q_size, kv_size)", [0, 1, 2]),
     ("lora_sgmv_expand_s3_l4_r16_n6144", "(q_size + kv_size, kv_size)", "(q_size, kv_size)", [0, 1, 2]),
     ("lora_bgmv_expand_s2_l4_r64_n28672", "(slice_size, slice_size)]", "(0, slice_size)]", [0, 1, 2]),
+    # The fused collectives (reference_cases/collective_fusion.py).
+    # The residual left out of the norm (added after it: only residual_out carries it): every set.
+    ("allreduce_fused_add_rmsnorm_tp4_h8192", "x = residual_out.to(torch.float32)", "x = allreduced.to(torch.float32)",
+     [0, 1, 2]),
+    # The sum over ranks missing the last rank: every set.
+    ("allreduce_fused_add_rmsnorm_tp8_h8192", "for r in range(tp_size):", "for r in range(tp_size - 1):", [0, 1, 2]),
+    # Multiplied by the FP8 scale instead of divided: every set (no scale is 1).
+    ("allreduce_fused_add_rmsnorm_fp8_tp4_h8192", "inv_scale = 1.0 / torch.as_tensor(",
+     "inv_scale = 1.0 * torch.as_tensor(", [0, 1, 2]),
+    # The sources in the wrong order (the last rank's tokens first): every destination rank of every set receives
+    # from two or more ranks.
+    ("ep_dispatch_ep4_e128_topk8_h2048", "for src in range(ep_size):", "for src in reversed(range(ep_size)):",
+     [0, 1, 2]),
+    # The weights of picks on other ranks passed on instead of zeroed: every set sends a token with such a pick.
+    ("ep_dispatch_ep4_e128_topk8_h2048",
+     "torch.where(is_local, topk_weights[src], torch.zeros_like(topk_weights[src]))", "topk_weights[src]",
+     [0, 1, 2]),
+    # The last rank's rows left out of the combine: set 0's last rank receives nothing (no pick of the step is
+    # there), where that is harmless.
+    ("ep_combine_ep4_topk8_h2048", "for dst in range(ep_size):", "for dst in range(ep_size - 1):", [1, 2]),
+    # The routing weights dropped (the picks' outputs summed unweighted): every set.
+    ("ep_combine_ep4_topk8_h2048", " * recv_topk_weights.to(torch.float32)[:, :, None]", "", [0, 1, 2]),
 ]
 
 

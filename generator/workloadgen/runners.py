@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cascade, core, dsa, families, logits, lora, mla, moe, state
+from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -161,6 +161,13 @@ def _lora_batch(r: Recipe, e: dict) -> Iterator[Spec]:
     inputs = {k: r.value(v) for k, v in e["inputs"].items()}
     for seed, s in r.seeded(e):
         yield lora.lora_step(e["definition"], s, seed, e["layout"], menu, inputs, e["description"], r.fields())
+def _ep_alltoall(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Expert-parallel dispatch or combine (alltoall.py, `kind`) of routed steps ({tokens, alpha, stage, what},
+    tokens per rank) over `ep` ranks holding num_experts // ep experts each."""
+    build = alltoall.BUILDERS[e["kind"]]
+    for seed, s in r.seeded(e):
+        yield build(e["definition"], s, seed, int(e["ep"]), int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
+                    e["description"], r.fields())
 
 
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
@@ -188,4 +195,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
     "lora_batch": (_lora_batch, ("definition", "scenarios", "layout", "menu", "inputs", "description"),
                    ("scenarios_pick", "first_seed")),
+    "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
+                    ("scenarios_pick", "first_seed")),
 }
