@@ -1,5 +1,5 @@
 """The runners of the engine's families for state caches, DeepSeek-style attention and MoE layouts, the
-embedding lookup, the temperature softmax, cascade attention and logits processing: each takes a recipe (recipe.Recipe: its value(), fields(),
+embedding lookup, the temperature softmax, cascade attention, logits processing and speculative decoding's verify attention: each takes a recipe (recipe.Recipe: its value(), fields(),
 steps() and seeded()) and one entry of its workloads list, and yields the entry's Specs; FAMILIES registers
 them (recipe.FAMILIES merges it). `first_seed` (where a family takes it) starts the seeds at another number.
 """
@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import cascade, core, dsa, families, logits, mla, moe, state
+from . import cascade, core, dsa, families, logits, mla, moe, specdec, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -154,6 +154,14 @@ def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
         yield logits.min_p(e["definition"], int(b), seed, r.value(e["menu"]), e["description"], r.fields())
 
 
+def _spec_verify(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Speculative decoding's verify attention (specdec.paged_verify): `steps` {batch, context, sigma, q, what}, a
+    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens)."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield specdec.paged_verify(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
+                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))))
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed", "per_seq")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -177,4 +185,5 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "penalties": (_penalties, ("definition", "batches", "vocab", "prompt", "output", "menus", "description"),
                   ("first_seed",)),
     "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
+    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab")),
 }
