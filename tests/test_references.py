@@ -305,6 +305,29 @@ PLANTED = [
     ("ep_combine_ep4_topk8_h2048", "for dst in range(ep_size):", "for dst in range(ep_size - 1):", [1, 2]),
     # The routing weights dropped (the picks' outputs summed unweighted): every set.
     ("ep_combine_ep4_topk8_h2048", " * recv_topk_weights.to(torch.float32)[:, :, None]", "", [0, 1, 2]),
+    # Speculative decoding (reference_cases/specdec.py). The verify tokens aligned top-left, as if they were the
+    # sequence's first tokens: set 0's one sequence has no context (kv_len == num_verify_tokens), where that is right.
+    ("gqa_paged_verify_causal_h32_kv8_d128_ps16", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    # No causal order among the verify tokens (each sees every draft): wrong for every token but the last.
+    ("gqa_paged_verify_causal_h32_kv8_d128_ps16", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] < kv_len + 0 * q_pos[:, None]", [0, 1, 2]),
+    # The tree mask transposed (a token sees its descendants instead of its ancestors): wrong in every set.
+    ("gqa_paged_verify_tree_h32_kv8_d128_ps1", "visible[:, prefix_len:] = tree_mask[b]",
+     "visible[:, prefix_len:] = tree_mask[b].transpose(0, 1)", [0, 1, 2]),
+    # The mask ignored for the causal one: right only for chains (set 2, top-1 drafting), wrong for branching trees.
+    ("gqa_paged_verify_tree_h32_kv8_d128_ps1", "visible[:, prefix_len:] = tree_mask[b]",
+     "visible[:, prefix_len:] = torch.ones_like(tree_mask[b]).tril()", [0, 1]),
+    # FlashInfer's strict test (u * p_d < p_t) for vLLM's >=: set 2 has a ratio exactly u and a u = 0 with p_t = 0.
+    ("chain_speculative_sampling_v128256", "bool(p_target / p_draft >= u)", "bool(p_target / p_draft > u)", [2]),
+    # The draft probability 0 not rejected (p_t / 0 = inf accepts): set 2 has such a draft.
+    ("chain_speculative_sampling_v128256", "bool(p_draft > 0) and ", "", [2]),
+    # The recovered token drawn from the target row instead of the residual max(0, p_t - p_d).
+    ("chain_speculative_sampling_v128256",
+     "target_probs[b, pos].to(torch.float32) - draft_probs[b, pos].to(torch.float32)",
+     "target_probs[b, pos].to(torch.float32)", [0, 1, 2]),
+    # The bonus token drawn from the last draft's target row: every set has a request that accepts all its drafts.
+    ("chain_speculative_sampling_v128256", "weights = target_probs[b, num_speculative_tokens]",
+     "weights = target_probs[b, num_speculative_tokens - 1]", [0, 1, 2]),
 ]
 
 

@@ -1,5 +1,6 @@
 """The runners of the engine's families for state caches, DeepSeek-style attention and MoE layouts, the
-embedding lookup, the temperature softmax, cascade attention, logits processing and multi-LoRA batches: each takes a recipe (recipe.Recipe: its value(), fields(),
+embedding lookup, the temperature softmax, cascade attention, logits processing, multi-LoRA batches and speculative
+decoding's verify attention: each takes a recipe (recipe.Recipe: its value(), fields(),
 steps() and seeded()) and one entry of its workloads list, and yields the entry's Specs; FAMILIES registers
 them (recipe.FAMILIES merges it). `first_seed` (where a family takes it) starts the seeds at another number.
 """
@@ -10,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, state
+from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, specdec, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -168,6 +169,12 @@ def _ep_alltoall(r: Recipe, e: dict) -> Iterator[Spec]:
     for seed, s in r.seeded(e):
         yield build(e["definition"], s, seed, int(e["ep"]), int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
                     e["description"], r.fields())
+def _spec_verify(r: Recipe, e: dict) -> Iterator[Spec]:
+    """Speculative decoding's verify attention (specdec.paged_verify): `steps` {batch, context, sigma, q, what}, a
+    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens)."""
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield specdec.paged_verify(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
+                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))))
 
 
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
@@ -197,4 +204,5 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
                    ("scenarios_pick", "first_seed")),
     "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
                     ("scenarios_pick", "first_seed")),
+    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab")),
 }
