@@ -274,17 +274,6 @@ CHEATS = {
     "fills_tmp": ("import os\n\ndef run(input, weight, eps):\n    with open(os.path.join(os.environ.get('TMPDIR', '/tmp'),"
                   " 'fill'), 'wb') as f:\n        for _ in range(2048):\n            f.write(b'x' * (1 << 20))\n"
                   "    return input\n", ("RUNTIME_ERROR",), "Error"),
-    # Every input set of a batch is drawn before its first call: the first call finds the others (gc) and
-    # answers them all (10 ms each), the rest return those answers at once. The first call is no sample and
-    # the median of the others is nothing; the batch's time beyond n times its median call is charged.
-    "computes_the_batch_in_one_call": (
-        CORRECT + "import gc, time\n_answers = {}\n\ndef run(input, weight, eps):\n"
-        "    if id(input) in _answers:\n        return _answers.pop(id(input))\n    _answers.clear()\n"
-        "    for o in gc.get_objects():  # the batch's other input sets: [input, weight, eps] lists\n"
-        "        if type(o) is list and len(o) == 3 and type(o[0]) is torch.Tensor and o[0] is not input"
-        " and o[0].shape == input.shape and type(o[1]) is torch.Tensor:\n"
-        "            time.sleep(0.01)\n            _answers[id(o[0])] = compute(*o)\n"
-        "    time.sleep(0.01)\n    return compute(input, weight, eps)\n", HONEST, ""),
     "allocates_too_much": ("import torch\n\ndef run(input, weight, eps):\n"
                            "    return torch.empty(1 << 38, dtype=torch.uint8).fill_(1)\n", ("RUNTIME_ERROR",), "Error"),
 }
@@ -300,7 +289,7 @@ ONCE = {"forges_messages", "writes_fake_results_and_exits", "segfaults", "hangs"
 BLOB_ONCE = {"stops_reading_its_pipe"}
 # Each sleeps 10 ms per call where it does its work, outside the calls' reported time.
 OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "computes_before_the_calls", "lazy_mapping_computes_on_read",
-                     "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest", "computes_the_batch_in_one_call")
+                     "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest")
 
 
 def copy_definition(root: Path, name: str, workload: dict) -> None:
@@ -518,6 +507,41 @@ def test_work_outside_the_clock_is_charged(benched, name):
             assert ev["performance"]["latency_ms"] >= 5.0, (name, ev["performance"], ev["log"])
         else:
             assert o.status == "REWARD_HACK", (name, o.status, ev["log"])
+
+
+# Every input set of a batch is drawn before its first call: this one finds the batch's other sets (its caller's
+# frame holds them), answers them all in the first call and returns those answers at once in the others. The first
+# call of a batch is no sample and the median of the others is nothing. Each answer costs WORK_MS (its honest twin
+# spends it in every call).
+WORK_MS = 2
+BATCH_IN_ONE_CALL = (
+    CORRECT + "import sys, time\n_answers = {}  # id -> (the input, kept alive so that its id is not reused; answer)\n\n"
+    "def _batch():\n    f = sys._getframe(2)\n    while f is not None:\n        sets = f.f_locals.get('sets')\n"
+    "        if isinstance(sets, list):\n            return sets\n        f = f.f_back\n    return []\n\n"
+    "def run(input, weight, eps):\n"
+    "    held = _answers.pop(id(input), None)\n    if held is not None and held[0] is input:\n        return held[1]\n"
+    "    _answers.clear()\n    for args in _batch():\n        if args[0] is not input:\n"
+    f"            time.sleep({WORK_MS / 1e3})\n            _answers[id(args[0])] = (args[0], compute(*args))\n"
+    f"    time.sleep({WORK_MS / 1e3})\n    return compute(input, weight, eps)\n")
+
+
+def test_a_batch_answered_in_one_call_is_charged(tmp_path):
+    """The batch's time beyond n times its median call, beyond the reference's spread and the harness's work, is
+    charged: the cheat's latency is its honest twin's (WORK_MS a call), not the nothing of its median call."""
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    add_solution(root, "batch_in_one_call", BATCH_IN_ONE_CALL, author="cheater")
+    add_solution(root, "honest_twin", CORRECT + "import time\n\ndef run(input, weight, eps):\n"
+                 f"    time.sleep({WORK_MS / 1e3})\n    return compute(input, weight, eps)\n", author="honest")
+    timing = {"min_samples": 5, "max_samples": 30, "budget_s": 0.5, "min_batches": 3}  # batches of ten calls or so
+    summary = run_bench(root, device="cpu", timeout_s=20, timing=timing, progress=False,
+                        solutions=["batch_in_one_call", "honest_twin"])
+    got = {o.pair.solution.name: o for o in summary.outcomes}
+    honest = got["honest_twin"].record["evaluation"]["performance"]["latency_ms"]
+    assert got["honest_twin"].status == "PASSED" and honest >= WORK_MS
+    cheat = got["batch_in_one_call"]
+    assert cheat.status in ("PASSED", "REWARD_HACK"), cheat.log
+    if cheat.status == "PASSED":
+        assert cheat.record["evaluation"]["performance"]["latency_ms"] >= 0.5 * honest, cheat.record["evaluation"]
 
 
 def test_the_outside_bound_charges_beyond_the_harness_noise_only():

@@ -69,6 +69,7 @@ MAX_BATCH = 64
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
 BATCH_SLACK_MS = {"cpu": 5.0, "cuda": 0.1}
 ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
+WINDOW_SPARE = 1024  # offsets a batch's windows into one stream can take, at least (calls())
 
 
 class WorkloadRun:
@@ -122,13 +123,15 @@ class WorkloadRun:
             return [call] * n
         calls = [self.secret_call() for _ in range(n)]
         # Inputs drawn element by element from one distribution (ELEMENTWISE): every call of the batch takes a
-        # window at a secret offset of one stream of twice the input's size, drawn once per batch, instead of a
-        # draw of its own: the same distribution, different values in every call, a fraction of the cost.
+        # window at a secret offset of one stream a quarter longer than the input (at least WINDOW_SPARE longer),
+        # drawn once per batch, instead of a draw of its own: the same distribution, different values in every
+        # call (a row starts at a different element), a fraction of the cost.
         for name, recipe in calls[0]["recipes"].items():
             if recipe["distribution"] in ELEMENTWISE and n > 1:
                 numel = _numel(recipe["shape"])
+                spare = max(numel // 4, WINDOW_SPARE)
                 for call in calls:
-                    call["recipes"][name] = {**recipe, "window": [self.rng.randrange(numel + 1), 2 * numel]}
+                    call["recipes"][name] = {**recipe, "window": [self.rng.randrange(spare + 1), numel + spare]}
         return calls
 
     # -- one batch on both sides ----------------------------------------------------------------------
