@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from . import common_kernels, moe_pipeline, qwen
 from .common import TOKEN_SETS, Case, fp8, shrunk, uniform
-from .minimax_m2 import fp32_gemm_case, joint_case, routing_case
+from .minimax_m2 import cast_case, fp32_gemm_case, joint_case, routing_case
 
 ROUTED_SCALING = 2.5  # routed_scaling_factor of GLM-4.5
 EPS = 1e-5  # rms_norm_eps of GLM-4.5
@@ -125,6 +125,14 @@ def qk_expected(ax, x):
             "k_out": F.rms_norm(x["k"].double(), (D,), x["k_weight"].double(), eps=EPS)}
 
 
+def add_inputs(ax, g, i):
+    scale = [1.0, 100.0, 0.01][i % 3]
+    a = torch.randn(ax["num_tokens"], ax["hidden_size"], generator=g) * scale
+    b = torch.randn(ax["num_tokens"], ax["hidden_size"], generator=g) * scale
+    b[0, :16] = -a[0, :16]  # cancellation: exact zeros
+    return {"a": a.bfloat16(), "b": b.bfloat16()}
+
+
 # N and K of the grouped GEMMs shrunk (160 experts at real size hold 315 MB of w13); the 160 experts, the block
 # alignment and the per-row / per-channel scales real.
 E160_W13_SMALLER = {"N": 48, "K": 256}
@@ -143,6 +151,8 @@ CASES = {
     "moe_sum_scaled_topk8_h5120": Case(moe_pipeline.sum_case().sizes, moe_pipeline.sum_inputs,
                                        lambda ax, x: {"output": x["input"].double().sum(dim=1) * ROUTED_SCALING}),
     "fused_qk_rmsnorm_h12_kv1_d128": Case(TOKEN_SETS, qk_inputs, qk_expected),
+    "cast_to_float32_h5120": cast_case(),
+    "add_h5120": Case(TOKEN_SETS, add_inputs, lambda ax, x: {"output": x["a"].double() + x["b"].double()}),
     "embedding_v18944_h5120": common_kernels.shard_case(8, torch.int64),
     "gemm_n18944_k5120": qwen.gemm_case(N=1000),  # N shrunk: every output column is the same dot product over K
     "allgather_tp8_v18944": common_kernels.allgather_case(8),

@@ -107,6 +107,14 @@ def fp32_gemm_case():
     return Case([{"M": 1}, {"M": 3}, {"M": 9}], fp32_gemm_inputs, fp32_gemm_expected)
 
 
+def cast_case():
+    """A cast is exact: bfloat16 inputs over a wide range (subnormal to huge), compared with their float64 values."""
+    def make(ax, g, i):
+        x = torch.randn(ax["num_tokens"], ax["hidden_size"], generator=g) * [1.0, 1e30, 1e-38][i % 3]
+        return {"input": x.bfloat16()}
+    return Case(TOKEN_SETS, make, lambda ax, x: {"output": x["input"].double()})
+
+
 def joint_case():
     return Case([shrunk({"batch_size": GROUPS * REPS}, vocab_size=llama.TINY_VOCAB)] * 3, joint_inputs,
                 check=statistical_check(joint_target))
@@ -187,6 +195,7 @@ CASES.update({
     "moe_sum_topk8_h3072": moe_pipeline.sum_case(),
     "moe_routing_grouped_topk8_e256_ng1_kg1": routing_case(1.0),
     "gemm_fp32_n256_k3072": fp32_gemm_case(),
+    "cast_to_float32_h3072": cast_case(),
     "qk_rmsnorm_tp8_sumsq_q768_k128": Case(TOKEN_SETS, sumsq_inputs, sumsq_expected, derived=values_derived),
     "allreduce_tp8_f32_qk_sumsq": Case([{"num_values": 2}, {"num_values": 6}, {"num_values": 14}], sumsq_allreduce_inputs,
                                        lambda ax, x: {"output": x["partials"].double().sum(dim=0)}),
