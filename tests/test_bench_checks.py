@@ -69,8 +69,10 @@ SHRINK = {
     "grouped_gemm_e16_n5120_k1024": {"N": 512},
     "grouped_gemm_weighted_e16_n2048_k5120": {"K": 512},
     # Per-channel FP8 (one scale per row of the whole K): N or K shrink freely, the scales follow the rows.
-    "grouped_gemm_fp8_rowwise_sorted_e160_n384_k5120": {"K": 512},
-    "grouped_gemm_fp8_rowwise_sorted_weighted_e160_n5120_k192": {"N": 512},
+    "grouped_gemm_fp8_rowwise_sorted_e160_n384_k5120": {"N": 128, "K": 256},
+    "grouped_gemm_fp8_rowwise_sorted_weighted_e160_n5120_k192": {"N": 256},
+    **{name: {"N": 256} for name in ("gemm_fp8_rowwise_bias_n1792_k5120", "gemm_fp8_rowwise_n3072_k5120",
+                                     "gemm_fp8_rowwise_n5120_k1536", "gemm_fp8_rowwise_n5120_k192")},
     "quantized_grouped_gemm_n4096_k4096_kg128": {"N": 256},  # K real: its FP8 scales are drawn with the data's block grid
     # 128-wide weight blocks: N and K shrink by whole blocks.
     "grouped_gemm_fp8_block128_sorted_e384_n256_k7168": {"K": 512, "num_k_blocks": 4},
