@@ -66,6 +66,13 @@ SHRINK = {
     "grouped_gemm_e512_n256_k2048": {"K": 128},
     "grouped_gemm_e512_n2048_k128": {"N": 128},
     "grouped_gemm_n4096_k4096": {"N": 256, "K": 512},
+    "grouped_gemm_e16_n5120_k1024": {"N": 512},
+    "grouped_gemm_weighted_e16_n2048_k5120": {"K": 512},
+    # Per-channel FP8 (one scale per row of the whole K): N or K shrink freely, the scales follow the rows.
+    "grouped_gemm_fp8_rowwise_sorted_e160_n384_k5120": {"N": 128, "K": 256},
+    "grouped_gemm_fp8_rowwise_sorted_weighted_e160_n5120_k192": {"N": 256},
+    **{name: {"N": 256} for name in ("gemm_fp8_rowwise_bias_n1792_k5120", "gemm_fp8_rowwise_n3072_k5120",
+                                     "gemm_fp8_rowwise_n5120_k1536", "gemm_fp8_rowwise_n5120_k192")},
     "quantized_grouped_gemm_n4096_k4096_kg128": {"N": 256},  # K real: its FP8 scales are drawn with the data's block grid
     # 128-wide weight blocks: N and K shrink by whole blocks.
     "grouped_gemm_fp8_block128_sorted_e384_n256_k7168": {"K": 512, "num_k_blocks": 4},
@@ -292,7 +299,8 @@ KNOWN_GAPS: dict[str, dict[str, str]] = {}
 # chosen batch-1 workload the shards' bytes in order ARE the gathered row). "An input passed through" is
 # then the right answer, not a wrong one: the test asserts it equals the expected output bit for bit (so
 # the case still proves something: the reference is a pure copy) instead of expecting the check to fail it.
-PASS_THROUGH_IS_ANSWER = {n for n in NAMES if n.startswith("allgather_")}
+# A dtype cast (bfloat16 -> float32, exact) likewise: its answer is its input's values.
+PASS_THROUGH_IS_ANSWER = {n for n in NAMES if n.startswith(("allgather_", "cast_to_"))}
 
 
 def assert_caught(name: str, label: str, caught: bool) -> None:

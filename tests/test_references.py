@@ -328,6 +328,25 @@ PLANTED = [
     # The bonus token drawn from the last draft's target row: every set has a request that accepts all its drafts.
     ("chain_speculative_sampling_v128256", "weights = target_probs[b, num_speculative_tokens]",
      "weights = target_probs[b, num_speculative_tokens - 1]", [0, 1, 2]),
+    # The kernels of the minimax-m2, llama-4-scout and glm-4.5 records (reference_cases/{minimax_m2,llama4_scout,glm45}.py).
+    # MiniMax-M2's TP q/k norm taking the mean over the rank's own slice (tp 1): the mean of squares is over 8 slices.
+    ("qk_rmsnorm_tp8_apply_q768_k128", "tp, eps = 8, 1e-6", "tp, eps = 1, 1e-6", [0, 1, 2]),
+    # Llama 4's temperature factor off by one position: it changes at (p + 1) = 8192; the sets after the first hold
+    # positions 8191 and 16383 (set 0 has position 0 only).
+    ("llama4_attn_temperature_h5_d128", "torch.floor((pos + 1.0) / floor_scale)", "torch.floor(pos / floor_scale)",
+     [1, 2]),
+    # The top-1 router taking the LAST maximum: only set 2 has a tie for the largest logit.
+    ("moe_routing_top1_sigmoid_e16", "ids, torch.full_like(ids, num_experts)).min(dim=-1",
+     "ids, torch.full_like(ids, -1)).max(dim=-1", [2]),
+    # The routing weight dropped from Llama 4's first expert GEMM (apply_router_weight_on_input).
+    ("grouped_gemm_weighted_e16_n2048_k5120", "    C = C * row_weight.to(torch.float32)[:, None]\n", "", [0, 1, 2]),
+    # GLM-4.5's per-channel weight scales dropped, in the dense and the grouped FP8 GEMMs.
+    ("gemm_fp8_rowwise_n5120_k1536", " * B_scale.to(torch.float32).T", "", [0, 1, 2]),
+    ("grouped_gemm_fp8_rowwise_sorted_e160_n384_k5120", " * B_scale[e].to(torch.float32)[:, 0][None, :]", "", [0, 1, 2]),
+    # GLM-4.5's routed_scaling_factor left out of the expert sum.
+    ("moe_sum_scaled_topk8_h5120", "routed_scaling_factor = 2.5", "routed_scaling_factor = 1.0", [0, 1, 2]),
+    # The per-token quantiser's range of float8_e4m3fnuz (240) instead of e4m3fn's 448.
+    ("quantize_fp8_per_token_h192", "fp8_max = 448.0", "fp8_max = 240.0", [0, 1, 2]),
 ]
 
 

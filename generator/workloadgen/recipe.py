@@ -181,11 +181,14 @@ def _listed(r: Recipe, e: dict) -> Iterator[Spec]:
 
 def _moe_grouped_gemm(r: Recipe, e: dict) -> Iterator[Spec]:
     """The expert GEMMs of routed MoE steps ({tokens, alpha, what}): moe.grouped_gemms, one workload per
-    step and entry of `gemms` ([definition, role]); description: moe.MOE_TEXT's fields."""
+    step and entry of `gemms` ([definition, role], or [definition, role, {input: value}] for a definition
+    with more inputs than A, B and m_indptr, e.g. per-row weights); description: moe.MOE_TEXT's fields."""
+    extra = {g[0]: {k: r.value(v) for k, v in g[2].items()} for g in e["gemms"] if len(g) > 2}
     for seed, st in enumerate(r.steps(e)):
-        yield from moe.grouped_gemms([tuple(g) for g in e["gemms"]], st.tokens, st.alpha, st.what, seed,
-                                     int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
-                                     e.get("description", moe.MOE_TEXT), r.fields(), st.stage)
+        for spec in moe.grouped_gemms([tuple(g[:2]) for g in e["gemms"]], st.tokens, st.alpha, st.what, seed,
+                                      int(r.value(e["num_experts"])), int(r.value(e["top_k"])),
+                                      e.get("description", moe.MOE_TEXT), r.fields(), st.stage):
+            yield replace(spec, inputs={**spec.inputs, **extra[spec.definition]}) if spec.definition in extra else spec
 
 
 def _rope(r: Recipe, e: dict) -> Iterator[Spec]:

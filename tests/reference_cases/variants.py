@@ -99,12 +99,31 @@ MODELS = {
                                "head_dim = hidden_size 6144 / 48; sliding_window is null (full attention)."),
     "llama-4-scout-tp8": Heads("Llama-4-Scout-17B-16E at TP8",
                                "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)", 40, 8, 128, 8,
-                               ("model:llama-4-scout-17b-16e",),
+                               ("model:llama-4-scout",),
                                "Llama 4's global layers (every fourth, no RoPE, attention temperature applied to q "
                                "beforehand) run it at any context; its chunked-attention layers "
-                               "(attention_chunk_size 8192) run it as written while a sequence fits one chunk."),
+                               "(attention_chunk_size 8192) run it as written while a sequence fits one chunk, and "
+                               "SGLang's FlashAttention-3 backend runs longer ones as this same kernel on chunk-local "
+                               "page lists (make_local_attention_virtual_batches). The dataset's llama-4-scout record "
+                               "(SGLang --tp 8 on 8 H100) calls it in all 48 layers of its steps."),
+    "llama-4-scout-tp8-alt": Heads("Llama-4-Scout-17B-16E at TP8",
+                                   "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)", 40, 8, 128, 8,
+                                   ("model-alt:llama-4-scout",),
+                                   "Llama 4's global layers (every fourth, no RoPE) run it at any context; its "
+                                   "chunked-attention layers (attention_chunk_size 8192) run it as written while a "
+                                   "sequence fits one chunk. The dataset's llama-4-scout record serves page size 1 "
+                                   "with SGLang's FlashAttention-3 backend."),
     "minimax-m2-tp8": Heads("MiniMax-M2 at TP8", "MiniMaxAI/MiniMax-M2 config.json", 48, 8, 128, 8,
-                            ("model:minimax-m2",)),
+                            ("model:minimax-m2",),
+                            "The dataset's minimax-m2 record (SGLang --tp-size 8 --ep-size 8 on 8 H100, the "
+                            "FlashAttention-3 backend) calls it in all 62 layers of its steps."),
+    "minimax-m2-tp8-alt": Heads("MiniMax-M2 at TP8", "MiniMaxAI/MiniMax-M2 config.json", 48, 8, 128, 8,
+                                ("model-alt:minimax-m2",),
+                                "The dataset's minimax-m2 record serves page size 1 with SGLang's FlashAttention-3 "
+                                "backend."),
+    "glm-4.5-tp8": Heads("GLM-4.5 at TP8", "zai-org/GLM-4.5 config.json", 96, 8, 128, 8, ("model:glm-4.5",),
+                         "The dataset's glm-4.5 record (the FP8 release on SGLang --tp-size 8, 8 H200, the "
+                         "FlashAttention-3 backend; attention stays bfloat16) calls it in all 92 layers of its steps."),
     "phi-4": Heads("Phi-4 at TP1", "microsoft/phi-4 config.json", 40, 10, 128, 1, ("model:phi-4",),
                    "head_dim = hidden_size 5120 / 40."),
     "qwen3-235b-a22b-tp4": Heads("Qwen3-235B-A22B at TP4", "Qwen/Qwen3-235B-A22B config.json", 64, 4, 128, 4,
@@ -130,10 +149,11 @@ VARIANTS = [
     ("ragged", "qwen3-next-tp2", None),
     ("decode", "mixtral-8x22b-tp1", 1),
     ("decode", "mixtral-8x22b-tp2", 64), ("prefill", "mixtral-8x22b-tp2", 1), ("prefill", "mixtral-8x22b-tp2", 64),
-    ("decode", "llama-4-scout-tp8", 1), ("prefill", "llama-4-scout-tp8", 1), ("prefill", "llama-4-scout-tp8", 64),
-    ("ragged", "llama-4-scout-tp8", None),
-    ("decode", "minimax-m2-tp8", 1), ("decode", "minimax-m2-tp8", 64), ("prefill", "minimax-m2-tp8", 1),
-    ("prefill", "minimax-m2-tp8", 64), ("ragged", "minimax-m2-tp8", None),
+    ("decode", "llama-4-scout-tp8", 1), ("prefill", "llama-4-scout-tp8", 1), ("prefill", "llama-4-scout-tp8-alt", 64),
+    ("ragged", "llama-4-scout-tp8-alt", None),
+    ("decode", "minimax-m2-tp8", 1), ("decode", "minimax-m2-tp8-alt", 64), ("prefill", "minimax-m2-tp8", 1),
+    ("prefill", "minimax-m2-tp8-alt", 64), ("ragged", "minimax-m2-tp8-alt", None),
+    ("decode", "glm-4.5-tp8", 1), ("prefill", "glm-4.5-tp8", 1),
     ("prefill", "phi-4", 1),
     ("prefill", "qwen3-235b-a22b-tp4", 64),
 ]
