@@ -9,8 +9,8 @@ from .common import check_forced, paged_inputs
 
 # (k_scale, v_scale, std of the key codes) per set; the value codes are drawn with std 64 (the bench's draw).
 # Set 2: k_scale 1.0 (vLLM's value without calibrated scales), where codes of std 64 would make one key win
-# every softmax: smaller key codes there. Scales other than 1 in every set: a kernel that drops either scale
-# fails.
+# every softmax: smaller key codes there. k_scale other than 1 in sets 0 and 1, v_scale in every set: a kernel
+# that drops either scale fails.
 FP8_SETS = ((0.02, 0.01, 64.0), (1.0 / 64, 0.05, 64.0), (1.0, 1.0 / 128, 1.0))
 
 
