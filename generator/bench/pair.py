@@ -7,9 +7,9 @@ set exists anywhere before its batch starts and none can be computed ahead from 
 workers draw the same sets (same recipes, same device), solution and reference alternate batch by
 batch, and the same rules hold for every batch:
 
-- The calls compared (compare() runs here): the first batch, every call; later batches, every call
-  when their outputs are small, else MIN_CHECKED calls drawn at random, a choice never sent to a
-  worker. On CUDA a worker answers a batch with each call's time and a handle to each output, and
+- The calls compared (compare() runs here): the first batches (run()), every call; later batches, every
+  call when their outputs are small or they hold MIN_CHECKED calls or fewer, else MIN_CHECKED calls
+  drawn at random, a choice never sent to a worker. On CUDA a worker answers a batch with each call's time and a handle to each output, and
   this process copies the chosen calls' outputs out of its device memory as the answer arrives
   (capture.py); elsewhere, where every call is compared, the outputs come with its answer, and else
   it answers with a commitment to each output (a digest), and only then are the chosen calls

@@ -107,8 +107,8 @@ class Remote:
     def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = (), inline: int = 0) -> Batch:
         """Run a batch. With a capture (CUDA IPC), the outputs of the `chosen` calls are copied out of the
         worker's memory as soon as it answers, and the wall clock ends when that copy has; else, when `inline`
-        (every call is compared: the most bytes the answer may carry), every output comes with the answer; else the worker commits to every output by digest and `reveal`
-        shows the chosen ones later."""
+        (every call is compared; its value: the most bytes the answer may carry), every output comes with the
+        answer; else the worker commits to every output by digest and `reveal` shows the chosen ones later."""
         t0 = time.perf_counter()
         mode = "ipc" if self.capture else "inline" if inline else "digest"
         self.send({"op": "batch", "calls": calls, "capture": mode},
