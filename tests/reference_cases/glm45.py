@@ -67,47 +67,9 @@ def rowwise_case(n, bias=False):
     return Case([shrunk({"M": m}, **shrink) for m in (1, 3, 5)], rowwise_inputs_with(bias), rowwise_expected)
 
 
-def grouped_inputs_with(second):
-    def make(ax, g, i):
-        T, E, N, K = ax["num_tokens"], ax["num_experts"], ax["N"], ax["K"]
-        rows = T * TOP_K if second else T
-        ids = moe_pipeline.random_ids(T, E, g, 1.0)  # every expert is on the rank (TP): no -1
-        s, e, total = moe_pipeline.align_lists(ids.reshape(-1).tolist(), E, ax["block_m"])
-        x = {"A": fp8(torch.randn(rows, K, generator=g), 64), "A_scale": uniform((rows, 1), 0.25, 4.0, g) / 64,
-             "B": fp8(torch.randn(E, N, K, generator=g), 64), "B_scale": uniform((E, N, 1), 0.25, 4.0, g) / 64}
-        if second:
-            x["topk_weights"] = uniform((T, TOP_K), 0.05, 0.6, g)
-        x.update({"sorted_token_ids": torch.tensor(s, dtype=torch.int32), "expert_ids": torch.tensor(e, dtype=torch.int32),
-                  "num_tokens_post_padded": torch.tensor(total, dtype=torch.int32), "block_size": ax["block_m"]})
-        return x
-    return make
-
-
-def grouped_expected_with(second):
-    def expected(ax, x):
-        T, N = ax["num_tokens"], ax["N"]
-        pairs, block = T * TOP_K, int(x["block_size"])
-        expert_of = {}
-        for pos in range(int(x["num_tokens_post_padded"])):
-            p = int(x["sorted_token_ids"][pos])
-            if p < pairs:
-                expert_of[p] = int(x["expert_ids"][pos // block])
-        assert sorted(expert_of) == list(range(pairs)), "every pair is sorted once"
-        a = x["A"].double() * x["A_scale"].double()
-        w = x["B"].double() * x["B_scale"].double()
-        out = torch.zeros(pairs, N, dtype=torch.float64)
-        for p, e in expert_of.items():
-            out[p] = w[e] @ (a[p] if second else a[p // TOP_K])
-            if second:
-                out[p] *= float(x["topk_weights"].reshape(-1)[p])
-        return {"C": out.view(T, TOP_K, N)}
-    return expected
-
-
 def grouped_case(second, smaller):
-    sizes = [shrunk({"num_tokens": 1, "block_m": 16}, **smaller), shrunk({"num_tokens": 4, "block_m": 4}, **smaller),
-             shrunk({"num_tokens": 9, "block_m": 16}, **smaller)]
-    return Case(sizes, grouped_inputs_with(second), grouped_expected_with(second), derived=moe_pipeline.align_derived)
+    # Every expert is on the rank (TP: local share 1.0, no -1); per-channel scales (moe_pipeline's "channel").
+    return moe_pipeline.gemm_case(second, 1.0, smaller, scales="channel")
 
 
 def qk_inputs(ax, g, i):

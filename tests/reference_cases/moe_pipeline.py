@@ -147,15 +147,30 @@ def _dequant_weights(B, B_scale, N, K):
     return B.double() * s
 
 
-def gemm_inputs_with(second, local_share):
+def _scale_shapes(scales: str, rows: int, E: int, N: int, K: int) -> tuple[tuple, tuple]:
+    """A_scale's and B_scale's shapes: "block" (per 128 of K per row; per 128 x 128 of each expert's weight) or
+    "channel" (per row; per output channel of each expert's weight, GLM-4.5's compressed-tensors FP8)."""
+    if scales == "channel":
+        return (rows, 1), (E, N, 1)
+    return (rows, K // 128), (E, -(-N // 128), K // 128)
+
+
+def _dequant_operands(x: dict, N: int, K: int, scales: str):
+    if scales == "channel":
+        return x["A"].double() * x["A_scale"].double(), x["B"].double() * x["B_scale"].double()
+    return (x["A"].double() * x["A_scale"].double().repeat_interleave(128, dim=1),
+            _dequant_weights(x["B"], x["B_scale"], N, K))
+
+
+def gemm_inputs_with(second, local_share, scales="block"):
     def make(ax, g, i):
         T, E, N, K = ax["num_tokens"], ax["num_experts"], ax["N"], ax["K"]
         rows = T * TOP_K if second else T
         ids = random_ids(T, E, g, local_share)
         s, e, total = align_lists(ids.reshape(-1).tolist(), E, ax["block_m"])
-        x = {"A": fp8(torch.randn(rows, K, generator=g), 64), "A_scale": uniform((rows, K // 128), 0.25, 4.0, g) / 64,
-             "B": fp8(torch.randn(E, N, K, generator=g), 64),
-             "B_scale": uniform((E, -(-N // 128), K // 128), 0.25, 4.0, g) / 64}
+        a_scale, b_scale = _scale_shapes(scales, rows, E, N, K)
+        x = {"A": fp8(torch.randn(rows, K, generator=g), 64), "A_scale": uniform(a_scale, 0.25, 4.0, g) / 64,
+             "B": fp8(torch.randn(E, N, K, generator=g), 64), "B_scale": uniform(b_scale, 0.25, 4.0, g) / 64}
         if second:
             x["topk_weights"] = uniform((T, TOP_K), 0.05, 0.6, g)
         x.update({"sorted_token_ids": torch.tensor(s, dtype=torch.int32), "expert_ids": torch.tensor(e, dtype=torch.int32),
@@ -164,7 +179,7 @@ def gemm_inputs_with(second, local_share):
     return make
 
 
-def gemm_expected_with(second):
+def gemm_expected_with(second, scales="block"):
     def expected(ax, x):
         T, N, K = ax["num_tokens"], ax["N"], ax["K"]
         pairs, block = T * TOP_K, int(x["block_size"])
@@ -174,8 +189,7 @@ def gemm_expected_with(second):
             if p < pairs:
                 expert_of[p] = int(x["expert_ids"][pos // block])
         assert sorted(expert_of) == list(range(pairs)), "every pair is sorted once"
-        a = x["A"].double() * x["A_scale"].double().repeat_interleave(128, dim=1)
-        w = _dequant_weights(x["B"], x["B_scale"], N, K)
+        a, w = _dequant_operands(x, N, K, scales)
         out = torch.zeros(pairs, N, dtype=torch.float64)
         for p, e in expert_of.items():
             if e >= 0:
@@ -187,10 +201,11 @@ def gemm_expected_with(second):
     return expected
 
 
-def gemm_case(second, local_share, smaller):
+def gemm_case(second, local_share, smaller, scales="block"):
     sizes = [shrunk({"num_tokens": 1, "block_m": 16}, **smaller), shrunk({"num_tokens": 4, "block_m": 4}, **smaller),
              shrunk({"num_tokens": 9, "block_m": 16}, **smaller)]
-    return Case(sizes, gemm_inputs_with(second, local_share), gemm_expected_with(second), derived=align_derived)
+    return Case(sizes, gemm_inputs_with(second, local_share, scales), gemm_expected_with(second, scales),
+                derived=align_derived)
 
 
 # --------------------------------------------------------------------------------------------------
