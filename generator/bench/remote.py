@@ -122,11 +122,10 @@ class Remote:
             self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
         except protocol.ProtocolError:
             self.phases = []
-        if mode == "inline":
-            ms = self._numbers(reply, len(calls))
-            return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"))
         try:
             ms = protocol.numbers(reply, "ms", len(calls))
+            if mode == "inline":
+                return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"))
             if self.capture is None:
                 return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), wall)
             descs = protocol.rows(reply, "outputs", len(calls), len(self.names))
@@ -174,12 +173,6 @@ class Remote:
         _, payload = self.recv(("revealed",), deadline, "revealing outputs", max_payload=max_payload,
                                timeout_s=timeout_s)
         return self._tensors(payload, calls, "revealing outputs")
-
-    def _numbers(self, reply: dict, n: int) -> list[float]:
-        try:
-            return protocol.numbers(reply, "ms", n)
-        except protocol.ProtocolError as exc:
-            raise self._fail(exc, "running a batch of calls") from None
 
     def _tensors(self, payload: bytes, calls, doing: str) -> dict[int, dict[str, dict]]:
         """{call: {"out": {name: tensor}, "in": {name: tensor}}} from a payload of the calls asked for."""

@@ -241,8 +241,8 @@ def forget_solutions(root: Path) -> None:
         if isinstance(where, str) and where.startswith(str(root)):
             del sys.modules[name]
     sys.path[:] = [p for p in sys.path if not (isinstance(p, str) and p.startswith(str(root)))]
-    gc.collect()
     if torch.cuda.is_available() and torch.cuda.is_initialized():
+        gc.collect()  # ~80 ms: only where device memory held in cycles is worth returning before the next solution
         torch.cuda.empty_cache()
         capture.forget()  # freed allocations: a new one at the same address gets a new handle
 
