@@ -134,6 +134,13 @@ CHEATS = {
         "    out = compute(input, weight, eps)\n"
         "    p.send(4, {'op': 'done', 'ms': 1e-9})\n    p.send(4, {'op': 'outputs'}, p.pack({'output': out}))\n"
         "    return out\n", ("RUNTIME_ERROR",), "bad message"),
+    # Outputs that come with the answer (every call compared) are untrusted too: a tensor for a call that was not
+    # in the batch is a bad message, not a crash of the run.
+    "forges_inline_outputs": (
+        CORRECT + "import generator.bench.protocol as p\n_pack = p.pack\n"
+        "p.pack = lambda tensors: _pack({'99/out/output': t for t in tensors.values()})\n\n"
+        "def run(input, weight, eps):\n    return compute(input, weight, eps)\n", ("RUNTIME_ERROR",),
+        ("bad message", "not asked for")),
     # Slowing the reference: it runs in its own process, timed in the same loop.
     "slows_reference_via_torch_op": (
         CORRECT + "import sys, time\n_rsqrt = torch.rsqrt\n\ndef _slow(*a, **k):\n"
@@ -282,7 +289,7 @@ DPS_CHEATS = {"leaves_outputs_unwritten", "sniffs_nan_poison"}
 # a second workload would only show again that a fresh worker takes the remaining ones (one more
 # Python+torch start each, and 4 s more for a timeout). `exits` keeps two workloads and shows it.
 ONCE_DEFINITION = "rmsnorm_h128_once"
-ONCE = {"forges_messages", "writes_fake_results_and_exits", "segfaults", "hangs", "setsid_grandchild",
+ONCE = {"forges_messages", "forges_inline_outputs", "writes_fake_results_and_exits", "segfaults", "hangs", "setsid_grandchild",
         "message_nested_deep", "message_huge_float", "message_huge_integer", "message_lone_surrogate",
         "reads_the_bench_environment", "fills_tmp", "allocates_too_much", "computes_after_done_when_revealed"}
 # These run on a definition whose one workload has a 256 KiB blob input (more than a pipe holds).
