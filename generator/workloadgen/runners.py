@@ -146,13 +146,21 @@ def _penalties(r: Recipe, e: dict) -> Iterator[Spec]:
     menus = {k: r.value(v) for k, v in r.value(e["menus"]).items()}
     for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
         yield logits.penalties(e["definition"], int(b), seed, int(r.value(e["vocab"])), e["prompt"], e["output"], menus,
-                               e["description"], r.fields())
+                               e["description"], r.fields(), random_ids=bool(e.get("random_ids", False)))
 
 
 def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
     """Min-p filtering of b sequences' logits (logits.min_p), min_p per request from `menu`."""
     for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
         yield logits.min_p(e["definition"], int(b), seed, r.value(e["menu"]), e["description"], r.fields())
+
+
+def _token_bitmask(r: Recipe, e: dict) -> Iterator[Spec]:
+    """The grammar bitmask of structured outputs over b sequences' logits (logits.token_bitmask): `share` of requests
+    with a grammar, `kinds` the menu of JSON step kinds, `mask` json (a blob) or random (the bench's draw)."""
+    for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
+        yield logits.token_bitmask(e["definition"], int(b), seed, int(r.value(e["vocab"])), float(r.value(e["share"])),
+                                   r.value(e["kinds"]), e["mask"], e["description"], r.fields())
 
 
 def _lora_batch(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -198,7 +206,9 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "shared_prefix_decode": (_shared_prefix_decode, ("definition", "steps", "page_size", "sm_scale", "description"),
                              ("first_seed",)),
     "penalties": (_penalties, ("definition", "batches", "vocab", "prompt", "output", "menus", "description"),
-                  ("first_seed",)),
+                  ("first_seed", "random_ids")),
+    "token_bitmask": (_token_bitmask, ("definition", "batches", "vocab", "share", "kinds", "mask", "description"),
+                      ("first_seed",)),
     "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
     "lora_batch": (_lora_batch, ("definition", "scenarios", "layout", "menu", "inputs", "description"),
                    ("scenarios_pick", "first_seed")),
