@@ -44,7 +44,9 @@ def _sampler_key(name: str) -> tuple:
 # their wrong variants are checked once, on the smallest vocabulary of the group, since the check is the same
 # (and each costs SAMPLING_DRAWS real draws over a vocabulary of 128k-262k). The groups are recomputed from
 # the references, so a sampler whose reference differs in anything but that constant is checked on its own.
-_SAMPLERS = sorted((n for n in NAMES if _DS.definitions[n].type == "sampling"),
+# The logits processors of every vocabulary (tests/reference_cases/logits_vocab.py) likewise: one reference per kernel.
+VOCAB_SIBLINGS = ("logits_penalties_v", "min_p_logits_v", "apply_token_bitmask_v")
+_SAMPLERS = sorted((n for n in NAMES if _DS.definitions[n].type == "sampling" or n.startswith(VOCAB_SIBLINGS)),
                    key=lambda n: (_DS.definitions[n].data["axes"]["vocab_size"]["value"], n))
 SAMPLER_TWIN: dict[str, str] = {}  # name -> the sampler checked for it
 for _name in _SAMPLERS:

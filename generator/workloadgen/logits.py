@@ -49,7 +49,7 @@ def penalties(name: str, b: int, seed: int, vocab: int, prompt: Mapping, output:
     g = core.rng(seed)
     p_lens = core.seq_lens(g, b, int(prompt["median"]), low=1, high=int(prompt["high"]), sigma=float(prompt["sigma"]))
     o_lens = core.seq_lens(g, b, int(output["median"]), low=1, high=int(output["high"]), sigma=float(output["sigma"]))
-    ids = [families.token_ids(g, int(p + o), vocab) for p, o in zip(p_lens, o_lens)]
+    ids = [] if random_ids else [families.token_ids(g, int(p + o), vocab) for p, o in zip(p_lens, o_lens)]
     unset = {"presence_penalties": 0.0, "frequency_penalties": 0.0, "repetition_penalties": 1.0}
     drawn, attempts = _settings(g, b, {k: menus[k] for k in unset}, unset)
     call = (f"g = core.rng({seed}); prompt_lens = core.seq_lens(g, {b}, {prompt['median']}, low=1, high={prompt['high']}, "

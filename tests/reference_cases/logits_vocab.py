@@ -192,17 +192,23 @@ BITMASK_SETS = [{"batch_size": 2, "num_structured": 2},
                 shrunk({"batch_size": 5, "num_structured": 3}, vocab_size=1000, bitmask_size=32),
                 shrunk({"batch_size": 7, "num_structured": 4}, vocab_size=77, bitmask_size=3)]
 
-TINY = {"logits_penalties": [{"batch_size": 1, "max_prompt_len": 3, "max_output_len": 2},
-                             {"batch_size": 2, "max_prompt_len": 4, "max_output_len": 3},
-                             {"batch_size": 3, "max_prompt_len": 5, "max_output_len": 4}],
-        "min_p_logits": [{"batch_size": 1}, {"batch_size": 2}, {"batch_size": 3}],
-        "apply_token_bitmask": [{"batch_size": 1, "num_structured": 1}, {"batch_size": 2, "num_structured": 1},
-                                {"batch_size": 3, "num_structured": 2}]}
+# The siblings' sets: the template's check at two small vocabularies (the reference reads the size from the tensors;
+# 100 ends inside a bitmask word) and one row at the sibling's real vocabulary (set 2: the byte-for-byte test proves
+# the rest is the template's).
+def _tiny(kernel: str, v: Vocab) -> list:
+    small = {"logits_penalties": {"max_prompt_len": 4, "max_output_len": 3}, "min_p_logits": {},
+             "apply_token_bitmask": {"num_structured": 1}}[kernel]
+    vocab = (lambda n: {"vocab_size": n, "bitmask_size": words(n)}) if kernel == "apply_token_bitmask" else \
+        (lambda n: {"vocab_size": n})
+    return [shrunk({"batch_size": 2, **small}, **vocab(64)), shrunk({"batch_size": 3, **small}, **vocab(100)),
+            {"batch_size": 1, **small}]
+
+
 MAKERS = {"logits_penalties": (penalties_inputs, penalties_expected), "min_p_logits": (min_p_inputs, min_p_expected),
           "apply_token_bitmask": (bitmask_inputs, bitmask_expected)}
 
 CASES = {"apply_token_bitmask_v128256": Case(BITMASK_SETS, bitmask_inputs, bitmask_expected)}
-CASES.update({f"{k}_v{v.size}": Case(TINY[k], *MAKERS[k]) for k in KERNELS for v in VOCABS})
+CASES.update({f"{k}_v{v.size}": Case(_tiny(k, v), *MAKERS[k]) for k in KERNELS for v in VOCABS})
 
 
 if __name__ == "__main__":
