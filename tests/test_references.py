@@ -347,6 +347,21 @@ PLANTED = [
     ("moe_sum_scaled_topk8_h5120", "routed_scaling_factor = 2.5", "routed_scaling_factor = 1.0", [0, 1, 2]),
     # The per-token quantiser's range of float8_e4m3fnuz (240) instead of e4m3fn's 448.
     ("quantize_fp8_per_token_h192", "fp8_max = 448.0", "fp8_max = 240.0", [0, 1, 2]),
+    # NVFP4 (reference_cases/nvfp4.py). The quantiser: the nibbles of each byte swapped (every set).
+    ("quantize_nvfp4_h4096", "codes[:, 0::2] | (codes[:, 1::2] << 4)", "codes[:, 1::2] | (codes[:, 0::2] << 4)",
+     [0, 1, 2]),
+    # The encode scale from the unrounded block scale: set 0's block scales are powers of two (exact in e4m3).
+    ("quantize_nvfp4_h4096", "sf_value = sf_e4m3.to(torch.float32)", "sf_value = sf", [1, 2]),
+    # The global scale applied twice to the values: set 0's global scale is 1.
+    ("quantize_nvfp4_h4096", "v = x * out_scale[:, :, None]", "v = x * out_scale[:, :, None] * g", [1, 2]),
+    # The midpoint 1.25 rounded away from even (to 1.5): set 0 is made of exact ties, set 1 has one by chance.
+    ("quantize_nvfp4_h4096", "(a > 1.25)", "(a >= 1.25)", [0, 1]),
+    # The GEMM (the nibbles swapped in both operands alike is the same product, so not a mistake there): code 1
+    # decoded as 1 instead of 0.5 (its subnormal), alpha applied twice, the scales read row-major (not swizzled).
+    ("gemm_nvfp4_n8192_k2048", "subnormal = 0.5 * mantissa", "subnormal = 1.0 * mantissa", [0, 1, 2]),
+    ("gemm_nvfp4_n8192_k2048", "C = acc * torch.as_tensor(alpha", "C = acc * alpha * torch.as_tensor(alpha", [0, 1, 2]),
+    ("gemm_nvfp4_n8192_k2048", "tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]",
+     "tiles.reshape(rows_padded, C)[:rows]", [0, 1, 2]),
 ]
 
 
