@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from generator.workloadgen import core, packed_routing
+
 from reference_cases import trtllm_moe_render as render
 
 
