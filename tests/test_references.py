@@ -362,6 +362,31 @@ PLANTED = [
     ("gemm_nvfp4_n8192_k2048", "C = acc * torch.as_tensor(alpha", "C = acc * alpha * torch.as_tensor(alpha", [0, 1, 2]),
     ("gemm_nvfp4_n8192_k2048", "tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]",
      "tiles.reshape(rows_padded, C)[:rows]", [0, 1, 2]),
+    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe.py). Up and gate halves of gemm1 swapped.
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192",
+     "up, gate = h[:, :intermediate_size], h[:, intermediate_size:]",
+     "gate, up = h[:, :intermediate_size], h[:, intermediate_size:]", [0, 1, 2]),
+    # The e8m0 exponent bias off by one (every weight halved).
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192", "scales.to(torch.float32) - 127.0",
+     "scales.to(torch.float32) - 128.0", [0, 1, 2]),
+    # The nibble order swapped (element 2i read from the high nibble).
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192", "torch.stack([blocks & 0x0F, blocks >> 4], dim=-1)",
+     "torch.stack([blocks >> 4, blocks & 0x0F], dim=-1)", [0, 1, 2]),
+    # Softmax over all experts before the top-k, not renormalised: the picks' weights no longer sum to 1.
+    ("trtllm_fp4_block_scale_moe_topk10_e128_h2048_i512", "torch.softmax(logits.gather(1, ids), dim=-1)",
+     "torch.softmax(logits, dim=-1).gather(1, ids)", [0, 1, 2]),
+    # Llama4 routing weighted 1 (a softmax over the one pick) instead of the pick's sigmoid.
+    ("trtllm_fp4_block_scale_moe_topk1_e16_h5120_i8192", "torch.sigmoid(logits.gather(1, ids))",
+     "torch.ones_like(logits.gather(1, ids))", [0, 1, 2]),
+    # The packed routing's halves mixed up: the expert id read from the low 16 bits.
+    ("trtllm_fp4_block_scale_routed_moe_topk1_e16_h5120_i8192", "ids = (topk_ids >> 16)",
+     "ids = (topk_ids & 0xFFFF)", [0, 1, 2]),
+    # Llama4 FP8: the routing weight on the up half only, i.e. linearly on the expert output, not on the input.
+    ("trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192", "        gate = gate * w_tok[:, None]\n", "",
+     [0, 1, 2]),
+    # FP8: the gate's per-expert scale used for the up half too.
+    ("trtllm_fp8_per_tensor_scale_moe_topk1_e128_h5120_i8192", "h[:, :intermediate_size] * output1_scales_scalar[e]",
+     "h[:, :intermediate_size] * output1_scales_gate_scalar[e]", [0, 1, 2]),
 ]
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, specdec, state
+from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, packed_routing, specdec, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -177,6 +177,16 @@ def _spec_verify(r: Recipe, e: dict) -> Iterator[Spec]:
                                    e["description"], r.fields(), int(r.value(e.get("vocab", 0))))
 
 
+def _packed_routed_moe(r: Recipe, e: dict) -> Iterator[Spec]:
+    """A fused MoE with pre-computed routing (packed_routing.packed_routed_moe): `steps` {tokens, alpha, stage, what},
+    `routing` renormalize or llama4, `inputs` the definition's inputs after topk_ids."""
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()}
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield packed_routing.packed_routed_moe(e["definition"], step, seed, int(r.value(e["num_experts"])),
+                                               int(r.value(e["top_k"])), e["routing"], inputs, e["description"],
+                                               r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed", "per_seq")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -205,4 +215,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
                     ("scenarios_pick", "first_seed")),
     "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab")),
+    "packed_routed_moe": (_packed_routed_moe, ("definition", "steps", "num_experts", "top_k", "routing", "inputs",
+                                               "description"), ("first_seed",)),
 }
