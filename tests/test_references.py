@@ -347,6 +347,17 @@ PLANTED = [
     ("moe_sum_scaled_topk8_h5120", "routed_scaling_factor = 2.5", "routed_scaling_factor = 1.0", [0, 1, 2]),
     # The per-token quantiser's range of float8_e4m3fnuz (240) instead of e4m3fn's 448.
     ("quantize_fp8_per_token_h192", "fp8_max = 448.0", "fp8_max = 240.0", [0, 1, 2]),
+    # Speculative decoding's MLA verify (reference_cases/specdec_mla.py). The verify tokens aligned top-left, as if
+    # they were the sequence's first tokens: right only where a sequence has no context (set 0's one sequence).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    # The mask off by one: a verify token does not see itself (set 0's first token then sees nothing at all).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] < q_pos[:, None]", [0, 1, 2]),
+    # ... or sees the next verify token too.
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] <= q_pos[:, None] + 1", [0, 1, 2]),
+    # The rotary part of the logit dropped (q_pe . k_pe).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", ' + torch.einsum("qhr,tr->hqt", qp, kpe)', "", [0, 1, 2]),
 ]
 
 
