@@ -387,6 +387,17 @@ PLANTED = [
     # FP8: the gate's per-expert scale used for the up half too.
     ("trtllm_fp8_per_tensor_scale_moe_topk1_e128_h5120_i8192", "h[:, :intermediate_size] * output1_scales_scalar[e]",
      "h[:, :intermediate_size] * output1_scales_gate_scalar[e]", [0, 1, 2]),
+    # Speculative decoding's MLA verify (reference_cases/specdec_mla.py). The verify tokens aligned top-left, as if
+    # they were the sequence's first tokens: right only where a sequence has no context (set 0's one sequence).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    # The mask off by one: a verify token does not see itself (set 0's first token then sees nothing at all).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] < q_pos[:, None]", [0, 1, 2]),
+    # ... or sees the next verify token too.
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] <= q_pos[:, None] + 1", [0, 1, 2]),
+    # The rotary part of the logit dropped (q_pe . k_pe).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", ' + torch.einsum("qhr,tr->hqt", qp, kpe)', "", [0, 1, 2]),
 ]
 
 

@@ -171,10 +171,11 @@ def _ep_alltoall(r: Recipe, e: dict) -> Iterator[Spec]:
                     e["description"], r.fields())
 def _spec_verify(r: Recipe, e: dict) -> Iterator[Spec]:
     """Speculative decoding's verify attention (specdec.paged_verify): `steps` {batch, context, sigma, q, what}, a
-    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens)."""
+    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens); `layout` gqa (default) or mla."""
     for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
         yield specdec.paged_verify(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
-                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))))
+                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))),
+                                   e.get("layout", "gqa"))
 
 
 def _packed_routed_moe(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -214,7 +215,7 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
                    ("scenarios_pick", "first_seed")),
     "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
                     ("scenarios_pick", "first_seed")),
-    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab")),
+    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab", "layout")),
     "packed_routed_moe": (_packed_routed_moe, ("definition", "steps", "num_experts", "top_k", "routing", "inputs",
                                                "description"), ("first_seed",)),
 }
