@@ -12,8 +12,9 @@ import json
 
 import pytest
 import torch
-from reference_cases import fp8kv
 from test_references import DEFINITION_FILES, InputSets, check_outputs, load_definition
+
+from reference_cases import fp8kv
 
 
 def test_committed_fp8kv_variants_are_what_the_table_renders():
