@@ -2,8 +2,9 @@
 table renders (the template's reference, einsum cascade and baseline, other constants and text), and mistakes
 planted in the MLA template's reference fail its independent check on exactly the sets that should catch them.
 
-The GQA template (gqa_paged_decode_fp8kv_h32_kv8_d128_ps16) has its plants (a dropped k_scale, a dropped v_scale)
-in test_references.py's PLANTED list; its variants share its reference byte for byte.
+The GQA decode template (gqa_paged_decode_fp8kv_h32_kv8_d128_ps16) has its plants (a dropped k_scale, a dropped
+v_scale) in test_references.py's PLANTED list; the prefill template's are here. The variants share their
+templates' references byte for byte.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ def test_committed_fp8kv_variants_are_what_the_table_renders():
 
 
 def test_an_fp8kv_variant_is_its_template_with_other_heads():
-    t = fp8kv.gqa_template()
-    for name, d in fp8kv.rendered().items():
+    for name, (kind, d) in fp8kv.rendered().items():
+        t = fp8kv.gqa_template(kind)
         assert d["reference"] == t["reference"] and d["constraints"] == t["constraints"], name
         assert d["inputs"] == t["inputs"] and d["outputs"] == t["outputs"], name
         changed = {a for a, s in d["axes"].items() if s.get("value") != t["axes"][a].get("value")}
         assert changed <= {"num_qo_heads", "num_kv_heads"}, name
         consts = {a: s["value"] for a, s in d["axes"].items() if s["type"] == "const"}
         assert consts["num_qo_heads"] % consts["num_kv_heads"] == 0, name
-        assert name == f"gqa_paged_decode_fp8kv_h{consts['num_qo_heads']}_kv{consts['num_kv_heads']}_d128_ps16", name
+        stem = {"decode": "gqa_paged_decode_fp8kv", "prefill": "gqa_paged_prefill_causal_fp8kv"}[kind]
+        assert name == f"{stem}_h{consts['num_qo_heads']}_kv{consts['num_kv_heads']}_d128_ps16", name
     mla = json.loads((fp8kv.DATASET / "definitions" / "mla" / f"{fp8kv.MLA_TEMPLATE}.json").read_text(encoding="utf-8"))
     for v in fp8kv.MLA_VARIANTS:
         d = fp8kv.render_substituted(v)  # asserts that every text replacement still applies
@@ -42,6 +44,16 @@ def test_an_fp8kv_variant_is_its_template_with_other_heads():
 
 
 PLANTED = [
+    # The prefill's value scale dropped: every set has v_scale != 1.
+    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)", [0, 1, 2]),
+    # The prefill's key scale dropped: set 2 has k_scale = 1.0, where it is moot.
+    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)", [0, 1]),
+    # The value dequantised twice (scaled again after the weighted sum).
+    (fp8kv.PREFILL_TEMPLATE, "output[q_start:q_end] = out.to(torch.bfloat16)",
+     "output[q_start:q_end] = (out * v_scale).to(torch.bfloat16)", [0, 1, 2]),
+    # The keys dequantised with the value's scale: every set has k_scale != v_scale.
+    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32) * v_scale",
+     [0, 1, 2]),
     # The rotary key not dequantised: sets 0 and 1 have k_scale < 1; set 2 has k_scale = 1.0 (SGLang's), where it is moot.
     (fp8kv.MLA_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale  # [kv_len, 64]", "[:kv_len].to(torch.float32)  # [kv_len, 64]",
      [0, 1]),
