@@ -51,9 +51,9 @@ def _dsa(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
-    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, rope_compact (its cache
-    from the rope configuration of the model label's first word), per_token (inputs), cache_store,
-    ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
+    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale; inputs: more inputs, optional),
+    rope, rope_compact (its cache from the rope configuration of the model label's first word), per_token (inputs),
+    cache_store, ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
     k = e["kernel"]
     more = {"paged": lambda: (int(e["page_size"]), float(r.value(e["sm_scale"]))),
             "per_token": lambda: ({n: r.value(v) for n, v in e["inputs"].items()},),
@@ -67,6 +67,8 @@ def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
         more += (fill_lead(r, e), r.model.split(" ")[0])
     build = {"paged": mla.paged, "rope": mla.rope, "per_token": mla.per_token, "cache_store": mla.cache_store,
              "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k, "rope_compact": mla.rope_compact}[k]
+    if k == "paged" and "inputs" in e:  # more inputs of the definition (an FP8 cache's k_scale)
+        more += ({n: r.value(v) for n, v in e["inputs"].items()},)
     for seed, s in r.seeded(e):
         yield build(e["definition"], s, seed, *more)
 
