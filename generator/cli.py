@@ -150,7 +150,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
-    from .workloadgen.write import all_specs, check, render, write
+    from .workloadgen.write import all_specs, check, prune, render, write
 
     files = render(args.dataset, all_specs(args.dataset))
     if args.check:
@@ -165,7 +165,10 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     changed = list(write(args.dataset, files))
     for path in changed:
         print(f"wrote {path}")
-    print(f"{len(files)} recipe files, {len(changed)} changed")
+    removed = prune(args.dataset, files)
+    for path in removed:
+        print(f"removed {path}")
+    print(f"{len(files)} recipe files, {len(changed)} changed" + (f", {len(removed)} blobs removed" if removed else ""))
     return 0
 
 

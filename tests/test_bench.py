@@ -285,6 +285,15 @@ CHEATS = {
                            "    return torch.empty(1 << 38, dtype=torch.uint8).fill_(1)\n", ("RUNTIME_ERROR",), "Error"),
 }
 DPS_CHEATS = {"leaves_outputs_unwritten", "sniffs_nan_poison"}
+# Cheats that change nothing outside their own module (no patched function, thread, process, file or exit):
+# one author runs them all, in one worker, in turn (a worker start is ~1.2 s of this module's time each). What one
+# leaves is dropped when the next loads (its module and sys.path entry), so each is still caught on its own;
+# the others, which patch, spawn, crash or hang, stand for an attacker each.
+PLAIN_CHEATS = {"mutates_input", "caches_on_data_ptr", "caches_on_values", "reads_expected_from_frame", "sniffs_frame",
+                "sniffs_version_identity", "counts_calls", "subclassed_output", "lazy_output",
+                "leaves_outputs_unwritten", "wrong_answer", "wrong_shape", "wrong_dtype", "raises",
+                "does_not_compile", "lazy_mapping_computes_on_read", "lazy_list_computes_on_read",
+                "precomputes_from_public_seeds", "zeros_after_the_first_batch"}
 # Cheats that lose their worker on the first call run on a copy of the definition with one workload:
 # a second workload would only show again that a fresh worker takes the remaining ones (one more
 # Python+torch start each, and 4 s more for a timeout). `exits` keeps two workloads and shows it.
@@ -371,8 +380,9 @@ def benched(tmp_path_factory):
         source = (source.replace("DEFINITION_PATH", repr(str(root / "definitions/norm/rmsnorm_h128.json")))
                   .replace("WORKLOADS_PATH", repr(str(root / "workloads/norm/rmsnorm_h128.jsonl")))
                   .replace("ORPHAN_MARKER", repr(ORPHAN_MARKER)))
-        # An author each: one worker serves an author's solutions in turn, and each cheat stands for an attacker.
-        add_solution(root, name, source, author=f"cheat-{name}", dps=name in DPS_CHEATS, definition=definition_of(name))
+        # One worker serves an author's solutions in turn: a cheat that could reach the next stands for an attacker.
+        author = "cheat-plain" if name in PLAIN_CHEATS else f"cheat-{name}"
+        add_solution(root, name, source, author=author, dps=name in DPS_CHEATS, definition=definition_of(name))
     temps = kt_temp_folders()
     os.environ["KT_BENCH_SECRET"] = SECRET  # what a leak of the bench's environment would show
     try:

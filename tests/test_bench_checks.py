@@ -99,6 +99,17 @@ SHRINK = {
        for name in ("moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e48_h7168_i2048",
                     "moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe_fp8_block_scale_renorm_topk8_e128_h4096_i1536",
                     "moe_fp8_block_scale_renorm_topk10_e128_h2048_i512")},
+    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe_render.py): hidden 256 and intermediate 64 (two or more
+    # 32-wide e8m0 blocks a row; hidden_states the largest float input, whose cut-short last eighth must fail),
+    # the real expert counts and top k.
+    **{f"{kind}_topk{k}_e{e}_h{h}_i{i}": {"hidden_size": 256, "intermediate_size": 64, "gemm1_out_size": 128,
+                                            **({} if kind.startswith("trtllm_fp8") else {
+                                                "hidden_size_packed": 128, "num_hidden_blocks": 8,
+                                                "intermediate_size_packed": 32, "num_intermediate_blocks": 2})}
+       for kind in ("trtllm_fp4_block_scale_moe", "trtllm_fp4_block_scale_routed_moe", "trtllm_fp8_per_tensor_scale_moe")
+       for k, e, h, i in ((10, 128, 2048, 512), (1, 128, 5120, 8192), (1, 16, 5120, 8192), (8, 128, 2048, 768),
+                          (8, 64, 4096, 1536))
+       if not (kind.startswith("trtllm_fp8") and (k, e) in ((10, 128), (8, 64)))},
 }
 
 

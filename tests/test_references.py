@@ -357,6 +357,57 @@ PLANTED = [
     ("moe_sum_scaled_topk8_h5120", "routed_scaling_factor = 2.5", "routed_scaling_factor = 1.0", [0, 1, 2]),
     # The per-token quantiser's range of float8_e4m3fnuz (240) instead of e4m3fn's 448.
     ("quantize_fp8_per_token_h192", "fp8_max = 448.0", "fp8_max = 240.0", [0, 1, 2]),
+    # NVFP4 (reference_cases/nvfp4.py). The quantiser: the nibbles of each byte swapped (every set).
+    ("quantize_nvfp4_h4096", "codes[:, 0::2] | (codes[:, 1::2] << 4)", "codes[:, 1::2] | (codes[:, 0::2] << 4)",
+     [0, 1, 2]),
+    # The encode scale from the unrounded block scale: set 0's block scales are powers of two (exact in e4m3).
+    ("quantize_nvfp4_h4096", "sf_value = sf_e4m3.to(torch.float32)", "sf_value = sf", [1, 2]),
+    # The global scale applied twice to the values: set 0's global scale is 1.
+    ("quantize_nvfp4_h4096", "v = x * out_scale[:, :, None]", "v = x * out_scale[:, :, None] * g", [1, 2]),
+    # The midpoint 1.25 rounded away from even (to 1.5): set 0 is made of exact ties, set 1 has one by chance.
+    ("quantize_nvfp4_h4096", "(a > 1.25)", "(a >= 1.25)", [0, 1]),
+    # The GEMM (the nibbles swapped in both operands alike is the same product, so not a mistake there): code 1
+    # decoded as 1 instead of 0.5 (its subnormal), alpha applied twice, the scales read row-major (not swizzled).
+    ("gemm_nvfp4_n8192_k2048", "subnormal = 0.5 * mantissa", "subnormal = 1.0 * mantissa", [0, 1, 2]),
+    ("gemm_nvfp4_n8192_k2048", "C = acc * torch.as_tensor(alpha", "C = acc * alpha * torch.as_tensor(alpha", [0, 1, 2]),
+    ("gemm_nvfp4_n8192_k2048", "tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]",
+     "tiles.reshape(rows_padded, C)[:rows]", [0, 1, 2]),
+    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe.py). Up and gate halves of gemm1 swapped.
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192",
+     "up, gate = h[:, :intermediate_size], h[:, intermediate_size:]",
+     "gate, up = h[:, :intermediate_size], h[:, intermediate_size:]", [0, 1, 2]),
+    # The e8m0 exponent bias off by one (every weight halved).
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192", "scales.to(torch.float32) - 127.0",
+     "scales.to(torch.float32) - 128.0", [0, 1, 2]),
+    # The nibble order swapped (element 2i read from the high nibble).
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192", "torch.stack([blocks & 0x0F, blocks >> 4], dim=-1)",
+     "torch.stack([blocks >> 4, blocks & 0x0F], dim=-1)", [0, 1, 2]),
+    # Softmax over all experts before the top-k, not renormalised: the picks' weights no longer sum to 1.
+    ("trtllm_fp4_block_scale_moe_topk10_e128_h2048_i512", "torch.softmax(logits.gather(1, ids), dim=-1)",
+     "torch.softmax(logits, dim=-1).gather(1, ids)", [0, 1, 2]),
+    # Llama4 routing weighted 1 (a softmax over the one pick) instead of the pick's sigmoid.
+    ("trtllm_fp4_block_scale_moe_topk1_e16_h5120_i8192", "torch.sigmoid(logits.gather(1, ids))",
+     "torch.ones_like(logits.gather(1, ids))", [0, 1, 2]),
+    # The packed routing's halves mixed up: the expert id read from the low 16 bits.
+    ("trtllm_fp4_block_scale_routed_moe_topk1_e16_h5120_i8192", "ids = (topk_ids >> 16)",
+     "ids = (topk_ids & 0xFFFF)", [0, 1, 2]),
+    # Llama4 FP8: the routing weight on the up half only, i.e. linearly on the expert output, not on the input.
+    ("trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192", "        gate = gate * w_tok[:, None]\n", "",
+     [0, 1, 2]),
+    # FP8: the gate's per-expert scale used for the up half too.
+    ("trtllm_fp8_per_tensor_scale_moe_topk1_e128_h5120_i8192", "h[:, :intermediate_size] * output1_scales_scalar[e]",
+     "h[:, :intermediate_size] * output1_scales_gate_scalar[e]", [0, 1, 2]),
+    # Speculative decoding's MLA verify (reference_cases/specdec_mla.py). The verify tokens aligned top-left, as if
+    # they were the sequence's first tokens: right only where a sequence has no context (set 0's one sequence).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    # The mask off by one: a verify token does not see itself (set 0's first token then sees nothing at all).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] < q_pos[:, None]", [0, 1, 2]),
+    # ... or sees the next verify token too.
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] <= q_pos[:, None] + 1", [0, 1, 2]),
+    # The rotary part of the logit dropped (q_pe . k_pe).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", ' + torch.einsum("qhr,tr->hqt", qp, kpe)', "", [0, 1, 2]),
 ]
 
 

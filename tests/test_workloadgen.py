@@ -15,7 +15,7 @@ from generator.model.errors import KernelTraceError
 from generator.workloadgen import core
 from generator.workloadgen.recipe import read, recipe_specs
 from generator.workloadgen.spec import Spec
-from generator.workloadgen.write import render, stale
+from generator.workloadgen.write import prune, render, stale
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 
@@ -83,6 +83,40 @@ def test_render_writes_blobs_and_lines(tmp_path):
                   description="a prefill chunk, by its words", stage="decode", num_tokens=7)
     line = json.loads(render(tmp_path, [stated])[tmp_path / "workloads/gqa/toy.jsonl"])
     assert (line["workload"]["stage"], line["workload"]["num_tokens"]) == ("decode", 7)
+
+
+def test_identical_blobs_are_written_once_and_dropped_ones_removed(tmp_path, capsys):
+    # The same page table under two definitions (a head-configuration variant, say) is one file: the later
+    # workload names the earlier one's blob. A blob nothing names any more is --check's problem, and
+    # `kerneltrace workloads` removes it.
+    (tmp_path / "definitions" / "gqa").mkdir(parents=True)
+    for name in ("toy_a", "toy_b"):
+        definition = {"name": name, "type": "gqa", "axes": {"len_indptr": {"type": "var"}},
+                      "inputs": {"kv_indptr": {"shape": ["len_indptr"], "dtype": "int32"}},
+                      "outputs": {"y": {"shape": ["len_indptr"], "dtype": "int32"}},
+                      "reference": "def run(kv_indptr):\n    return kv_indptr\n"}
+        (tmp_path / "definitions" / "gqa" / f"{name}.json").write_text(json.dumps(definition))
+    table = np.array([0, 2, 5])
+    specs = [Spec(n, "k", {"len_indptr": 3}, {"kv_indptr": table}, seed=1) for n in ("toy_a", "toy_b")]
+    specs.append(Spec("toy_b", "other", {"len_indptr": 3}, {"kv_indptr": table + 1}, seed=1))
+    files = render(tmp_path, specs)
+    paths = [[json.loads(row)["workload"]["inputs"]["kv_indptr"]["path"] for row in files[tmp_path / f].splitlines()]
+             for f in ("workloads/gqa/toy_a.jsonl", "workloads/gqa/toy_b.jsonl")]
+    assert paths[1][0] == paths[0][0] and paths[1][1] != paths[0][0]
+    assert sorted(p.name for p in files if p.suffix == ".safetensors") == sorted(
+        Path(p).name for p in (paths[0][0], paths[1][1]))
+    for path, data in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    copy = tmp_path / Path(paths[0][0]).parent.parent / "toy_b" / "copy.safetensors"
+    copy.write_bytes((tmp_path / paths[0][0]).read_bytes())
+    assert stale(tmp_path, files) == [f"{copy.relative_to(tmp_path)}: no recipe generates it"]
+    assert prune(tmp_path, files) == [copy] and not copy.exists() and stale(tmp_path, files) == []
+    lone = tmp_path / "blob/workloads/gqa/toy_a/lone.safetensors"
+    lone.write_bytes(b"")
+    (tmp_path / paths[0][0]).unlink()  # as if toy_a's workload had been dropped: its folder goes with it
+    assert prune(tmp_path, {p: d for p, d in files.items() if p.name != Path(paths[0][0]).name}) == [lone]
+    assert not lone.parent.exists()
 
 
 def test_committed_recipe_workloads_are_current(capsys):

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, specdec, state
+from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, packed_routing, specdec, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -51,9 +51,9 @@ def _dsa(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
-    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, rope_compact (its cache
-    from the rope configuration of the model label's first word), per_token (inputs), cache_store,
-    ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
+    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale; inputs: more inputs, optional),
+    rope, rope_compact (its cache from the rope configuration of the model label's first word), per_token (inputs),
+    cache_store, ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
     k = e["kernel"]
     more = {"paged": lambda: (int(e["page_size"]), float(r.value(e["sm_scale"]))),
             "per_token": lambda: ({n: r.value(v) for n, v in e["inputs"].items()},),
@@ -67,6 +67,8 @@ def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
         more += (fill_lead(r, e), r.model.split(" ")[0])
     build = {"paged": mla.paged, "rope": mla.rope, "per_token": mla.per_token, "cache_store": mla.cache_store,
              "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k, "rope_compact": mla.rope_compact}[k]
+    if k == "paged" and "inputs" in e:  # more inputs of the definition (an FP8 cache's k_scale)
+        more += ({n: r.value(v) for n, v in e["inputs"].items()},)
     for seed, s in r.seeded(e):
         yield build(e["definition"], s, seed, *more)
 
@@ -179,10 +181,21 @@ def _ep_alltoall(r: Recipe, e: dict) -> Iterator[Spec]:
                     e["description"], r.fields())
 def _spec_verify(r: Recipe, e: dict) -> Iterator[Spec]:
     """Speculative decoding's verify attention (specdec.paged_verify): `steps` {batch, context, sigma, q, what}, a
-    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens)."""
+    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens); `layout` gqa (default) or mla."""
     for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
         yield specdec.paged_verify(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
-                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))))
+                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))),
+                                   e.get("layout", "gqa"))
+
+
+def _packed_routed_moe(r: Recipe, e: dict) -> Iterator[Spec]:
+    """A fused MoE with pre-computed routing (packed_routing.packed_routed_moe): `steps` {tokens, alpha, stage, what},
+    `routing` renormalize or llama4, `inputs` the definition's inputs after topk_ids."""
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()}
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield packed_routing.packed_routed_moe(e["definition"], step, seed, int(r.value(e["num_experts"])),
+                                               int(r.value(e["top_k"])), e["routing"], inputs, e["description"],
+                                               r.fields())
 
 
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
@@ -214,5 +227,7 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
                    ("scenarios_pick", "first_seed")),
     "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
                     ("scenarios_pick", "first_seed")),
-    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab")),
+    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab", "layout")),
+    "packed_routed_moe": (_packed_routed_moe, ("definition", "steps", "num_experts", "top_k", "routing", "inputs",
+                                               "description"), ("first_seed",)),
 }

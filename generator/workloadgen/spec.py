@@ -2,7 +2,8 @@
 
 A recipe file (dataset/recipes/<model>.yaml, run by recipe.py and the family builders) describes them. `kerneltrace workloads` writes them:
 workloads/<type>/<definition>.jsonl (the whole file, for each definition a recipe covers) and
-blob/workloads/<type>/<definition>/<uuid>.safetensors for inputs given as arrays. `--check` rebuilds everything in memory and fails if a committed file differs,
+blob/workloads/<type>/<definition>/<uuid>.safetensors for inputs given as arrays (a blob byte-identical to one
+written before is not written again: the workload names the earlier file, often another definition's). `--check` rebuilds everything in memory and fails if a committed file differs,
 so a blob in the dataset is always the output of the documented generator with its recorded seed.
 """
 

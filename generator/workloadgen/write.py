@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Iterable, Iterator
 
@@ -34,6 +35,9 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
     lines: dict[str, list[str]] = {}
     files: dict[Path, bytes] = {}
     seen: set = set()
+    # blob bytes -> the path that holds them: a workload whose blob is byte for byte one written before (the
+    # same page table under another head configuration, say) names that file instead of a copy.
+    by_content: dict[bytes, str] = {}
     for spec in specs:
         d = definitions.get(spec.definition)
         where = f"recipe {spec.definition}/{spec.key}"
@@ -62,6 +66,15 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
                 inputs[name] = {"type": "random"}
             else:
                 inputs[name] = {"type": "scalar", "value": as_jsonable(value)}
+        if blob:
+            data = save(dict(sorted(blob.items())))
+            digest = hashlib.sha256(data).digest()
+            if digest in by_content:
+                for name in blob:
+                    inputs[name]["path"] = by_content[digest]
+            else:
+                by_content[digest] = rel
+                files[root / rel] = data
         workload = {"uuid": spec.uuid, "axes": {k: int(v) for k, v in spec.axes.items()}, "inputs": inputs,
                     "seed": spec.seed}
         if spec.stage is not None:  # the step as data, stated by the recipe (never parsed from prose)
@@ -72,8 +85,6 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
             workload["description"] = spec.description
         line = {"definition": d["name"], "workload": workload, "solution": None, "evaluation": None}
         lines.setdefault(CANONICAL.workload_file(d["type"], d["name"]), []).append(dump_line(line))
-        if blob:
-            files[root / rel] = save(dict(sorted(blob.items())))
     for rel, rows in lines.items():
         files[root / rel] = ("\n".join(rows) + "\n").encode("utf-8")
     return files
@@ -88,6 +99,27 @@ def write(root: Path, files: dict[Path, bytes]) -> Iterator[Path]:  # noqa: ARG0
         yield path
 
 
+def orphans(root: Path, files: dict[Path, bytes]) -> list[Path]:
+    """Blobs in the folders of the definitions the recipes write workloads for that no recipe makes (any
+    more: a workload dropped, or its blob now shared with an identical one written earlier)."""
+    folders = set()
+    for path in files:
+        if path.suffix == ".jsonl":  # workloads/<type>/<definition>.jsonl -> its blob folder
+            type_, definition = path.parent.name, path.stem
+            folders.add((root / CANONICAL.blob_file(type_, definition, "x")).parent)
+    return [blob for folder in sorted(folders) for blob in sorted(folder.glob("*.safetensors")) if blob not in files]
+
+
+def prune(root: Path, files: dict[Path, bytes]) -> list[Path]:
+    """Remove the orphans (generated files nothing generates any more) and the folders they leave empty."""
+    removed = orphans(root, files)
+    for blob in removed:
+        blob.unlink()
+        if not any(blob.parent.iterdir()):
+            blob.parent.rmdir()
+    return removed
+
+
 def stale(root: Path, files: dict[Path, bytes]) -> list[str]:
     """Problems: committed files that differ from, or are missing against, what the recipes make; and
     blobs in folders the recipes own that no recipe makes any more."""
@@ -97,11 +129,7 @@ def stale(root: Path, files: dict[Path, bytes]) -> list[str]:
             problems.append(f"{path.relative_to(root)}: missing")
         elif path.read_bytes() != data:
             problems.append(f"{path.relative_to(root)}: differs from what its recipe generates")
-    owned = {p.parent for p in files if p.suffix == ".safetensors"}
-    for folder in sorted(owned):
-        for blob in sorted(folder.glob("*.safetensors")):
-            if blob not in files:
-                problems.append(f"{blob.relative_to(root)}: no recipe generates it")
+    problems += [f"{blob.relative_to(root)}: no recipe generates it" for blob in orphans(root, files)]
     return problems
 
 
