@@ -28,16 +28,25 @@ def pytest_collection_finish(session):
 
 
 # The files that take longest (wall seconds alone, tests/benchmarks/measure_test_suite.py), longest first.
-# pytest-xdist's --dist loadfile hands whole files to the two workers in collection order: starting the
+# pytest-xdist hands whole files (groups, below) to the two workers in collection order: starting the
 # long ones first keeps one worker from running a long file alone at the end while the other idles.
 LONGEST_FIRST = ("test_bench.py", "test_references.py", "test_bench_checks.py", "test_contributor.py", "test_export.py",
                  "test_triton_solutions.py", "test_consumer.py", "test_site.py", "test_browser.py", "test_fuzz.py",
                  "test_export_roofline.py", "test_einsums.py", "test_workloadgen.py", "test_dialects.py")
 
 
+# pytest-xdist's --dist loadgroup (addopts) hands a group's tests to one worker, a group being a file here,
+# except that the files reading the session's Hub export of the bundled dataset (bundled_export, ~12 s alone)
+# are one group: split over the two workers, they made it twice.
+GROUPS = {"test_export.py": "bundled_export", "test_consumer.py": "bundled_export",
+          "test_export_roofline.py": "bundled_export"}
+
+
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(GROUPS.get(item.path.name, item.path.name)))
 
 
 @pytest.fixture

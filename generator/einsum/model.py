@@ -1,6 +1,9 @@
 """The cascade model: plain values for a parsed, checked cascade (Einsums, their tensor
 accesses, renames), and the named sets (Inputs, Outputs, ...) set expressions see in an Einsum.
 
+The values are frozen, so what is derived from them (an Einsum's inputs, the cascade's intermediates) is
+computed once per object (cached_property): the checks and the counts ask for it per access.
+
 Intermediates are tensors some Einsum writes and another reads; inputs are only read,
 outputs only written.
 """
@@ -8,6 +11,7 @@ outputs only written.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping, Optional
 
 from .constraints import Constraint
@@ -24,7 +28,7 @@ class Access:
     bits: Optional[int]  # the access's own bits_per_value
     pointer: str  # of the access in the document
 
-    @property
+    @cached_property
     def variables(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v for e in self.indices for v in e.variables))
 
@@ -49,23 +53,23 @@ class Einsum:
     pointer: str
     bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # rank variable -> inclusive range
 
-    @property
+    @cached_property
     def inputs(self) -> tuple[Access, ...]:
         return tuple(a for a in self.accesses if not a.output)
 
-    @property
+    @cached_property
     def outputs(self) -> tuple[Access, ...]:
         return tuple(a for a in self.accesses if a.output)
 
-    @property
+    @cached_property
     def tensors(self) -> tuple[str, ...]:
         return tuple(a.tensor for a in self.accesses)
 
-    @property
+    @cached_property
     def rank_variables(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(v for a in self.accesses for v in a.variables))
 
-    @property
+    @cached_property
     def reduced_variables(self) -> tuple[str, ...]:
         """Rank variables that index no output: summed over."""
         out = {v for a in self.outputs for v in a.variables}
@@ -90,19 +94,19 @@ class Cascade:
     rename_blocks: tuple[RenameBlock, ...]
     data: Mapping[str, Any] = field(repr=False, compare=False)
 
-    @property
+    @cached_property
     def tensors(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(a.tensor for e in self.einsums for a in e.accesses))
 
-    @property
+    @cached_property
     def written(self) -> frozenset:
         return frozenset(a.tensor for e in self.einsums for a in e.outputs)
 
-    @property
+    @cached_property
     def read(self) -> frozenset:
         return frozenset(a.tensor for e in self.einsums for a in e.inputs)
 
-    @property
+    @cached_property
     def intermediates(self) -> frozenset:
         return self.written & self.read
 
