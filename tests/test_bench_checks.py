@@ -97,6 +97,11 @@ SHRINK = {
        for name in ("moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e48_h7168_i2048",
                     "moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe_fp8_block_scale_renorm_topk8_e128_h4096_i1536",
                     "moe_fp8_block_scale_renorm_topk10_e128_h2048_i512")},
+    # The NVFP4 MoE (reference_cases/fp4_moe.py): whole 128-row scale tiles of w13 and w2, 4-column tiles of their
+    # scales; the real 32 local experts of 256 (the routing blobs index them).
+    "moe_nvfp4_routed_topk8_e32_h7168_i2048": {
+        "hidden_size": 256, "hidden_packed": 128, "hidden_sf": 16, "intermediate_size": 128, "gemm1_out_size": 256,
+        "intermediate_packed": 64, "intermediate_sf": 8},
 }
 
 

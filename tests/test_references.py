@@ -362,6 +362,24 @@ PLANTED = [
     ("gemm_nvfp4_n8192_k2048", "C = acc * torch.as_tensor(alpha", "C = acc * alpha * torch.as_tensor(alpha", [0, 1, 2]),
     ("gemm_nvfp4_n8192_k2048", "tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]",
      "tiles.reshape(rows_padded, C)[:rows]", [0, 1, 2]),
+    # FP4 MoE on Blackwell (reference_cases/fp4_moe.py). The NVFP4 MoE: w1 and w3 swapped (gate read from the
+    # up rows), the SwiGLU output passed to GEMM 2 without its NVFP4 re-quantisation, DeepSeek's routed scale
+    # 2.5 applied in the kernel (vLLM applies it after: twice in all), the routing weight applied twice, the
+    # rank's expert offset ignored (set 0 is rank 0).
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "up, gate = h[:, :I], h[:, I:]", "gate, up = h[:, :I], h[:, I:]",
+     [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "a = requantize(act, gemm2_input_scale)",
+     "a = act.to(torch.float32) * gemm2_input_scale", [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "output[rows] += weight[:, None] * y",
+     "output[rows] += 2.5 * weight[:, None] * y", [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "output[rows] += weight[:, None] * y",
+     "output[rows] += weight[:, None] * weight[:, None] * y", [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "e = offset + le", "e = le", [1, 2]),
+    # The MXFP8 quantiser: the e8m0 scale rounded down instead of up (values past 448 saturate), the
+    # float8_e4m3fnuz range 240 instead of 448.
+    ("quantize_mxfp8_h2880", "e = torch.where(mantissa == 0.5, exponent - 1, exponent)", "e = exponent - 1",
+     [0, 1, 2]),
+    ("quantize_mxfp8_h2880", "inv_448 = torch.tensor(1.0 / 448.0", "inv_448 = torch.tensor(1.0 / 240.0", [0, 1, 2]),
 ]
 
 
