@@ -102,6 +102,12 @@ SHRINK = {
     "moe_nvfp4_routed_topk8_e32_h7168_i2048": {
         "hidden_size": 256, "hidden_packed": 128, "hidden_sf": 16, "intermediate_size": 128, "gemm1_out_size": 256,
         "intermediate_packed": 64, "intermediate_sf": 8},
+    # The MXFP4 x MXFP8 MoEs of gpt-oss (fp4_moe.py): hidden and intermediate to 128 (four 32-value scale blocks),
+    # the real expert counts (the routing picks among them).
+    **{name: {"hidden_size": 128, "hidden_packed": 64, "hidden_sf": 4, "intermediate_size": 128,
+              "gemm1_out_size": 256, "intermediate_packed": 64, "intermediate_sf": 4}
+       for name in ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072",
+                    "trtllm_fp4_block_scale_moe_mxfp8_topk4_e128_h3072_i3072")},
 }
 
 

@@ -1,5 +1,5 @@
 """The FP4 MoE definitions (tests/reference_cases/fp4_moe.py) are exactly what that module renders: the NVFP4
-routed MoE of DeepSeek-R1-FP4 at EP8 and gpt-oss's MXFP8 activation quantiser. Their mathematics is checked by
+routed MoE of DeepSeek-R1-FP4 at EP8, gpt-oss's MXFP8 activation quantiser and its MXFP4 x MXFP8 fused MoEs. Their mathematics is checked by
 tests/test_references.py (CASES, planted mistakes); this proves the committed files are the rendering."""
 
 from __future__ import annotations

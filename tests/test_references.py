@@ -377,9 +377,25 @@ PLANTED = [
     ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "e = offset + le", "e = le", [1, 2]),
     # The MXFP8 quantiser: the e8m0 scale rounded down instead of up (values past 448 saturate), the
     # float8_e4m3fnuz range 240 instead of 448.
-    ("quantize_mxfp8_h2880", "e = torch.where(mantissa == 0.5, exponent - 1, exponent)", "e = exponent - 1",
+    ("quantize_mxfp8_h3072", "e = torch.where(mantissa == 0.5, exponent - 1, exponent)", "e = exponent - 1",
      [0, 1, 2]),
-    ("quantize_mxfp8_h2880", "inv_448 = torch.tensor(1.0 / 448.0", "inv_448 = torch.tensor(1.0 / 240.0", [0, 1, 2]),
+    ("quantize_mxfp8_h3072", "inv_448 = torch.tensor(1.0 / 448.0", "inv_448 = torch.tensor(1.0 / 240.0", [0, 1, 2]),
+    # The MXFP4 x MXFP8 MoE (gpt-oss-20b's; gpt-oss-120b's has the same reference): linear and gate halves
+    # swapped, the e8m0 bias off by one, the nibbles of the weight bytes swapped, the intermediate's e8m0 scale
+    # rounded down (its largest values saturate at 448), softmax over all experts before the top 4 without
+    # renormalising, the gate's clamp dropped (every set's gate reaches its limit, 7 or 3).
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "linear, gate = h[:, :I], h[:, I:]",
+     "gate, linear = h[:, :I], h[:, I:]", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "scales.to(torch.float32) - 127.0",
+     "scales.to(torch.float32) - 126.0", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "torch.stack([blocks & 0x0F, blocks >> 4]",
+     "torch.stack([blocks >> 4, blocks & 0x0F]", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072",
+     "e = torch.where(mantissa == 0.5, exponent - 1, exponent)", "e = exponent - 1", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "torch.softmax(ranked.values[:, :top_k], dim=-1)",
+     "torch.softmax(logits, dim=-1).gather(1, topk_ids)", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "gate = torch.minimum(gate, limit)", "gate = gate",
+     [0, 1, 2]),
 ]
 
 

@@ -1,5 +1,6 @@
-"""FP4 MoE on Blackwell: DeepSeek-R1's NVFP4 routed experts (FlashInfer's CUTLASS fused MoE as vLLM calls it)
-and gpt-oss's MXFP8 activation quantiser (FlashInfer's mxfp8_quantize before the MXFP4 x MXFP8 TRT-LLM MoE).
+"""FP4 MoE on Blackwell: DeepSeek-R1's NVFP4 routed experts (FlashInfer's CUTLASS fused MoE as vLLM calls it),
+gpt-oss's MXFP8 activation quantiser (FlashInfer's mxfp8_quantize) and its MXFP4 x MXFP8 TRT-LLM fused MoE
+(trtllm_fp4_block_scale_moe with MXFP8 activations, gpt-oss-20b's 32 and gpt-oss-120b's 128 experts).
 
 Rendered like nvfp4.py (whose NVFP4 helpers this module imports: e2m1 decoding by table, the 128x4 swizzle
 offset, the quantiser's independent formulation): `cd tests && python -m reference_cases.fp4_moe` writes the
@@ -11,7 +12,10 @@ tests/test_references.py against independent formulations (CASES) at small sizes
   scales gathered by the CUDA offset formula, the SwiGLU output re-quantised by nvfp4's exhaustive-search
   quantiser (quant_expected), the expert outputs combined by a [tokens, experts] matrix of routing weights;
 - MXFP8 quantiser: the power-of-two scale by exhaustive search (the smallest 2**e with 448 * 2**e >= amax), the
-  e4m3 value by exhaustive nearest search over the finite e4m3 values (ties to the even code).
+  e4m3 value by exhaustive nearest search over the finite e4m3 values (ties to the even code);
+- MXFP4 x MXFP8 MoE: routing by Python's sorted() on (-logit, id), the softmax in float64, then the dense
+  one-hot formulation as above with table-decoded MXFP4 weights and the MXFP8 quantiser's formulation for the
+  intermediate.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from .common import Case, shrunk
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 
 MOE_NAME = "moe_nvfp4_routed_topk8_e32_h7168_i2048"
-MXFP8_NAME = "quantize_mxfp8_h2880"
+MXFP8_NAME = "quantize_mxfp8_h3072"
 
 # --------------------------------------------------------------------------------------------------
 # NVFP4 MoE: DeepSeek-R1-0528-FP4 (ModelOpt NVFP4 routed experts), one EP8 rank on B200.
@@ -472,29 +476,40 @@ workload:
 '''
 
 
+MXFP8_SOURCE = (
+    "gpt-oss-20b and gpt-oss-120b (openai/gpt-oss-20b and -120b config.json: hidden_size 2880, intermediate_size "
+    "2880, num_local_experts 32 / 128, num_experts_per_tok 4, swiglu_limit 7.0) served by vLLM on one B200 "
+    "(sm100) with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1, the setting vLLM's gpt-oss recipe gives for Blackwell "
+    "(vllm-project/recipes OpenAI/GPT-OSS.md: 'Use FlashInfer MXFP4+MXFP8 MoE'): Mxfp4MoEMethod's "
+    "SM100_FI_MXFP4_MXFP8_TRTLLM backend (vllm/model_executor/layers/quantization/mxfp4.py). Its create_weights "
+    "pads hidden_size and the intermediate size to multiples of 256 (round_up(2880, 256) = 3072, zero rows and "
+    "columns), and FusedMoE pads the hidden states to the layer's hidden_size with zeros (F.pad in "
+    "forward_native), so the MoE kernels see H = I = 3072; apply() quantises them with FlashInfer's "
+    "mxfp8_quantize(x, False) (is_sf_swizzled_layout False: scales row-major, [tokens, H / 32]) and calls "
+    "trtllm_fp4_block_scale_moe.")
+
+
 def mxfp8_description() -> str:
     return (
         "MXFP8 quantisation of bfloat16 activations on Blackwell (OCP MX: float8_e4m3 values, one e8m0 "
-        "power-of-two scale per 32 values along K): the hidden states of gpt-oss-20b and gpt-oss-120b "
-        "(hidden_size 2880, openai/gpt-oss-20b and -120b config.json) before their MXFP4 experts, as vLLM serves "
-        "them on B200 (sm100) with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (the setting vLLM's gpt-oss recipe "
-        "gives for Blackwell: vllm-project/recipes OpenAI/GPT-OSS.md, 'Use FlashInfer MXFP4+MXFP8 MoE'): "
-        "Mxfp4MoEMethod's SM100_FI_MXFP4_MXFP8_TRTLLM backend calls FlashInfer's mxfp8_quantize(x, False) "
-        "(is_sf_swizzled_layout False: scales row-major, [M, K / 32]) and passes the two outputs to "
-        "trtllm_fp4_block_scale_moe as hidden_states and hidden_states_scale. (On Hopper the dataset's "
-        "grouped_gemm_mxfp4_* definitions take the bfloat16 activations as they are.)\n\n"
+        f"power-of-two scale per 32 values along K): the MoE layer input of {MXFP8_SOURCE} This is that "
+        "mxfp8_quantize; its two outputs are the hidden_states and hidden_states_scale of "
+        "trtllm_fp4_block_scale_moe_mxfp8_* in this dataset. (On Hopper the dataset's grouped_gemm_mxfp4_* "
+        "definitions take the bfloat16 activations as they are.)\n\n"
         "The rule is FlashInfer's cvt_warp_fp16_to_mxfp8 (csrc/nv_internal/tensorrt_llm/kernels/"
         "quantization_utils.cuh): SF = vecMax x rcp(448) in float32; the e8m0 scale byte = "
         "__nv_cvt_float_to_e8m0(SF, satfinite, cudaRoundPosInf), i.e. 2 ** ceil(log2(SF)) (rounded UP, so "
         "amax / scale <= 448 and no value saturates); each value x (1 / scale), clamped to +-448 and converted "
-        "to float8_e4m3 with round to nearest even. scale[m, s] = the byte, 2 ** (byte - 127).\n\n"
+        "to float8_e4m3 with round to nearest even. scale[m, s] = the byte, 2 ** (byte - 127). An all-zero block "
+        "(the 192 padding columns of every row are six of them) gets byte 0 and zero values: the conversion's "
+        "floor 2 ** -127 and a zero output scale (the kernel tests SFValue != 0 for this case, see its comment "
+        "there).\n\n"
         "Numerics: the kernel's reciprocal of 448 is rcp.approx.ftz.f32; the reference uses 1/448 correctly "
         "rounded to float32. For bfloat16 inputs the product vecMax x (1/448) lands exactly on a power of two "
         "only when vecMax = 448 x 2**e (exactly 2**e then, as 1/448 rounds to within 0.4 ulp), so the rounding "
-        "up is the same either way. Blocks whose largest magnitude is 0 or below 448 x 2**-126 (a scale below "
-        "float32's normal range) are outside this definition: the kernel's flush-to-zero reciprocal is not "
-        "defined there (the reference writes scale byte 0 and zeros for an all-zero block). Quantized values are "
-        "compared as float8_e4m3 values, the scale bytes exactly.")
+        "up is the same either way. Blocks whose largest magnitude is below 448 x 2**-126 but not 0 (a scale "
+        "below float32's normal range) are outside this definition. Quantized values are compared as "
+        "float8_e4m3 values, the scale bytes exactly.")
 
 
 def mxfp8_definition() -> dict:
@@ -506,18 +521,351 @@ def mxfp8_definition() -> dict:
                  "tp:1", "quantization:mxfp8", "gpu:sm100"],
         "axes": {
             "M": {"type": "var", "description": "Tokens in the step (rows)."},
-            "K": {"type": "const", "value": 2880, "description": "hidden_size = 2880 (gpt-oss-20b and -120b)."},
-            "K_sf": {"type": "const", "value": 90, "description": "K / 32: scales per row."},
+            "K": {"type": "const", "value": 3072, "description": "hidden_size 2880 padded to 3072 (round_up(2880, "
+                                                                 "256): vLLM's SM100 TRT-LLM MXFP4 backends)."},
+            "K_sf": {"type": "const", "value": 96, "description": "K / 32: scales per row."},
         },
         "constraints": ["K_sf * 32 == K"],
-        "inputs": {"input": {"shape": ["M", "K"], "dtype": "bfloat16", "description": "Hidden states (the MoE "
-                                                                                       "layer input)."}},
+        "inputs": {"input": {"shape": ["M", "K"], "dtype": "bfloat16",
+                             "description": "Hidden states (the MoE layer input), columns 2880.. zero in serving."}},
         "outputs": {
             "quantized": {"shape": ["M", "K"], "dtype": "float8_e4m3", "description": "Values / their block's scale."},
             "scale": {"shape": ["M", "K_sf"], "dtype": "uint8",
                       "description": "e8m0 block scales (the byte: 2 ** (byte - 127)), row-major."},
         },
         "reference": MXFP8_REFERENCE,
+    }
+
+
+# --------------------------------------------------------------------------------------------------
+# MXFP4 x MXFP8 fused MoE: gpt-oss on Blackwell (FlashInfer trtllm_fp4_block_scale_moe, MxE4m3 activations).
+# --------------------------------------------------------------------------------------------------
+
+GPT_OSS = [("gpt-oss-20b", 32), ("gpt-oss-120b", 128)]
+
+
+def gpt_moe_name(experts: int) -> str:
+    return f"trtllm_fp4_block_scale_moe_mxfp8_topk4_e{experts}_h3072_i3072"
+
+
+GPT_MOE_REFERENCE = '''import torch
+
+
+def decode_mxfp4(blocks, scales):
+    """[rows, K / 2] uint8 (two e2m1 codes a byte, element 2i in the low nibble) and [rows, K / 32] uint8 e8m0
+    scales -> [rows, K] float32."""
+    rows = blocks.shape[0]
+    codes = torch.stack([blocks & 0x0F, blocks >> 4], dim=-1).reshape(rows, -1).to(torch.int32)
+    sign = 1.0 - 2.0 * ((codes >> 3) & 1).to(torch.float32)  # bit 3
+    exponent = ((codes >> 1) & 3).to(torch.float32)  # bits 2..1, bias 1
+    mantissa = (codes & 1).to(torch.float32)  # bit 0
+    normal = torch.pow(2.0, exponent - 1.0) * (1.0 + 0.5 * mantissa)
+    subnormal = 0.5 * mantissa  # exponent field 0: 0 or 0.5
+    values = sign * torch.where(exponent > 0, normal, subnormal)
+    scale = torch.pow(2.0, scales.to(torch.float32) - 127.0)  # e8m0: 2 ** (byte - 127), one per 32 values
+    return (values.reshape(rows, -1, 32) * scale[:, :, None]).reshape(rows, -1)
+
+
+def mxfp8_requantize(act):
+    """bfloat16 [rows, I] -> the values GEMM 2 reads: float8_e4m3 value x e8m0 scale per 32 values (the rule of
+    mxfp8_quantize: scale = 2 ** ceil(log2(amax / 448)), values rounded to e4m3, nearest even)."""
+    rows, I = act.shape
+    x = act.to(torch.float32).view(rows, I // 32, 32)
+    vec_max = x.abs().amax(dim=-1)
+    sf = vec_max * torch.tensor(1.0 / 448.0, dtype=torch.float32, device=act.device)
+    mantissa, exponent = torch.frexp(sf)
+    e = torch.where(mantissa == 0.5, exponent - 1, exponent)  # rounded up to a power of two
+    e = torch.where(vec_max > 0, e, torch.full_like(e, -127)).clamp(-127, 127)
+    scale = torch.pow(2.0, e.to(torch.float64)).to(torch.float32)
+    q = (x / scale[:, :, None]).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).to(torch.float32)
+    return (q * scale[:, :, None]).view(rows, I)
+
+
+def run(routing_logits, hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm1_bias,
+        gemm1_alpha, gemm1_beta, gemm1_clamp_limit, gemm2_weights, gemm2_weights_scale, gemm2_bias):
+    T, E = routing_logits.shape
+    top_k = 4
+    I = gemm1_weights.shape[1] // 2
+    H = gemm2_weights.shape[1]
+    device = routing_logits.device
+
+    # Routing (Renormalize: TopK -> Softmax): the 4 largest logits (ties: the lower expert id first), their
+    # softmax in float32, rounded to bfloat16 (the routing kernel's expert weights).
+    logits = routing_logits.to(torch.float32)
+    ranked = torch.sort(logits, dim=-1, descending=True, stable=True)
+    topk_ids = ranked.indices[:, :top_k]
+    topk_weights = torch.softmax(ranked.values[:, :top_k], dim=-1).to(torch.bfloat16).to(torch.float32)
+
+    # MXFP8 activations: e4m3 value x 2 ** (byte - 127), one scale per 32 values.
+    scale = torch.pow(2.0, hidden_states_scale.to(torch.float32) - 127.0)
+    x = (hidden_states.to(torch.float32).view(T, H // 32, 32) * scale[:, :, None]).view(T, H)
+
+    output = torch.zeros(T, H, dtype=torch.float32, device=device)
+    for e in range(E):
+        hit = topk_ids == e  # [T, top_k]
+        rows = torch.nonzero(hit.any(dim=1)).squeeze(1)
+        if rows.numel() == 0:
+            continue
+        weight = (topk_weights * hit).sum(dim=1)[rows]
+
+        # GEMM 1 + bias (float32), the clamped SwiGLU of gpt-oss: rows [0, I) linear, rows [I, 2I) gate.
+        w13 = decode_mxfp4(gemm1_weights[e], gemm1_weights_scale[e])  # [2I, H]
+        h = x[rows] @ w13.T + gemm1_bias[e]
+        linear, gate = h[:, :I], h[:, I:]
+        limit = gemm1_clamp_limit[e]
+        gate = torch.minimum(gate, limit)
+        linear = torch.maximum(torch.minimum(linear, limit), -limit)
+        act = gate * torch.sigmoid(gemm1_alpha[e] * gate) * (linear + gemm1_beta[e])
+
+        # Re-quantised to MXFP8 (through bfloat16), GEMM 2 + bias, weighted and summed per token.
+        a = mxfp8_requantize(act.to(torch.bfloat16))  # [rows, I]
+        w2 = decode_mxfp4(gemm2_weights[e], gemm2_weights_scale[e])  # [H, I]
+        y = a @ w2.T + gemm2_bias[e]
+        output[rows] += weight[:, None] * y
+    return {"output": output.to(torch.bfloat16)}
+'''
+
+GPT_MOE_BASELINE = '''import torch
+import torch.nn.functional as F
+
+LUT = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def dequant(blocks, scales):
+    lut = LUT.to(blocks.device)
+    v = torch.stack([lut[(blocks & 15).long()], lut[(blocks >> 4).long()]], -1).flatten(-2)
+    s = torch.exp2(scales.float() - 127.0).repeat_interleave(32, dim=-1)
+    return v * s
+
+
+def mxfp8(act):
+    r, i = act.shape
+    x = act.float().view(r, i // 32, 32)
+    bits = (x.abs().amax(-1) * torch.tensor(1.0 / 448.0)).view(torch.int32)
+    byte = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(torch.int32)
+    byte = torch.where(bits != 0, byte, torch.zeros_like(byte)).clamp(0, 254)
+    s = torch.pow(2.0, byte.double() - 127.0).float()[..., None]
+    return ((x / s).clamp(-448.0, 448.0).to(torch.float8_e4m3fn).float() * s).view(r, i)
+
+
+def run(routing_logits, hidden_states, hidden_states_scale, gemm1_weights, gemm1_weights_scale, gemm1_bias,
+        gemm1_alpha, gemm1_beta, gemm1_clamp_limit, gemm2_weights, gemm2_weights_scale, gemm2_bias):
+    t = routing_logits.shape[0]
+    i = gemm1_weights.shape[1] // 2
+    logits = routing_logits.float()
+    ids = torch.argsort(-logits, dim=-1, stable=True)[:, :4]
+    w = torch.softmax(torch.gather(logits, 1, ids), -1).bfloat16().float()
+    x = hidden_states.float() * torch.exp2(hidden_states_scale.float() - 127.0).repeat_interleave(32, dim=-1)
+    out = torch.zeros(t, gemm2_weights.shape[1], device=x.device)
+    flat = ids.reshape(-1)
+    tok = torch.arange(t, device=x.device).repeat_interleave(4)
+    wt = w.reshape(-1)
+    for e in torch.unique(flat).tolist():
+        sel = flat == e
+        rows = tok[sel]
+        h = F.linear(x[rows], dequant(gemm1_weights[e], gemm1_weights_scale[e]), gemm1_bias[e])
+        lim = gemm1_clamp_limit[e]
+        g = torch.minimum(h[:, i:], lim)
+        lin = torch.clamp(h[:, :i], -float(lim), float(lim))
+        act = (g * torch.sigmoid(gemm1_alpha[e] * g) * (lin + gemm1_beta[e])).bfloat16()
+        y = F.linear(mxfp8(act), dequant(gemm2_weights[e], gemm2_weights_scale[e]), gemm2_bias[e])
+        out.index_add_(0, rows, wt[sel][:, None] * y)
+    return {"output": out.bfloat16()}
+'''
+
+GPT_MOE_EINSUM = '''# MXFP4 x MXFP8 fused MoE (TRT-LLM, routing fused in): top-4 of the router logits and their softmax, the
+# rows dispatched to their experts (copies: free), the two block-scaled GEMMs at the FP8 tensor-core rate
+# (tcgen05 kind::mxf8f6f4 reads e2m1 weights and e4m3 activations with their e8m0 scales as they are: the
+# decode is a view), the clamped SwiGLU and its MXFP8 re-quantisation (one byte written per value), the
+# expert outputs weighted and summed per token. Model of the data: rows = seq_len x 4; experts whose weights
+# are read = min(num_experts, rows). Bytes: weights 4 bits per value, activations 8, one scale byte per 32.
+# Left out: the sort/scan that builds the dispatch, the rounding of the intermediate to bfloat16.
+{% set ROWS = seq_len * top_k %}
+{% set ACTIVE = [num_experts, ROWS] | min %}
+workload:
+  rank_sizes:
+    T: {{ seq_len }}
+    E: {{ num_experts }}
+    K: {{ top_k }}
+    H: {{ hidden_size }}
+    HP: {{ hidden_packed }}
+    HS: {{ hidden_sf }}
+    O: {{ gemm1_out_size }}
+    I: {{ intermediate_size }}
+    IP: {{ intermediate_packed }}
+    IS: {{ intermediate_sf }}
+    R: {{ ROWS }}
+  iteration_space_shape:
+    ae: 0 <= ae < {{ ACTIVE }}
+    bi: 0 <= bi < 32
+  einsums:
+  - name: TopK
+    tensor_accesses:
+    - {name: routing_logits, projection: [t, e]}
+    - {name: topk_ids, projection: [t, k], output: true}
+    - {name: topk_logits, projection: [t, k], output: true}
+  - name: Softmax
+    tensor_accesses:
+    - {name: topk_logits, projection: [t, k]}
+    - {name: topk_weights, projection: [t, k], output: true}
+  - name: DispatchRows
+    is_copy_operation: true
+    tensor_accesses:
+    - {name: hidden_states, projection: [t, h]}
+    - {name: hidden_states_scale, projection: {T: t, HS: h // 32}}
+    - {name: topk_ids, projection: [t, k]}
+    - {name: x_rows, projection: {R: r, H: h}, output: true}
+  - name: GatherW1
+    is_copy_operation: true
+    tensor_accesses:
+    - {name: gemm1_weights, projection: {E: ae, O: o, HP: h // 2}}
+    - {name: gemm1_weights_scale, projection: {E: ae, O: o, HS: h // 32}}
+    - {name: gemm1_bias, projection: {E: ae, O: o}}
+    - {name: w1_rows, projection: [r, o, h], output: true}
+  - name: GatherW2
+    is_copy_operation: true
+    tensor_accesses:
+    - {name: gemm2_weights, projection: {E: ae, H: h, IP: i // 2}}
+    - {name: gemm2_weights_scale, projection: {E: ae, H: h, IS: i // 32}}
+    - {name: gemm2_bias, projection: {E: ae, H: h}}
+    - {name: w2_rows, projection: [r, h, i], output: true}
+  - name: Gemm1
+    tensor_accesses:
+    - {name: x_rows, projection: [r, h]}
+    - {name: w1_rows, projection: [r, o, h]}
+    - {name: h1, projection: [r, o], output: true}
+  - name: ClampedSwiglu
+    tensor_accesses:
+    - {name: h1, projection: [r, o]}
+    - {name: gemm1_alpha, projection: {E: ae}}
+    - {name: gemm1_beta, projection: {E: ae}}
+    - {name: gemm1_clamp_limit, projection: {E: ae}}
+    - {name: act, projection: {R: r, I: o // 2}, output: true}
+  - name: RequantBlockMax
+    tensor_accesses:
+    - {name: act, projection: {R: r, I: s * 32 + bi}}
+    - {name: act_max, projection: {R: r, IS: s}, output: true}
+  - name: Requantize
+    tensor_accesses:
+    - {name: act, projection: [r, i]}
+    - {name: act_max, projection: {R: r, IS: i // 32}}
+    - {name: act_fp8, projection: [r, i], output: true}
+  - name: Gemm2
+    tensor_accesses:
+    - {name: act_fp8, projection: [r, i]}
+    - {name: w2_rows, projection: [r, h, i]}
+    - {name: y, projection: [r, h], output: true}
+  - name: Combine
+    tensor_accesses:
+    - {name: y, projection: [r, h]}
+    - {name: topk_weights, projection: {T: r // 4, K: r - r // 4 * 4}}
+    - {name: output, projection: {T: r // 4, H: h}, output: true}
+  bits_per_value: {Intermediates: 32, x_rows | act_fp8: 8, w1_rows | w2_rows: 4}
+'''
+
+
+def gpt_moe_description(model: str, experts: int) -> str:
+    other = {"gpt-oss-20b": "gpt-oss-120b's 128-expert sibling", "gpt-oss-120b": "gpt-oss-20b's 32-expert sibling"}
+    return (
+        f"MXFP4 x MXFP8 fused Mixture-of-Experts on Blackwell, routing fused in: {model}'s MoE layer ({experts} "
+        "experts, top 4, hidden and intermediate 2880 padded to 3072) as FlashInfer's trtllm_fp4_block_scale_moe "
+        "computes it with MXFP8 activations (MxE4m3 x MxE2m1, trtllm-gen cubins for sm100). For each token t:\n\n"
+        "    e_1..e_4 = the 4 largest routing_logits[t] (ties: lower id first)\n"
+        "    w_j      = bfloat16(softmax over j of routing_logits[t, e_j])        (Renormalize, method 1)\n"
+        "    x        = e4m3(hidden_states[t]) x 2 ** (hidden_states_scale[t] - 127)   (per 32 values)\n"
+        "    [l; g]   = W1[e_j] x + gemm1_bias[e_j]     l: rows [0, I) (linear), g: rows [I, 2I) (gate)\n"
+        "    g, l     = min(g, limit), clamp(l, -limit, limit)                  limit = gemm1_clamp_limit[e_j]\n"
+        "    a        = MXFP8(bfloat16(g x sigmoid(alpha g) x (l + beta)))  alpha, beta = gemm1_alpha, gemm1_beta[e_j]\n"
+        "    output[t] = sum_j w_j x (W2[e_j] a + gemm2_bias[e_j])\n\n"
+        "with W1, W2 the MXFP4 weights decoded (e2m1 code x 2 ** (e8m0 byte - 127) per 32 values) and MXFP8(.) "
+        "the quantisation of quantize_mxfp8_h3072 (e8m0 scale per 32 rounded up, e4m3 values) read back as "
+        f"value x scale.\n\nSources: {MXFP8_SOURCE} vLLM passes router_logits as bfloat16, routing_bias None, "
+        "x_quant and x_scale, w13_weight / w13_weight_scale / w13_bias (float32), gemm1_alpha = 1.702, gemm1_beta "
+        "= 1.0 and gemm1_clamp_limit = 7.0 per expert (gpt-oss's SwiGLU: alpha 1.702, the +1 on the linear half, "
+        "swiglu_limit 7.0), w2_weight / w2_weight_scale / w2_bias, no output scales, num_experts, top_k 4, "
+        "intermediate_size 3072, local_expert_offset 0 (TP1: every expert local), routed_scaling_factor None, "
+        "routing_method_type 1 (Renormalize), do_finalize True. The activation's form and the half order follow "
+        "FlashInfer's reference (tests/moe/trtllm_gen_fused_moe_utils.py run_moe_dequant: x0 = the first half, "
+        "clamped to +-limit, x1 = the second half, clamped above, x1 sigmoid(alpha x1) (x0 + beta); the "
+        "activation quantised to MXFP8 through bfloat16 for QuantMode FP4_MXFP4_MXFP8; routing weights "
+        "routing_reference_renormalize, rounded to the logits' bfloat16).\n\n"
+        "Weights as this definition takes them: the row-major logical layout, linear half then gate half, two "
+        "e2m1 codes a byte (element 2i in the low nibble) and one e8m0 byte per 32 values of a row (the OCP MX "
+        "format of the gpt-oss checkpoints and of this dataset's grouped_gemm_mxfp4_* definitions). vLLM reaches "
+        "the kernel's bytes by moves only: the checkpoint interleaves gate and linear rows (gate even), "
+        "swap_every_two_rows puts each linear row before its gate (the row interleave FlashInfer's "
+        "reorder_rows_for_gated_act_gemm makes of [linear; gate]), and the shuffle for the transposed MMA output "
+        "(get_w2_permute_indices_with_cache, epilogue_tile_m 128; nvfp4_block_scale_interleave for the scales) "
+        "permutes rows; the padding rows and columns are zeros.\n\n"
+        "Numerics: GEMM 1 and 2 accumulate in float32 with their biases in float32; the routing weights are "
+        "bfloat16; the weighted sum is float32, rounded to bfloat16 once. A kernel whose finalize reads "
+        f"bfloat16 expert outputs differs by that rounding. {other[model]} is the same definition with "
+        "another expert count.")
+
+
+def gpt_moe_definition(model: str, experts: int) -> dict:
+    codes = {"distribution": "randint", "low": 0, "high": 256}
+    return {
+        "name": gpt_moe_name(experts),
+        "description": gpt_moe_description(model, experts),
+        "type": "moe",
+        "tags": ["status:draft", f"model-alt:{model}", "stage:decode", "stage:prefill", "tp:1", "quantization:mxfp4",
+                 "quantization:mxfp8", "gpu:sm100", "fused"],
+        "axes": {
+            "seq_len": {"type": "var", "description": "Tokens in the step."},
+            "num_experts": {"type": "const", "value": experts,
+                            "description": f"num_local_experts = {experts} ({model} config.json), all on the GPU."},
+            "top_k": {"type": "const", "value": 4, "description": "num_experts_per_tok = 4."},
+            "hidden_size": {"type": "const", "value": 3072, "description": "hidden_size 2880 padded to 3072."},
+            "hidden_packed": {"type": "const", "value": 1536, "description": "hidden_size / 2."},
+            "hidden_sf": {"type": "const", "value": 96, "description": "hidden_size / 32."},
+            "intermediate_size": {"type": "const", "value": 3072, "description": "intermediate_size 2880 padded "
+                                                                                  "to 3072."},
+            "gemm1_out_size": {"type": "const", "value": 6144, "description": "2 x intermediate_size."},
+            "intermediate_packed": {"type": "const", "value": 1536, "description": "intermediate_size / 2."},
+            "intermediate_sf": {"type": "const", "value": 96, "description": "intermediate_size / 32."},
+        },
+        "constraints": ["top_k <= num_experts", "hidden_packed * 2 == hidden_size", "hidden_sf * 32 == hidden_size",
+                        "intermediate_packed * 2 == intermediate_size", "intermediate_sf * 32 == intermediate_size",
+                        "gemm1_out_size == 2 * intermediate_size"],
+        "inputs": {
+            "routing_logits": {"shape": ["seq_len", "num_experts"], "dtype": "bfloat16",
+                               "random": {"distribution": "skewed_logits", "alpha": 1.0},
+                               "description": "Router logits (the router GEMM's output with its bias)."},
+            "hidden_states": {"shape": ["seq_len", "hidden_size"], "dtype": "float8_e4m3",
+                              "description": "MXFP8 values of the padded hidden states (quantize_mxfp8_h3072)."},
+            "hidden_states_scale": {"shape": ["seq_len", "hidden_sf"], "dtype": "uint8",
+                                    "random": {"distribution": "randint", "low": 122, "high": 127},
+                                    "description": "Their e8m0 scales, row-major."},
+            "gemm1_weights": {"shape": ["num_experts", "gemm1_out_size", "hidden_packed"], "dtype": "uint8",
+                              "random": codes, "description": "[linear; gate] e2m1 codes (gate_up_proj)."},
+            "gemm1_weights_scale": {"shape": ["num_experts", "gemm1_out_size", "hidden_sf"], "dtype": "uint8",
+                                    "random": {"distribution": "randint", "low": 118, "high": 125},
+                                    "description": "Their e8m0 scales."},
+            "gemm1_bias": {"shape": ["num_experts", "gemm1_out_size"], "dtype": "float32",
+                           "random": {"distribution": "normal", "mean": 0.0, "std": 0.1},
+                           "description": "gate_up_proj bias, [linear; gate] like the rows."},
+            "gemm1_alpha": {"shape": ["num_experts"], "dtype": "float32",
+                            "random": {"distribution": "uniform", "low": 1.702, "high": 1.702},
+                            "description": "SwiGLU alpha per expert: 1.702."},
+            "gemm1_beta": {"shape": ["num_experts"], "dtype": "float32",
+                           "random": {"distribution": "uniform", "low": 1.0, "high": 1.0},
+                           "description": "SwiGLU beta (added to the linear half) per expert: 1.0."},
+            "gemm1_clamp_limit": {"shape": ["num_experts"], "dtype": "float32",
+                                  "random": {"distribution": "uniform", "low": 7.0, "high": 7.0},
+                                  "description": "swiglu_limit per expert: 7.0."},
+            "gemm2_weights": {"shape": ["num_experts", "hidden_size", "intermediate_packed"], "dtype": "uint8",
+                              "random": codes, "description": "down_proj e2m1 codes."},
+            "gemm2_weights_scale": {"shape": ["num_experts", "hidden_size", "intermediate_sf"], "dtype": "uint8",
+                                    "random": {"distribution": "randint", "low": 118, "high": 125},
+                                    "description": "Their e8m0 scales."},
+            "gemm2_bias": {"shape": ["num_experts", "hidden_size"], "dtype": "float32",
+                           "random": {"distribution": "normal", "mean": 0.0, "std": 0.1},
+                           "description": "down_proj bias."},
+        },
+        "outputs": {"output": {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16",
+                               "description": "The MoE output (padded columns included)."}},
+        "reference": GPT_MOE_REFERENCE,
     }
 
 
@@ -536,6 +884,11 @@ def rendered() -> dict:
         MXFP8_NAME: ("quantize", mxfp8_definition(), MXFP8_EINSUM, MXFP8_BASELINE,
                      "Vectorised: the e8m0 byte read from the float32 product's exponent and mantissa bits, one "
                      "multiplication by 2 ** (127 - byte) and a float8_e4m3fn cast."),
+        **{gpt_moe_name(e): ("moe", gpt_moe_definition(m, e), GPT_MOE_EINSUM, GPT_MOE_BASELINE,
+                             "Stable argsort routing, weights dequantised by a 16-entry lookup table and exp2 of the "
+                             "scale bytes, torch.nn.functional.linear with the biases, the e8m0 byte of the "
+                             "re-quantisation read from the float32 bits, index_add_ back to the tokens.")
+           for m, e in GPT_OSS},
     }
 
 
@@ -663,15 +1016,87 @@ def mxfp8_inputs(ax, g, i):
         x[2, :32] *= 450.0 / x[2, :32].abs().max()  # one bfloat16 ulp above 448 x 2**0: scale 2**1
     if i == 1:
         x[0, 32:64] *= 1e4  # a large block next to small ones
+        x[2, 64:] = 0.0  # an all-zero block (vLLM's padding columns): byte 0, zeros
     return {"input": x.to(torch.bfloat16)}
 
 
 # K shrunk to 96 (three 32-value blocks; each block is quantised alone, so any K checks the same).
 MXFP8_SETS = [shrunk({"M": 3}, K=96, K_sf=3), shrunk({"M": 7}, K=96, K_sf=3), shrunk({"M": 4}, K=64, K_sf=2)]
 
+
+
+def _mxfp4_dequant(blocks: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """float64 [rows, K]: codes through the 16-entry table times 2 ** (byte - 127) per 32 values."""
+    rows, kp = blocks.shape
+    vals = np.empty((rows, 2 * kp))
+    vals[:, 0::2], vals[:, 1::2] = nvfp4.LUT16[blocks & 15], nvfp4.LUT16[blocks >> 4]
+    return vals * np.repeat(np.power(2.0, scales.astype(np.float64) - 127), 32, axis=1)
+
+
+def gpt_moe_expected(ax, inputs):
+    logits = inputs["routing_logits"].to(torch.float64).numpy()
+    T, E = logits.shape
+    H, I = ax["hidden_size"], ax["intermediate_size"]
+    # Routing: each token's experts ranked by (-logit, id), the top 4's softmax in float64, rounded to bfloat16.
+    dense = np.zeros((T, E))  # [token, expert] routing weight, 0 for experts not picked
+    for t in range(T):
+        top = sorted(range(E), key=lambda e: (-logits[t, e], e))[:4]
+        z = np.exp(logits[t, top] - logits[t, top].max())
+        dense[t, top] = _bf16(z / z.sum())
+    x = inputs["hidden_states"].to(torch.float64).numpy() * np.repeat(
+        np.power(2.0, inputs["hidden_states_scale"].numpy().astype(np.float64) - 127), 32, axis=1)
+    out = np.zeros((T, H))
+    for e in range(E):  # every token through every expert (dense), weighted by its routing weight
+        w13 = _mxfp4_dequant(inputs["gemm1_weights"][e].numpy().astype(np.int64),
+                             inputs["gemm1_weights_scale"][e].numpy())
+        b13 = inputs["gemm1_bias"][e].to(torch.float64).numpy()
+        lim = float(inputs["gemm1_clamp_limit"][e])
+        lin = np.clip(x @ w13[:I].T + b13[:I], -lim, lim)
+        gate = np.minimum(x @ w13[I:].T + b13[I:], lim)
+        alpha, beta = float(inputs["gemm1_alpha"][e]), float(inputs["gemm1_beta"][e])
+        act = torch.from_numpy(gate / (1.0 + np.exp(-alpha * gate)) * (lin + beta)).to(torch.bfloat16)
+        q = mxfp8_expected({}, {"input": act})
+        a = q["quantized"].numpy() * np.repeat(np.power(2.0, q["scale"].numpy().astype(np.float64) - 127), 32, axis=1)
+        w2 = _mxfp4_dequant(inputs["gemm2_weights"][e].numpy().astype(np.int64), inputs["gemm2_weights_scale"][e].numpy())
+        y = a @ w2.T + inputs["gemm2_bias"][e].to(torch.float64).numpy()
+        out += dense[:, e:e + 1] * y
+    return {"output": torch.from_numpy(out)}
+
+
+def gpt_moe_inputs(ax, g, i):
+    T, E, H, I, O = ax["seq_len"], ax["num_experts"], ax["hidden_size"], ax["intermediate_size"], ax["gemm1_out_size"]
+    codes = lambda *s: torch.randint(0, 256, s, generator=g, dtype=torch.int32).to(torch.uint8)  # noqa: E731
+    bytes_ = lambda lo, hi, *s: torch.randint(lo, hi, s, generator=g, dtype=torch.int32).to(torch.uint8)  # noqa: E731
+    logits = torch.randn(T, E, generator=g) * 2.0
+    if i == 0:  # ties at the 4th / 5th pick: the lower expert id wins
+        logits[0, :] = -5.0
+        logits[0, [3, 9, 17]] = 4.0
+        logits[0, [5, 11, 21]] = 1.0
+    # Weight scales set so that GEMM 1's gate and linear halves reach past the clamp limit (7) in places.
+    return {
+        "routing_logits": logits.to(torch.bfloat16),
+        "hidden_states": (torch.randn(T, H, generator=g) * 100).clamp(-448, 448).to(torch.float8_e4m3fn),
+        "hidden_states_scale": bytes_(118, 122, T, H // 32),
+        "gemm1_weights": codes(E, O, H // 2), "gemm1_weights_scale": bytes_(120, 125, E, O, H // 32),
+        "gemm1_bias": torch.randn(E, O, generator=g) * 0.5,
+        "gemm1_alpha": torch.full((E,), 1.702), "gemm1_beta": torch.full((E,), 1.0),
+        "gemm1_clamp_limit": torch.full((E,), [7.0, 7.0, 3.0][i]),
+        "gemm2_weights": codes(E, H, I // 2), "gemm2_weights_scale": bytes_(118, 124, E, H, I // 32),
+        "gemm2_bias": torch.randn(E, H, generator=g) * 0.1,
+    }
+
+
+# Hidden and intermediate shrunk to 64 (two 32-value scale blocks each; every row and block is decoded alike at
+# any size), the real expert counts (the routing picks among them).
+_GPT_SHRINK = dict(hidden_size=64, hidden_packed=32, hidden_sf=2, intermediate_size=64, gemm1_out_size=128,
+                   intermediate_packed=32, intermediate_sf=2)
+GPT_MOE_SETS = [shrunk({"seq_len": 3}, **_GPT_SHRINK), shrunk({"seq_len": 11}, **_GPT_SHRINK),
+                shrunk({"seq_len": 6}, **_GPT_SHRINK)]
+
 CASES = {
     MOE_NAME: Case(MOE_SETS, moe_inputs, moe_expected, derived=_moe_derived),
     MXFP8_NAME: Case(MXFP8_SETS, mxfp8_inputs, mxfp8_expected),
+    **{gpt_moe_name(e): Case(GPT_MOE_SETS, gpt_moe_inputs, gpt_moe_expected) for _, e in GPT_OSS},
 }
 
 
