@@ -44,7 +44,9 @@ def _sampler_key(name: str) -> tuple:
 # their wrong variants are checked once, on the smallest vocabulary of the group, since the check is the same
 # (and each costs SAMPLING_DRAWS real draws over a vocabulary of 128k-262k). The groups are recomputed from
 # the references, so a sampler whose reference differs in anything but that constant is checked on its own.
-_SAMPLERS = sorted((n for n in NAMES if _DS.definitions[n].type == "sampling"),
+# The logits processors of every vocabulary (tests/reference_cases/logits_vocab.py) likewise: one reference per kernel.
+VOCAB_SIBLINGS = ("logits_penalties_v", "min_p_logits_v", "apply_token_bitmask_v")
+_SAMPLERS = sorted((n for n in NAMES if _DS.definitions[n].type == "sampling" or n.startswith(VOCAB_SIBLINGS)),
                    key=lambda n: (_DS.definitions[n].data["axes"]["vocab_size"]["value"], n))
 SAMPLER_TWIN: dict[str, str] = {}  # name -> the sampler checked for it
 for _name in _SAMPLERS:
@@ -97,6 +99,17 @@ SHRINK = {
        for name in ("moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e48_h7168_i2048",
                     "moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe_fp8_block_scale_renorm_topk8_e128_h4096_i1536",
                     "moe_fp8_block_scale_renorm_topk10_e128_h2048_i512")},
+    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe_render.py): hidden 256 and intermediate 64 (two or more
+    # 32-wide e8m0 blocks a row; hidden_states the largest float input, whose cut-short last eighth must fail),
+    # the real expert counts and top k.
+    **{f"{kind}_topk{k}_e{e}_h{h}_i{i}": {"hidden_size": 256, "intermediate_size": 64, "gemm1_out_size": 128,
+                                            **({} if kind.startswith("trtllm_fp8") else {
+                                                "hidden_size_packed": 128, "num_hidden_blocks": 8,
+                                                "intermediate_size_packed": 32, "num_intermediate_blocks": 2})}
+       for kind in ("trtllm_fp4_block_scale_moe", "trtllm_fp4_block_scale_routed_moe", "trtllm_fp8_per_tensor_scale_moe")
+       for k, e, h, i in ((10, 128, 2048, 512), (1, 128, 5120, 8192), (1, 16, 5120, 8192), (8, 128, 2048, 768),
+                          (8, 64, 4096, 1536))
+       if not (kind.startswith("trtllm_fp8") and (k, e) in ((10, 128), (8, 64)))},
     # The NVFP4 MoE (reference_cases/fp4_moe.py): whole 128-row scale tiles of w13 and w2, 4-column tiles of their
     # scales; the real 32 local experts of 256 (the routing blobs index them).
     "moe_nvfp4_routed_topk8_e32_h7168_i2048": {

@@ -91,6 +91,12 @@ TOO_LARGE_FOR_CI = {
     "moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e384_h7168_i2048",
     "moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e48_h7168_i2048", "moe_fp8_block_scale_renorm_topk10_e128_h2048_i512",
     "moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe_fp8_block_scale_renorm_topk8_e128_h4096_i1536",
+    # The public set's TRT-LLM fused MoEs (1-17 GB of expert weights; checked shrunk in test_references)
+    *(f"{kind}_topk{k}_e{e}_h{h}_i{i}"
+      for kind in ("trtllm_fp4_block_scale_moe", "trtllm_fp4_block_scale_routed_moe", "trtllm_fp8_per_tensor_scale_moe")
+      for k, e, h, i in ((10, 128, 2048, 512), (1, 128, 5120, 8192), (1, 16, 5120, 8192), (8, 128, 2048, 768),
+                         (8, 64, 4096, 1536))
+      if not (kind.startswith("trtllm_fp8") and (k, e) in ((10, 128), (8, 64)))),
 }
 # The served models of issue #26 step 4 (gpt-oss-20b, Qwen3-235B-A22B TP8, Mistral-7B-Instruct-v0.3): their wide
 # weights, vocabularies and expert tables.
@@ -106,6 +112,12 @@ TOO_LARGE_FOR_CI |= {
     "grouped_gemm_fp8_block128_sorted_e32_n3072_k3072", "grouped_gemm_fp8_block128_sorted_weighted_e32_n3072_k1536",
     "grouped_gemm_fp8_rowwise_sorted_e160_n384_k5120", "grouped_gemm_fp8_rowwise_sorted_weighted_e160_n5120_k192",
     "grouped_gemm_weighted_e16_n2048_k5120",
+}
+# Session 11: the NVFP4 GEMMs' weights (Llama-3.1-8B and Llama-3.3-70B TP4 shards) and MiniMax-M2's unsharded
+# qkv/o GEMMs of the public set (tests/reference_cases/nvfp4.py and public_gemms.py check them at small sizes).
+TOO_LARGE_FOR_CI |= {
+    "gemm_nvfp4_n6144_k4096", "gemm_nvfp4_n14336_k8192", "gemm_nvfp4_n28672_k4096", "gemm_nvfp4_n4096_k14336",
+    "gemm_nvfp4_n8192_k7168", "gemm_n3072_k6144", "gemm_n8192_k3072",
 }
 # The NVFP4 MoE of DeepSeek-R1-FP4 at EP8 (0.8 GB of expert codes and scales; checked shrunk in test_references) and
 # gpt-oss's MXFP4 x MXFP8 MoEs on Blackwell (0.5 / 1.9 GB of expert codes and scales).

@@ -32,10 +32,13 @@ def _workloads(path: Path):
     return d, [json.loads(line)["workload"] for line in lines if line.strip()]
 
 
-def test_six_lora_definitions():
+def test_the_lora_definitions():
     assert [p.stem for p in DEFINITIONS] == [
-        "lora_bgmv_expand_s2_l4_r64_n28672", "lora_bgmv_expand_s3_l4_r16_n6144", "lora_bgmv_shrink_s1_l4_r64_k14336",
-        "lora_bgmv_shrink_s3_l4_r16_k4096", "lora_sgmv_expand_s3_l4_r16_n6144", "lora_sgmv_shrink_s3_l4_r16_k4096"]
+        "lora_bgmv_expand_s2_l4_r64_n28672", "lora_bgmv_expand_s3_l4_r16_n4608", "lora_bgmv_expand_s3_l4_r16_n5120",
+        "lora_bgmv_expand_s3_l4_r16_n6144", "lora_bgmv_shrink_s1_l4_r64_k14336", "lora_bgmv_shrink_s3_l4_r16_k3072",
+        "lora_bgmv_shrink_s3_l4_r16_k3584", "lora_bgmv_shrink_s3_l4_r16_k4096", "lora_sgmv_expand_s3_l4_r16_n6144",
+        "lora_sgmv_shrink_s3_l4_r16_k4096"]  # the qkv BGMV pairs at k3584 / n4608 (Qwen2.5-7B) and k3072 / n5120
+    # (Llama-3.2-3B): tests/reference_cases/lora_variants.py
 
 
 @pytest.mark.parametrize("path", DEFINITIONS, ids=lambda p: p.stem)

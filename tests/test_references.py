@@ -263,6 +263,16 @@ PLANTED = [
      "threshold = min_p[b].to(torch.float32)", [0, 1, 2]),
     # Ties with the threshold filtered too: only the min_p = 1.0 row (sets 1 and 2) keeps a token exactly at it.
     ("min_p_logits_v128256", "torch.where(probs < threshold,", "torch.where(probs <= threshold,", [1, 2]),
+    # The grammar bitmask (reference_cases/logits_vocab.py). The bits of a word read from the most significant: every
+    # set has a row with a mask other than all ones.
+    ("apply_token_bitmask_v128256", "bit = token % 32", "bit = 31 - token % 32", [0, 1, 2]),
+    # The tokens of a last, partial word left unmasked: sets 1 and 2 (vocabularies of 1000 and 77) end inside a word;
+    # set 0's 128256 does not.
+    ("apply_token_bitmask_v128256", "allowed = ((words >> bit) & 1) == 1",
+     "allowed = (((words >> bit) & 1) == 1) | (token >= vocab_size // 32 * 32)", [1, 2]),
+    # Every row masked, not only those in indices: sets 1 and 2 have rows without a grammar (set 0's two rows both have one).
+    ("apply_token_bitmask_v128256", "    for i in range(indices.shape[0]):",
+     "    indices = torch.arange(batch_size)\n    for i in range(indices.shape[0]):", [1, 2]),
     # Multi-LoRA (reference_cases/lora.py). The scaling dropped: sets 0 and 1 scale by 2.0 and 0.5; set 2 by 1.0 (what
     # vLLM passes, its scaling folded into lora_B), where dropping it is moot.
     ("lora_bgmv_shrink_s3_l4_r16_k4096", ") * scaling", ")", [0, 1]),
@@ -362,6 +372,42 @@ PLANTED = [
     ("gemm_nvfp4_n8192_k2048", "C = acc * torch.as_tensor(alpha", "C = acc * alpha * torch.as_tensor(alpha", [0, 1, 2]),
     ("gemm_nvfp4_n8192_k2048", "tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]",
      "tiles.reshape(rows_padded, C)[:rows]", [0, 1, 2]),
+    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe.py). Up and gate halves of gemm1 swapped.
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192",
+     "up, gate = h[:, :intermediate_size], h[:, intermediate_size:]",
+     "gate, up = h[:, :intermediate_size], h[:, intermediate_size:]", [0, 1, 2]),
+    # The e8m0 exponent bias off by one (every weight halved).
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192", "scales.to(torch.float32) - 127.0",
+     "scales.to(torch.float32) - 128.0", [0, 1, 2]),
+    # The nibble order swapped (element 2i read from the high nibble).
+    ("trtllm_fp4_block_scale_moe_topk1_e128_h5120_i8192", "torch.stack([blocks & 0x0F, blocks >> 4], dim=-1)",
+     "torch.stack([blocks >> 4, blocks & 0x0F], dim=-1)", [0, 1, 2]),
+    # Softmax over all experts before the top-k, not renormalised: the picks' weights no longer sum to 1.
+    ("trtllm_fp4_block_scale_moe_topk10_e128_h2048_i512", "torch.softmax(logits.gather(1, ids), dim=-1)",
+     "torch.softmax(logits, dim=-1).gather(1, ids)", [0, 1, 2]),
+    # Llama4 routing weighted 1 (a softmax over the one pick) instead of the pick's sigmoid.
+    ("trtllm_fp4_block_scale_moe_topk1_e16_h5120_i8192", "torch.sigmoid(logits.gather(1, ids))",
+     "torch.ones_like(logits.gather(1, ids))", [0, 1, 2]),
+    # The packed routing's halves mixed up: the expert id read from the low 16 bits.
+    ("trtllm_fp4_block_scale_routed_moe_topk1_e16_h5120_i8192", "ids = (topk_ids >> 16)",
+     "ids = (topk_ids & 0xFFFF)", [0, 1, 2]),
+    # Llama4 FP8: the routing weight on the up half only, i.e. linearly on the expert output, not on the input.
+    ("trtllm_fp8_per_tensor_scale_moe_topk1_e16_h5120_i8192", "        gate = gate * w_tok[:, None]\n", "",
+     [0, 1, 2]),
+    # FP8: the gate's per-expert scale used for the up half too.
+    ("trtllm_fp8_per_tensor_scale_moe_topk1_e128_h5120_i8192", "h[:, :intermediate_size] * output1_scales_scalar[e]",
+     "h[:, :intermediate_size] * output1_scales_gate_scalar[e]", [0, 1, 2]),
+    # Speculative decoding's MLA verify (reference_cases/specdec_mla.py). The verify tokens aligned top-left, as if
+    # they were the sequence's first tokens: right only where a sequence has no context (set 0's one sequence).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    # The mask off by one: a verify token does not see itself (set 0's first token then sees nothing at all).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] < q_pos[:, None]", [0, 1, 2]),
+    # ... or sees the next verify token too.
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
+     "visible = k_pos[None, :] <= q_pos[:, None] + 1", [0, 1, 2]),
+    # The rotary part of the logit dropped (q_pe . k_pe).
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", ' + torch.einsum("qhr,tr->hqt", qp, kpe)', "", [0, 1, 2]),
     # FP4 MoE on Blackwell (reference_cases/fp4_moe.py). The NVFP4 MoE: w1 and w3 swapped (gate read from the
     # up rows), the SwiGLU output passed to GEMM 2 without its NVFP4 re-quantisation, DeepSeek's routed scale
     # 2.5 applied in the kernel (vLLM applies it after: twice in all), the routing weight applied twice, the

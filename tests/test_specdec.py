@@ -26,8 +26,14 @@ def _blob(w: dict, name: str) -> np.ndarray:
     return load_file(str(DATASET / spec["path"]))[spec["tensor_key"]]
 
 
+# Every verify step's definition (the other models' chain verify and MLA verify too, tests/reference_cases/
+# specdec_variants.py): type/name.
+ALL_VERIFY = sorted(f"{p.parent.name}/{p.stem}" for p in (DATASET / "definitions").glob("*/*_verify_*.json"))
+
+
 def test_every_verify_sequence_holds_its_verify_tokens():
-    for name in VERIFY:
+    assert set(VERIFY) < set(ALL_VERIFY)
+    for name in ALL_VERIFY:
         page_size = json.loads((DATASET / "definitions" / f"{name}.json").read_text())["axes"]["page_size"]["value"]
         for w in _workloads(name):
             indptr, last = _blob(w, "kv_indptr").astype(np.int64), _blob(w, "kv_last_page_len").astype(np.int64)

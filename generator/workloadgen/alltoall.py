@@ -99,4 +99,15 @@ def ep_combine(name: str, step: MoeStep, seed: int, ep: int, num_experts: int, t
                 stage=step.stage, num_tokens=step.tokens)
 
 
-BUILDERS = {"dispatch": ep_dispatch, "combine": ep_combine}
+def ep_dispatch_fp8(name: str, step: MoeStep, seed: int, ep: int, num_experts: int, top_k: int, text: str,
+                    fields: Optional[Mapping] = None) -> Spec:
+    """The dispatch of one step with an FP8 payload: x_fp8 and x_scale random (the definition draws them as a
+    per-128-column quantiser writes them), topk_ids and topk_weights as ep_dispatch's."""
+    spec = ep_dispatch(name, step, seed, ep, num_experts, top_k, text, fields)
+    inputs = {"x_fp8": "random", "x_scale": "random",
+              **{k: v for k, v in spec.inputs.items() if k != "hidden_states"}}
+    return Spec(spec.definition, spec.key, spec.axes, inputs, seed, spec.description, stage=step.stage,
+                num_tokens=step.tokens)
+
+
+BUILDERS = {"dispatch": ep_dispatch, "dispatch_fp8": ep_dispatch_fp8, "combine": ep_combine}

@@ -61,11 +61,14 @@ def prefill_lens(s: Prefill, seed: int):
 
 
 def paged(name: str, s, seed: int, page: int, sm_scale: float, lead: str = "", scale_text: str = SM_SCALE_TEXT,
-          raw_keys: bool = False) -> Spec:
+          raw_keys: bool = False, extra: Optional[dict] = None) -> Spec:
     """Absorbed MLA on the paged latent cache: a decode batch, or a prefill (causal) behind cached prefixes.
     lead: words before the step's stage in the description (e.g. the model); scale_text: how sm_scale was made;
-    raw_keys: the key writes the median context as a number (b16_ctx8192, not b16_ctx8k)."""
-    latent = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random"}
+    raw_keys: the key writes the median context as a number (b16_ctx8192, not b16_ctx8k); extra: more inputs of
+    the definition (an FP8 cache's k_scale), named with their values at the end of the description."""
+    latent = {"q_nope": "random", "q_pe": "random", "ckv_cache": "random", "kpe_cache": "random", **(extra or {})}
+    if extra:
+        scale_text += "; " + ", ".join(f"{k} = {v!r}" for k, v in extra.items())
     if isinstance(s, Decode):
         g = core.rng(seed)
         lens = core.seq_lens(g, s.batch, s.median, low=64, high=32768, sigma=s.sigma)

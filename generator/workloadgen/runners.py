@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import alltoall, cascade, core, dsa, families, fp4moe, logits, lora, mla, moe, specdec, state
+from . import alltoall, cascade, core, dsa, families, fp4moe, logits, lora, mla, moe, packed_routing, specdec, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -51,9 +51,9 @@ def _dsa(r: Recipe, e: dict) -> Iterator[Spec]:
 
 
 def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
-    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale), rope, rope_compact (its cache
-    from the rope configuration of the model label's first word), per_token (inputs), cache_store,
-    ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
+    """DeepSeek-V3-style MLA kernels (mla.py): `kernel` paged (page_size, sm_scale; inputs: more inputs, optional),
+    rope, rope_compact (its cache from the rope configuration of the model label's first word), per_token (inputs),
+    cache_store, ragged_prefill (sm_scale) or concat_k, over decode or prefill steps."""
     k = e["kernel"]
     more = {"paged": lambda: (int(e["page_size"]), float(r.value(e["sm_scale"]))),
             "per_token": lambda: ({n: r.value(v) for n, v in e["inputs"].items()},),
@@ -67,6 +67,8 @@ def _mla(r: Recipe, e: dict) -> Iterator[Spec]:
         more += (fill_lead(r, e), r.model.split(" ")[0])
     build = {"paged": mla.paged, "rope": mla.rope, "per_token": mla.per_token, "cache_store": mla.cache_store,
              "ragged_prefill": mla.ragged_prefill, "concat_k": mla.concat_k, "rope_compact": mla.rope_compact}[k]
+    if k == "paged" and "inputs" in e:  # more inputs of the definition (an FP8 cache's k_scale)
+        more += ({n: r.value(v) for n, v in e["inputs"].items()},)
     for seed, s in r.seeded(e):
         yield build(e["definition"], s, seed, *more)
 
@@ -146,13 +148,21 @@ def _penalties(r: Recipe, e: dict) -> Iterator[Spec]:
     menus = {k: r.value(v) for k, v in r.value(e["menus"]).items()}
     for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
         yield logits.penalties(e["definition"], int(b), seed, int(r.value(e["vocab"])), e["prompt"], e["output"], menus,
-                               e["description"], r.fields())
+                               e["description"], r.fields(), random_ids=bool(e.get("random_ids", False)))
 
 
 def _min_p(r: Recipe, e: dict) -> Iterator[Spec]:
     """Min-p filtering of b sequences' logits (logits.min_p), min_p per request from `menu`."""
     for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
         yield logits.min_p(e["definition"], int(b), seed, r.value(e["menu"]), e["description"], r.fields())
+
+
+def _token_bitmask(r: Recipe, e: dict) -> Iterator[Spec]:
+    """The grammar bitmask of structured outputs over b sequences' logits (logits.token_bitmask): `share` of requests
+    with a grammar, `kinds` the menu of JSON step kinds, `mask` json (a blob) or random (the bench's draw)."""
+    for seed, b in enumerate(r.value(e["batches"]), start=int(e.get("first_seed", 0))):
+        yield logits.token_bitmask(e["definition"], int(b), seed, int(r.value(e["vocab"])), float(r.value(e["share"])),
+                                   r.value(e["kinds"]), e["mask"], e["description"], r.fields())
 
 
 def _lora_batch(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -171,10 +181,21 @@ def _ep_alltoall(r: Recipe, e: dict) -> Iterator[Spec]:
                     e["description"], r.fields())
 def _spec_verify(r: Recipe, e: dict) -> Iterator[Spec]:
     """Speculative decoding's verify attention (specdec.paged_verify): `steps` {batch, context, sigma, q, what}, a
-    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens)."""
+    tree's also {steps, topk} (SGLang's EAGLE tree, drawn over `vocab` tokens); `layout` gqa (default) or mla."""
     for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
         yield specdec.paged_verify(e["definition"], step, seed, int(e["page_size"]), float(r.value(e["sm_scale"])),
-                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))))
+                                   e["description"], r.fields(), int(r.value(e.get("vocab", 0))),
+                                   e.get("layout", "gqa"))
+
+
+def _packed_routed_moe(r: Recipe, e: dict) -> Iterator[Spec]:
+    """A fused MoE with pre-computed routing (packed_routing.packed_routed_moe): `steps` {tokens, alpha, stage, what},
+    `routing` renormalize or llama4, `inputs` the definition's inputs after topk_ids."""
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()}
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield packed_routing.packed_routed_moe(e["definition"], step, seed, int(r.value(e["num_experts"])),
+                                               int(r.value(e["top_k"])), e["routing"], inputs, e["description"],
+                                               r.fields())
 
 
 def _routed_topk_rank(r: Recipe, e: dict) -> Iterator[Spec]:
@@ -209,13 +230,17 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "shared_prefix_decode": (_shared_prefix_decode, ("definition", "steps", "page_size", "sm_scale", "description"),
                              ("first_seed",)),
     "penalties": (_penalties, ("definition", "batches", "vocab", "prompt", "output", "menus", "description"),
-                  ("first_seed",)),
+                  ("first_seed", "random_ids")),
+    "token_bitmask": (_token_bitmask, ("definition", "batches", "vocab", "share", "kinds", "mask", "description"),
+                      ("first_seed",)),
     "min_p": (_min_p, ("definition", "batches", "menu", "description"), ("first_seed",)),
     "lora_batch": (_lora_batch, ("definition", "scenarios", "layout", "menu", "inputs", "description"),
                    ("scenarios_pick", "first_seed")),
     "ep_alltoall": (_ep_alltoall, ("kind", "definition", "scenarios", "ep", "num_experts", "top_k", "description"),
                     ("scenarios_pick", "first_seed")),
-    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab")),
+    "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab", "layout")),
+    "packed_routed_moe": (_packed_routed_moe, ("definition", "steps", "num_experts", "top_k", "routing", "inputs",
+                                               "description"), ("first_seed",)),
     "routed_topk_rank": (_routed_topk_rank, ("definition", "steps", "num_experts", "local_experts", "ep", "n_group",
                                              "topk_group", "top_k", "inputs", "description"), ("first_seed",)),
 }

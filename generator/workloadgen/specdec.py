@@ -81,17 +81,22 @@ def tree_mask(parents: np.ndarray) -> np.ndarray:
     return mask
 
 
+# The drawn (random) tensors of a verify step by cache layout: GQA's K and V caches, or MLA's latent and rotary caches
+# (absorbed queries: q_nope in the latent space and q_pe).
+RANDOM_INPUTS = {"gqa": ("q", "k_cache", "v_cache"), "mla": ("q_nope", "q_pe", "ckv_cache", "kpe_cache")}
+
+
 def paged_verify(name: str, step: Mapping, seed: int, page_size: int, sm_scale: float, text: str,
-                 fields: Optional[Mapping] = None, vocab: int = 0) -> Spec:
+                 fields: Optional[Mapping] = None, vocab: int = 0, layout: str = "gqa") -> Spec:
     """A verify step over the paged cache: lens = the verified contexts, the q verify tokens behind them (kv =
     paged_kv(g, lens + q)). With `steps` and `topk` in the step, tree_mask [batch, q, q] follows from the same g:
-    one eagle_tree per request. Fields: what, call, q, drafts (q - 1), kv_tokens (verify tokens included), tree (the tree's
-    draw, or ""), seed."""
+    one eagle_tree per request. `layout` names the drawn tensors (RANDOM_INPUTS). Fields: what, call, q, drafts
+    (q - 1), kv_tokens (verify tokens included), tree (the tree's draw, or ""), seed."""
     batch, q = int(step["batch"]), int(step["q"])
     g = core.rng(seed)
     lens = core.seq_lens(g, batch, int(step["context"]), low=16, high=MAX_CONTEXT, sigma=float(step["sigma"]))
     kv = core.paged_kv(g, lens + q, page_size)
-    inputs = {"q": "random", "k_cache": "random", "v_cache": "random", "kv_indptr": i32(kv["kv_indptr"]),
+    inputs = {**{t: "random" for t in RANDOM_INPUTS[layout]}, "kv_indptr": i32(kv["kv_indptr"]),
               "kv_indices": i32(kv["kv_indices"]), "kv_last_page_len": i32(kv["kv_last_page_len"])}
     key, tree = f"verify_b{batch}_ctx{step['context']}_q{q}", ""
     if "topk" in step:

@@ -1,0 +1,216 @@
+"""Logits processing per vocabulary: the grammar bitmask's independent check, and the penalties, min-p and
+bitmask kernels of every recorded model's vocabulary, rendered from the Llama-3.1-8B (vocab 128256) templates.
+
+The templates (logits_penalties_v128256 and min_p_logits_v128256, checked in full by serving_families.py, and
+apply_token_bitmask_v128256, checked here) hold the mathematics; a sibling <kernel>_v<vocab> is its template with
+another vocabulary constant and the text that says whose it is: the reference, the einsum cascade (written over
+{{ vocab_size }}) and the baseline are the template's, byte for byte. tests/test_logits_vocab.py proves every
+committed sibling file is what files() writes from the table below (`cd tests && python -m
+reference_cases.logits_vocab` rewrites them); each sibling also gets the template's independent check at tiny
+batches of its real vocabulary.
+
+The grammar bitmask is xgrammar's apply_token_bitmask_inplace as vLLM and SGLang call it: bit j % 32 of word j // 32
+of a row (least significant first) allows token j; rows in indices only. The independent formulation unpacks the
+words another way: the int32 words as little-endian bytes, numpy's unpackbits(bitorder="little"), in float64.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .common import Case, shrunk
+from .serving_families import min_p_expected, min_p_inputs, penalties_expected, penalties_inputs
+
+DATASET = Path(__file__).resolve().parents[2] / "dataset"
+TEMPLATE_VOCAB = 128256
+# kernel -> (definition type, template name)
+KERNELS = {"logits_penalties": ("elementwise", "logits_penalties_v128256"),
+           "min_p_logits": ("reduction", "min_p_logits_v128256"),
+           "apply_token_bitmask": ("elementwise", "apply_token_bitmask_v128256")}
+LLAMA = ("for Llama-3.1-8B (vocab_size = 128256, meta-llama/Llama-3.1-8B config.json; Llama-3.2-3B and "
+         "Llama-3.3-70B have the same vocabulary)")
+LLAMA_AXIS = "vocab_size = 128256 (meta-llama/Llama-3.1-8B config.json)."
+SGLANG_NOTE = {  # the vLLM kernels on a model whose records are served by SGLang: a last sentence
+    "logits_penalties": (" The dataset's records serve {label} with SGLang, whose penalizers "
+                         "(python/sglang/srt/sampling/penaltylib) apply the same penalties with kernels of their own: "
+                         "this is the model served with vLLM."),
+    "min_p_logits": (" The dataset's records serve {label} with SGLang, whose sampler applies min-p to the "
+                     "probabilities inside its sampling kernel instead: this is the model served with vLLM."),
+    "apply_token_bitmask": "",  # both engines call xgrammar's kernel
+}
+
+
+@dataclass(frozen=True)
+class Vocab:
+    """One vocabulary of the recorded models: who uses it and where the constant comes from."""
+
+    size: int
+    label: str  # the models, for the description
+    source: str  # the config the constant is read from
+    tags: tuple  # model-alt:<record> ... and tp:<n> of the records' serving
+    sglang: bool  # the records serve it with SGLang (the penalties and min-p kernels are vLLM's)
+
+
+VOCABS = [
+    Vocab(129280, "DeepSeek-V3 and DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3 config.json",
+          ("model-alt:deepseek-v3", "model-alt:deepseek-v3-tp16-h100", "model-alt:deepseek-v3.2", "tp:8", "tp:16"), True),
+    Vocab(131072, "NVIDIA-Nemotron-Nano-9B-v2", "nvidia/NVIDIA-Nemotron-Nano-9B-v2 config.json",
+          ("model-alt:nemotron-nano-9b-v2", "tp:1"), False),
+    Vocab(151552, "GLM-4.5", "zai-org/GLM-4.5 config.json", ("model-alt:glm-4.5", "tp:8"), True),
+    Vocab(151936, "Qwen3 (8B, 14B, 32B, 30B-A3B, 235B-A22B) and Qwen3-Next-80B-A3B",
+          "Qwen/Qwen3-30B-A3B config.json, the same in the other Qwen3 configs",
+          ("model-alt:qwen3-8b", "model-alt:qwen3-14b", "model-alt:qwen3-32b-tp4", "model-alt:qwen3-30b-a3b",
+           "model-alt:qwen3-30b-a3b-tp4", "model-alt:qwen3-235b-a22b-tp8", "model-alt:qwen3-next-80b-a3b", "tp:1",
+           "tp:4", "tp:8"), False),
+    Vocab(152064, "Qwen2.5-7B", "Qwen/Qwen2.5-7B config.json", ("model-alt:qwen2.5-7b", "tp:1"), False),
+    Vocab(163840, "Kimi-K2", "moonshotai/Kimi-K2-Instruct config.json", ("model-alt:kimi-k2", "tp:16"), True),
+    Vocab(200064, "MiniMax-M2", "MiniMaxAI/MiniMax-M2 config.json", ("model-alt:minimax-m2", "tp:8"), True),
+    Vocab(201088, "gpt-oss-120b and gpt-oss-20b", "openai/gpt-oss-120b config.json, the same in gpt-oss-20b's",
+          ("model-alt:gpt-oss-120b", "model-alt:gpt-oss-20b", "tp:1"), False),
+    Vocab(202048, "Llama-4-Scout-17B-16E", "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)",
+          ("model-alt:llama-4-scout", "tp:8"), True),
+    Vocab(262208, "Gemma-3-27B", "google/gemma-3-27b-it config.json (text_config; the transformers Gemma3TextConfig "
+          "default the config leaves in place)", ("model-alt:gemma-3-27b", "tp:2"), False),
+    Vocab(32768, "Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-Instruct-v0.3 config.json",
+          ("model-alt:mistral-7b-instruct-v0.3", "tp:1"), False),
+]
+
+
+def words(vocab: int) -> int:
+    return -(-vocab // 32)
+
+
+def template(kernel: str) -> dict:
+    kind, name = KERNELS[kernel]
+    return json.loads((DATASET / "definitions" / kind / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def _replace(text: str, old: str, new: str, where: str) -> str:
+    assert old in text, f"{where}: {old[:60]!r}... is no longer in the template's text"
+    return text.replace(old, new)
+
+
+def render(kernel: str, v: Vocab) -> dict:
+    """The sibling's definition: the template with v's vocabulary, models and tags."""
+    d = copy.deepcopy(template(kernel))
+    name = f"{kernel}_v{v.size}"
+    note = SGLANG_NOTE[kernel].format(label=v.label) if v.sglang else ""
+    d["name"] = name
+    d["description"] = _replace(d["description"], LLAMA, f"for {v.label} (vocab_size = {v.size}, {v.source})",
+                                name) + note
+    d["tags"] = ["stage:decode", *v.tags, "status:draft"]
+    axes = d["axes"]
+    axes["vocab_size"]["value"] = v.size
+    axes["vocab_size"]["description"] = _replace(axes["vocab_size"]["description"], LLAMA_AXIS,
+                                                 f"vocab_size = {v.size} ({v.source}).", name)
+    if "bitmask_size" in axes:
+        axes["bitmask_size"]["value"] = words(v.size)
+        axes["bitmask_size"]["description"] = _replace(axes["bitmask_size"]["description"],
+                                                       f"= {words(TEMPLATE_VOCAB)}.", f"= {words(v.size)}.", name)
+    for spec in d["inputs"].values():
+        twin = DATASET / "definitions" / "reduction" / f"softmax_temperature_v{v.size}.json"
+        temperature = f"softmax_temperature_v{v.size}'s" if twin.is_file() else "the samplers' logits"
+        spec["description"] = spec["description"].replace("softmax_temperature_v128256's", temperature)
+        if spec.get("random", {}).get("distribution") == "randint" and spec["random"].get("high") == TEMPLATE_VOCAB:
+            spec["random"]["high"] = v.size  # token ids over the vocabulary
+    left = json.dumps(d).count(str(TEMPLATE_VOCAB))
+    assert not left, f"{name}: the template's vocabulary is still named {left} time(s)"
+    return d
+
+
+def rendered() -> dict:
+    """name -> (kernel, definition) of every sibling."""
+    return {f"{k}_v{v.size}": (k, render(k, v)) for k in KERNELS for v in VOCABS}
+
+
+def files() -> dict:
+    """Every file the siblings consist of: dataset-relative path -> text."""
+    out = {}
+    for name, (kernel, d) in rendered().items():
+        kind, tname = KERNELS[kernel]
+        out[f"definitions/{kind}/{name}.json"] = json.dumps(d, indent=2, ensure_ascii=False) + "\n"
+        out[f"einsums/{kind}/{name}.yaml"] = (DATASET / "einsums" / kind / f"{tname}.yaml").read_text(encoding="utf-8")
+        sol = json.loads((DATASET / "solutions" / "baseline" / kind / tname / f"{tname}_torch.json").read_text(
+            encoding="utf-8"))
+        out[f"solutions/baseline/{kind}/{name}/{name}_torch.json"] = json.dumps(
+            {**sol, "name": f"{name}_torch", "definition": name}, indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def write(root: Path = DATASET) -> list:
+    """Write every sibling file under `root` that differs; returns the paths written."""
+    written = []
+    for rel, text in files().items():
+        path = root / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written
+
+
+# --------------------------------------------------------------------------------------------------
+# The grammar bitmask: numpy's little-endian unpackbits of the words' bytes, float64.
+# --------------------------------------------------------------------------------------------------
+
+def bitmask_inputs(ax, g, i):
+    B, V, W, S = ax["batch_size"], ax["vocab_size"], ax["bitmask_size"], ax["num_structured"]
+    logits = torch.randn(B, V, generator=g) * 4.0
+    # Every bit pattern of an int32 word, the sign bit included; row 0 all allowed (-1) and, with more rows, the last
+    # row nothing allowed but token 0.
+    bitmask = torch.randint(-2**31, 2**31, (B, W), generator=g).to(torch.int32)
+    bitmask[0] = -1
+    if B > 1:
+        bitmask[-1] = 0
+        bitmask[-1, 0] = 1
+    # The rows with a grammar, in no particular order; rows outside them keep patterns that would mask (never read).
+    indices = torch.randperm(B, generator=g)[:S].to(torch.int32)
+    return {"logits": logits, "bitmask": bitmask, "indices": indices}
+
+
+def bitmask_expected(ax, x):
+    assert sys.byteorder == "little"  # the words' bytes in memory order are their bytes from least significant
+    V = ax["vocab_size"]
+    words_ = np.ascontiguousarray(x["bitmask"].numpy())
+    allowed = np.unpackbits(words_.view(np.uint8), axis=-1, bitorder="little")[:, :V].astype(bool)
+    out = x["logits"].double().numpy().copy()
+    for b in x["indices"].tolist():
+        out[b] = np.where(allowed[b], out[b], -np.inf)
+    return {"logits_out": torch.from_numpy(out)}
+
+
+# Set 0 at the real vocabulary (one row, its mask all allowed: the row 0 rule); sets 1 and 2 shrink the vocabulary to
+# end inside a word (1000 = 31 * 32 + 8, 77 = 2 * 32 + 13), and leave rows without a grammar.
+BITMASK_SETS = [{"batch_size": 2, "num_structured": 2},
+                shrunk({"batch_size": 5, "num_structured": 3}, vocab_size=1000, bitmask_size=32),
+                shrunk({"batch_size": 7, "num_structured": 4}, vocab_size=77, bitmask_size=3)]
+
+# The siblings' sets: the template's check at two small vocabularies (the reference reads the size from the tensors;
+# 100 ends inside a bitmask word) and one row at the sibling's real vocabulary (set 2: the byte-for-byte test proves
+# the rest is the template's).
+def _tiny(kernel: str, v: Vocab) -> list:
+    small = {"logits_penalties": {"max_prompt_len": 4, "max_output_len": 3}, "min_p_logits": {},
+             "apply_token_bitmask": {"num_structured": 1}}[kernel]
+    vocab = (lambda n: {"vocab_size": n, "bitmask_size": words(n)}) if kernel == "apply_token_bitmask" else \
+        (lambda n: {"vocab_size": n})
+    return [shrunk({"batch_size": 2, **small}, **vocab(64)), shrunk({"batch_size": 3, **small}, **vocab(100)),
+            {"batch_size": 1, **small}]
+
+
+MAKERS = {"logits_penalties": (penalties_inputs, penalties_expected), "min_p_logits": (min_p_inputs, min_p_expected),
+          "apply_token_bitmask": (bitmask_inputs, bitmask_expected)}
+
+CASES = {"apply_token_bitmask_v128256": Case(BITMASK_SETS, bitmask_inputs, bitmask_expected)}
+CASES.update({f"{k}_v{v.size}": Case(_tiny(k, v), *MAKERS[k]) for k in KERNELS for v in VOCABS})
+
+
+if __name__ == "__main__":
+    for p in write():
+        print(f"wrote {p.relative_to(DATASET.parent)}")

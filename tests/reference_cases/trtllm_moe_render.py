@@ -1,0 +1,263 @@
+"""The public FlashInfer-Trace set's TRT-LLM fused MoE definitions (flashinfer-bench's trtllm_fp4_block_scale_moe_*,
+trtllm_fp4_block_scale_routed_moe_*, trtllm_fp8_per_tensor_scale_moe_*), written from the table below.
+
+Thirteen definitions, five kinds of mathematics: MXFP4 weights with bfloat16 activations routed by
+Renormalize (TopK -> Softmax) or Llama4 (Top-1 -> Sigmoid) logits, the same with pre-computed packed routing,
+and FP8 per-tensor-scale weights with either routing. Each kind's reference, einsum cascade and baseline are one
+text with the constants put in, so the mathematics is checked on every definition at a tiny size by
+trtllm_moe.py's independent formulation (cheap: the const axes shrink), and tests/test_trtllm_moe.py proves the
+committed files are what this table renders (`cd tests && python -m reference_cases.trtllm_moe_render` rewrites
+them).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .trtllm_moe_texts import BASELINES, EINSUMS, REFERENCES, description
+
+DATASET = Path(__file__).resolve().parents[2] / "dataset"
+
+
+@dataclass(frozen=True)
+class Model:
+    label: str
+    source: str  # the config.json the constants come from
+    experts: int  # num_experts of the definition (local experts)
+    hidden: int
+    inter: int
+    top_k: int
+    routing: str  # renormalize | llama4
+    tags: tuple
+    status: str
+    serving: str  # how the shape is served, and how faithful the definition is to it
+    layers: str  # how often a step calls it
+
+
+MODELS = {
+    "qwen3-30b": Model(
+        "Qwen3-30B-A3B", "Qwen/Qwen3-30B-A3B config.json: num_experts 128, num_experts_per_tok 8, hidden_size 2048, "
+        "moe_intermediate_size 768, norm_topk_prob true", 128, 2048, 768, 8, "renormalize",
+        ("model-alt:qwen3-30b-a3b", "ep:1", "tp:1"), "verified",
+        "All 128 experts on one Blackwell GPU (expert parallelism 1, TP1: the MXFP4 experts of the 48 layers are "
+        "about 15 GB). Tagged model-alt: the dataset's qwen3-30b-a3b record counts the bfloat16 checkpoint's kernels "
+        "on an H100 (router GEMM, moe_routing_softmax_topk8_e128 and vLLM's sorted grouped GEMMs).",
+        "Every one of the 48 layers is a MoE layer (decoder_sparse_step 1): 48 calls a step."),
+    "qwen3-235b-ep2": Model(
+        "Qwen3-235B-A22B at EP2", "Qwen/Qwen3-235B-A22B config.json: num_experts 128, num_experts_per_tok 8, "
+        "hidden_size 4096, moe_intermediate_size 1536, norm_topk_prob true", 64, 4096, 1536, 8, "renormalize",
+        ("model-alt:qwen3-235b-a22b-tp8", "ep:2"), "draft",
+        "flashinfer-bench's definition calls this Qwen3-235B-A22B at EP2 (128 / 2 = 64 local experts). One EP2 "
+        "rank holds 64 of the 128 experts, but it routes every token over all 128 and computes only the picks that "
+        "land on it (local_expert_offset); here the top 8 are taken over the 64 experts alone, as the public "
+        "definition has it. Kept as a draft under the public name with Qwen3-235B-A22B's expert shape.",
+        "94 MoE layers a step (decoder_sparse_step 1)."),
+    "qwen3-next-ep4": Model(
+        "Qwen3-Next-80B-A3B at EP4", "Qwen/Qwen3-Next-80B-A3B-Instruct config.json: num_experts 512, "
+        "num_experts_per_tok 10, hidden_size 2048, moe_intermediate_size 512, norm_topk_prob true", 128, 2048, 512,
+        10, "renormalize", ("model-alt:qwen3-next-80b-a3b", "ep:4"), "draft",
+        "flashinfer-bench's definition calls this Qwen3-Next-80B-A3B at EP4 (512 / 4 = 128 local experts). One EP4 "
+        "rank holds 128 of the 512 experts, but it routes every token over all 512 (moe_routing_softmax_topk10_e512) "
+        "and computes only its own picks; here the top 10 are taken over the 128 experts alone, as the public "
+        "definition has it. The shared expert is not included. Kept as a draft under the public name with "
+        "Qwen3-Next's expert shape.",
+        "48 MoE layers a step."),
+    "llama-4-scout": Model(
+        "Llama-4-Scout-17B-16E", "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config): "
+        "num_local_experts 16, num_experts_per_tok 1, hidden_size 5120, intermediate_size 8192", 16, 5120, 8192, 1,
+        "llama4", ("model-alt:llama-4-scout", "ep:1", "tp:1"), "verified",
+        "All 16 experts at full width on one Blackwell GPU (EP1, TP1: the 109B parameters fit a 192 GB B200 in FP8 "
+        "or MXFP4). flashinfer-bench tags it tp:8, but its intermediate size is the whole 8192 (a TP8 rank would hold "
+        "1024). Tagged model-alt: the dataset's llama-4-scout record is SGLang TP8 on H100 in bfloat16 "
+        "(moe_routing_top1_sigmoid_e16 and the Triton grouped GEMMs). The shared expert runs as its own GEMMs.",
+        "Every one of the 48 layers is a MoE layer (interleave_moe_layer_step 1): 48 calls a step."),
+    "llama-4-maverick": Model(
+        "Llama-4-Maverick-17B-128E", "meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): "
+        "num_local_experts 128, num_experts_per_tok 1, hidden_size 5120, intermediate_size 8192 (the experts'; "
+        "intermediate_size_mlp 16384 is the dense layers')", 128, 5120, 8192, 1, "llama4",
+        ("model:llama-4-maverick", "ep:1"), "verified",
+        "All 128 experts at full width: the whole routed-expert computation of one MoE layer (about 16 GB of FP8 or "
+        "8 GB of MXFP4 per layer; the model does not fit one GPU, so served, each EP rank runs this kernel over its "
+        "share of the experts and the ranks' outputs are summed). The dataset has no calling record for Maverick "
+        "(its recipe llama-4-maverick writes the workloads). The shared expert runs as its own GEMMs.",
+        "24 of the 48 layers are MoE layers (interleave_moe_layer_step 2): 24 calls a step."),
+}
+
+
+@dataclass(frozen=True)
+class Variant:
+    kind: str  # fp4 | fp4_routed | fp8
+    model: str
+
+    @property
+    def m(self) -> Model:
+        return MODELS[self.model]
+
+    @property
+    def name(self) -> str:
+        m = self.m
+        base = {"fp4": "trtllm_fp4_block_scale_moe", "fp4_routed": "trtllm_fp4_block_scale_routed_moe",
+                "fp8": "trtllm_fp8_per_tensor_scale_moe"}[self.kind]
+        return f"{base}_topk{m.top_k}_e{m.experts}_h{m.hidden}_i{m.inter}"
+
+
+VARIANTS = [Variant(k, m) for k in ("fp4", "fp4_routed")
+            for m in ("qwen3-next-ep4", "llama-4-maverick", "llama-4-scout", "qwen3-30b", "qwen3-235b-ep2")] + \
+    [Variant("fp8", m) for m in ("llama-4-maverick", "llama-4-scout", "qwen3-30b")]
+
+
+def e8m0_range(fan_in: int) -> tuple:
+    """randint bounds of the e8m0 scale bytes: weights of about 1 / sqrt(fan_in) (uniform e2m1 codes have a
+    root mean square of 2.93), scales 2 ** -2 .. 2 ** 1 around it."""
+    centre = 127 - round(math.log2(2.93 * math.sqrt(fan_in)))
+    return centre - 2, centre + 2
+
+
+def fp8_scale_range(fan_in: int) -> tuple:
+    """uniform bounds of a per-expert output scale for FP8 operands drawn normal(0, 64): 0.5 .. 2 times
+    1 / (64 * 64 * sqrt(fan_in)) for activations x weights (gemm1), 1 / (64 * sqrt(fan_in)) for gemm2."""
+    return 0.5 / math.sqrt(fan_in), 2.0 / math.sqrt(fan_in)
+
+
+def axes(v: Variant) -> dict:
+    m = v.m
+    src = m.source.split(":")[0]
+    a = {"seq_len": {"type": "var", "description": "Tokens in the step: decode batch size or prefill chunk length."}}
+    if v.kind == "fp4_routed":
+        a["top_k"] = {"type": "const", "value": m.top_k, "description": f"num_experts_per_tok = {m.top_k} ({src})."}
+    a["num_experts"] = {"type": "const", "value": m.experts, "description": "Local experts of the definition (see "
+                        "the description for the model's total)."}
+    a["hidden_size"] = {"type": "const", "value": m.hidden, "description": f"hidden_size = {m.hidden} ({src})."}
+    a["intermediate_size"] = {"type": "const", "value": m.inter, "description": "The experts' intermediate size, "
+                              f"{m.inter} ({src})."}
+    a["gemm1_out_size"] = {"type": "const", "value": 2 * m.inter,
+                           "description": "Rows of the fused up+gate weight: 2 * intermediate_size."}
+    if v.kind != "fp8":
+        a["hidden_size_packed"] = {"type": "const", "value": m.hidden // 2,
+                                   "description": "hidden_size / 2: bytes of a gemm1 weight row, two e2m1 codes each."}
+        a["num_hidden_blocks"] = {"type": "const", "value": m.hidden // 32,
+                                  "description": "hidden_size / 32: e8m0 scales of a gemm1 weight row."}
+        a["intermediate_size_packed"] = {"type": "const", "value": m.inter // 2,
+                                         "description": "intermediate_size / 2: bytes of a gemm2 weight row."}
+        a["num_intermediate_blocks"] = {"type": "const", "value": m.inter // 32,
+                                        "description": "intermediate_size / 32: e8m0 scales of a gemm2 weight row."}
+    return a
+
+
+def constraints(v: Variant) -> list:
+    c = ["gemm1_out_size == 2 * intermediate_size"]
+    if v.kind != "fp8":
+        c += ["hidden_size_packed * 2 == hidden_size", "num_hidden_blocks * 32 == hidden_size",
+              "intermediate_size_packed * 2 == intermediate_size", "num_intermediate_blocks * 32 == intermediate_size"]
+    return c
+
+
+def inputs(v: Variant) -> dict:
+    m = v.m
+    out = {}
+    if v.kind == "fp4_routed":
+        out["topk_ids"] = {"shape": ["seq_len", "top_k"], "dtype": "int32", "description":
+                           "Pre-computed routing, packed: (expert_id << 16) | the bfloat16 bits of the pick's "
+                           "routing weight (high 16 bits the expert id, low 16 bits the weight)."}
+    else:
+        out["routing_logits"] = {"shape": ["seq_len", "num_experts"], "dtype": "bfloat16",
+                                 "description": "Router logits (the router GEMM's bfloat16 output).",
+                                 "random": {"distribution": "skewed_logits", "alpha": 0.6}}
+    if v.kind == "fp8":
+        lo1, hi1 = fp8_scale_range(m.hidden)
+        lo2, hi2 = fp8_scale_range(m.inter)
+        w = {"distribution": "normal", "std": 64.0}
+        out["hidden_states"] = {"shape": ["seq_len", "hidden_size"], "dtype": "float8_e4m3", "random": w,
+                                "description": "Hidden states quantised to float8_e4m3 with one per-tensor scale "
+                                "(folded into the output scales)."}
+        out["gemm1_weights"] = {"shape": ["num_experts", "gemm1_out_size", "hidden_size"], "dtype": "float8_e4m3",
+                                "random": w, "description": "Experts' fused up (rows [0, I)) and gate (rows [I, 2I)) "
+                                "projections, float8_e4m3 with a per-expert scale."}
+        out["output1_scales_scalar"] = {"shape": ["num_experts"], "dtype": "float32", "description":
+                                        "Per-expert scale of the up half of gemm1's output (activation scale x "
+                                        "weight scale / the intermediate's quantisation scale).",
+                                        "random": {"distribution": "uniform", "low": lo1 / 4096, "high": hi1 / 4096}}
+        out["output1_scales_gate_scalar"] = {"shape": ["num_experts"], "dtype": "float32", "description":
+                                             "Per-expert scale of the gate half of gemm1's output (activation scale x "
+                                             "weight scale).",
+                                             "random": {"distribution": "uniform", "low": lo1 / 4096,
+                                                        "high": hi1 / 4096}}
+        out["gemm2_weights"] = {"shape": ["num_experts", "hidden_size", "intermediate_size"], "dtype": "float8_e4m3",
+                                "random": w, "description": "Experts' down projections, float8_e4m3 with a "
+                                "per-expert scale."}
+        out["output2_scales_scalar"] = {"shape": ["num_experts"], "dtype": "float32", "description":
+                                        "Per-expert scale of gemm2's output (the intermediate's scale x weight scale).",
+                                        "random": {"distribution": "uniform", "low": lo2 / 64, "high": hi2 / 64}}
+        return out
+    out["hidden_states"] = {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16",
+                            "description": "Hidden states (the MxFP4 x bfloat16 mode: activations stay bfloat16)."}
+    for gemm, rows, packed, blocks, fan_in, what in (
+            ("gemm1", "gemm1_out_size", "hidden_size_packed", "num_hidden_blocks", m.hidden,
+             "fused up (rows [0, I)) and gate (rows [I, 2I)) projections"),
+            ("gemm2", "hidden_size", "intermediate_size_packed", "num_intermediate_blocks", m.inter,
+             "down projections")):
+        lo, hi = e8m0_range(fan_in)
+        out[f"{gemm}_weights"] = {"shape": ["num_experts", rows, packed], "dtype": "uint8", "description":
+                                  f"Experts' {what}: e2m1 codes, two per byte (element 2i in the low nibble).",
+                                  "random": {"distribution": "randint", "low": 0, "high": 256}}
+        out[f"{gemm}_weights_scale"] = {"shape": ["num_experts", rows, blocks], "dtype": "uint8", "description":
+                                        "e8m0 block scales, 2 ** (byte - 127), one per 32 weights along a row.",
+                                        "random": {"distribution": "randint", "low": lo, "high": hi}}
+    return out
+
+
+def tags(v: Variant) -> list:
+    m = v.m
+    quant = "quantization:fp8-per-tensor" if v.kind == "fp8" else "quantization:mxfp4"
+    extra = ["routing:pre-computed"] if v.kind == "fp4_routed" else []
+    return [f"status:{m.status}", *m.tags, "stage:decode", "stage:prefill", quant, "gpu:sm100", "fused", *extra]
+
+
+def render(v: Variant) -> dict:
+    m = v.m
+    ref = REFERENCES[(v.kind, m.routing)].replace("@TOP_K@", str(m.top_k))
+    return {"name": v.name, "type": "moe", "tags": tags(v), "description": description(v),
+            "axes": axes(v), "constraints": constraints(v), "inputs": inputs(v),
+            "outputs": {"output": {"shape": ["seq_len", "hidden_size"], "dtype": "bfloat16",
+                                   "description": "Sum over each token's picks of its weighted expert output, "
+                                   "float32, rounded to bfloat16 once."}},
+            "reference": ref}
+
+
+def baseline(v: Variant) -> dict:
+    m = v.m
+    src, text = BASELINES[(v.kind, m.routing)]
+    return {"name": f"{v.name}_torch", "definition": v.name, "author": "baseline", "description": text,
+            "spec": {"language": "python", "target_hardware": ["cpu", "B200"], "entry_point": "main.py::run",
+                     "destination_passing_style": False, "dependencies": ["torch"]},
+            "sources": [{"path": "main.py", "content": src.replace("@TOP_K@", str(m.top_k))}]}
+
+
+def files() -> dict:
+    """Every file of the thirteen definitions: dataset-relative path -> text."""
+    out = {}
+    for v in VARIANTS:
+        out[f"definitions/moe/{v.name}.json"] = json.dumps(render(v), indent=2, ensure_ascii=False) + "\n"
+        out[f"einsums/moe/{v.name}.yaml"] = EINSUMS[v.kind].replace("@TOP_K@", str(v.m.top_k))
+        out[f"solutions/baseline/moe/{v.name}/{v.name}_torch.json"] = \
+            json.dumps(baseline(v), indent=2, ensure_ascii=False) + "\n"
+    return out
+
+
+def write() -> list:
+    written = []
+    for rel, text in files().items():
+        p = DATASET / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if not p.is_file() or p.read_text(encoding="utf-8") != text:
+            p.write_text(text, encoding="utf-8")
+            written.append(p)
+    return written
+
+
+if __name__ == "__main__":
+    for p in write():
+        print(f"wrote {p.relative_to(DATASET.parent)}")
