@@ -110,6 +110,17 @@ SHRINK = {
        for k, e, h, i in ((10, 128, 2048, 512), (1, 128, 5120, 8192), (1, 16, 5120, 8192), (8, 128, 2048, 768),
                           (8, 64, 4096, 1536))
        if not (kind.startswith("trtllm_fp8") and (k, e) in ((10, 128), (8, 64)))},
+    # The NVFP4 MoE (reference_cases/fp4_moe.py): whole 128-row scale tiles of w13 and w2, 4-column tiles of their
+    # scales; the real 32 local experts of 256 (the routing blobs index them).
+    "moe_nvfp4_routed_topk8_e32_h7168_i2048": {
+        "hidden_size": 256, "hidden_packed": 128, "hidden_sf": 16, "intermediate_size": 128, "gemm1_out_size": 256,
+        "intermediate_packed": 64, "intermediate_sf": 8},
+    # The MXFP4 x MXFP8 MoEs of gpt-oss (fp4_moe.py): hidden and intermediate to 128 (four 32-value scale blocks),
+    # the real expert counts (the routing picks among them).
+    **{name: {"hidden_size": 128, "hidden_packed": 64, "hidden_sf": 4, "intermediate_size": 128,
+              "gemm1_out_size": 256, "intermediate_packed": 64, "intermediate_sf": 4}
+       for name in ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072",
+                    "trtllm_fp4_block_scale_moe_mxfp8_topk4_e128_h3072_i3072")},
 }
 
 

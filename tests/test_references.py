@@ -408,6 +408,40 @@ PLANTED = [
      "visible = k_pos[None, :] <= q_pos[:, None] + 1", [0, 1, 2]),
     # The rotary part of the logit dropped (q_pe . k_pe).
     ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", ' + torch.einsum("qhr,tr->hqt", qp, kpe)', "", [0, 1, 2]),
+    # FP4 MoE on Blackwell (reference_cases/fp4_moe.py). The NVFP4 MoE: w1 and w3 swapped (gate read from the
+    # up rows), the SwiGLU output passed to GEMM 2 without its NVFP4 re-quantisation, DeepSeek's routed scale
+    # 2.5 applied in the kernel (vLLM applies it after: twice in all), the routing weight applied twice, the
+    # rank's expert offset ignored (set 0 is rank 0).
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "up, gate = h[:, :I], h[:, I:]", "gate, up = h[:, :I], h[:, I:]",
+     [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "a = requantize(act, gemm2_input_scale)",
+     "a = act.to(torch.float32) * gemm2_input_scale", [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "output[rows] += weight[:, None] * y",
+     "output[rows] += 2.5 * weight[:, None] * y", [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "output[rows] += weight[:, None] * y",
+     "output[rows] += weight[:, None] * weight[:, None] * y", [0, 1, 2]),
+    ("moe_nvfp4_routed_topk8_e32_h7168_i2048", "e = offset + le", "e = le", [1, 2]),
+    # The MXFP8 quantiser: the e8m0 scale rounded down instead of up (values past 448 saturate), the
+    # float8_e4m3fnuz range 240 instead of 448.
+    ("quantize_mxfp8_h3072", "e = torch.where(mantissa == 0.5, exponent - 1, exponent)", "e = exponent - 1",
+     [0, 1, 2]),
+    ("quantize_mxfp8_h3072", "inv_448 = torch.tensor(1.0 / 448.0", "inv_448 = torch.tensor(1.0 / 240.0", [0, 1, 2]),
+    # The MXFP4 x MXFP8 MoE (gpt-oss-20b's; gpt-oss-120b's has the same reference): linear and gate halves
+    # swapped, the e8m0 bias off by one, the nibbles of the weight bytes swapped, the intermediate's e8m0 scale
+    # rounded down (its largest values saturate at 448), softmax over all experts before the top 4 without
+    # renormalising, the gate's clamp dropped (every set's gate reaches its limit, 7 or 3).
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "linear, gate = h[:, :I], h[:, I:]",
+     "gate, linear = h[:, :I], h[:, I:]", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "scales.to(torch.float32) - 127.0",
+     "scales.to(torch.float32) - 126.0", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "torch.stack([blocks & 0x0F, blocks >> 4]",
+     "torch.stack([blocks >> 4, blocks & 0x0F]", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072",
+     "e = torch.where(mantissa == 0.5, exponent - 1, exponent)", "e = exponent - 1", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "torch.softmax(ranked.values[:, :top_k], dim=-1)",
+     "torch.softmax(logits, dim=-1).gather(1, topk_ids)", [0, 1, 2]),
+    ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "gate = torch.minimum(gate, limit)", "gate = gate",
+     [0, 1, 2]),
 ]
 
 

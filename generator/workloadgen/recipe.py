@@ -18,8 +18,7 @@ paged_prefill, ragged_prefill, rope, sampling, embedding_shard, listed, moe_grou
 runners.py: slot_state and kv_append (state.py), dsa (dsa.py), mla, biased_routing and fp8_moe_rank (mla.py),
 biased_sorted_moe, gathered_moe and routed_align (moe.py), embedding and temperature, shared_prefix_decode
 (cascade.py), penalties, min_p and token_bitmask (logits.py), lora_batch (lora.py), ep_alltoall (alltoall.py),
-packed_routed_moe (packed_routing.py); see each
-builder.
+packed_routed_moe (packed_routing.py), routed_topk_rank (fp4moe.py); see each builder.
 Every entry's seed is its scenario's index in its list (rope: decode steps first, then prefill, counting on),
 from `first_seed` where the family takes it. A MoE step is {tokens, alpha, stage, what}.
 """

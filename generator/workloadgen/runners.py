@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import alltoall, cascade, core, dsa, families, logits, lora, mla, moe, packed_routing, specdec, state
+from . import alltoall, cascade, core, dsa, families, fp4moe, logits, lora, mla, moe, packed_routing, specdec, state
 from .scenarios import TEMPERATURE_MENU, Decode
 from .spec import Spec
 
@@ -198,6 +198,17 @@ def _packed_routed_moe(r: Recipe, e: dict) -> Iterator[Spec]:
                                                r.fields())
 
 
+def _routed_topk_rank(r: Recipe, e: dict) -> Iterator[Spec]:
+    """One EP rank's fused MoE with pre-computed grouped top-k routing (fp4moe.routed_topk_rank): `steps`
+    {tokens, spread, rank, stage, what}; `inputs` the definition's other inputs."""
+    inputs = {k: r.value(v) for k, v in e["inputs"].items()}
+    for seed, step in enumerate(e["steps"], start=int(e.get("first_seed", 0))):
+        yield fp4moe.routed_topk_rank(e["definition"], step, seed, int(r.value(e["num_experts"])),
+                                      int(r.value(e["local_experts"])), int(e["ep"]), int(e["n_group"]),
+                                      int(e["topk_group"]), int(r.value(e["top_k"])), inputs, e["description"],
+                                      r.fields())
+
+
 FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, ...], tuple[str, ...]]] = {
     "slot_state": (_slot_state, ("definition", "scenarios", "axes", "inputs", "description"), ("scenarios_pick", "first_seed", "per_seq")),
     "kv_append": (_kv_append, ("definition", "scenarios", "page_size", "description"),
@@ -230,4 +241,6 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
     "spec_verify": (_spec_verify, ("definition", "steps", "page_size", "sm_scale", "description"), ("first_seed", "vocab", "layout")),
     "packed_routed_moe": (_packed_routed_moe, ("definition", "steps", "num_experts", "top_k", "routing", "inputs",
                                                "description"), ("first_seed",)),
+    "routed_topk_rank": (_routed_topk_rank, ("definition", "steps", "num_experts", "local_experts", "ep", "n_group",
+                                             "topk_group", "top_k", "inputs", "description"), ("first_seed",)),
 }
