@@ -42,6 +42,7 @@ GROUPS = {"test_export.py": "bundled_export", "test_consumer.py": "bundled_expor
           "test_export_roofline.py": "bundled_export"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups into the test ids
 def pytest_collection_modifyitems(session, config, items):
     rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order

@@ -26,14 +26,14 @@ from .expressions import Expr, ExprError, parse_expr
 from .model import Access, Cascade, Einsum, Rename, RenameBlock
 from .problems import CascadeProblem, Problem
 from .renames import RenameResult, resolve_renames
-from .render import axis_values, load_cascade, render_template, template_error_location, tensor_dtypes
+from .render import axis_values, load_cascade, read_rendered, render_template, template_error_location, tensor_dtypes
 from .sets import KEYWORDS, SetError, parse_set_expression
 
 __all__ = [
     "BITS_DTYPE", "DEFAULT_BITS", "DTYPE_BITS", "KEYWORDS",
     "Access", "Cascade", "CascadeProblem", "Constraint", "Counts", "Einsum", "EinsumCount", "Expr", "ExprError",
     "Problem", "Rename", "RenameBlock", "RenameResult", "SetError", "TensorBytes",
-    "access_bits", "axis_values", "bits_problems", "count", "count_points", "load_cascade", "parse_cascade",
+    "access_bits", "axis_values", "bits_problems", "count", "count_points", "load_cascade", "parse_cascade", "read_rendered",
     "parse_constraints", "parse_expr", "parse_set_expression", "plain_document", "render_template",
     "resolve_renames", "template_error_location", "tensor_dtypes", "workload_counts",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 import jinja2
@@ -42,20 +43,42 @@ def tensor_dtypes(definition) -> dict[str, str]:
     return {**{n: t.dtype for n, t in definition.inputs.items()}, **{n: t.dtype for n, t in definition.outputs.items()}}
 
 
-def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:
-    """Render, read and parse a cascade template; CascadeProblem (or a jinja2/YAML error) when it is bad."""
+@dataclass(frozen=True)
+class Rendered:
+    """A rendered cascade read once: its YAML data (never mutate it), the schema's findings (file "cascade": the
+    caller names its own), and what the parser made of it (None where the schema or the parser failed)."""
+
+    data: Any
+    schema: tuple
+    cascade: Optional[Cascade]
+    problems: tuple
+
+
+@functools.lru_cache(maxsize=16384)
+def read_rendered(text: str) -> Rendered:
+    """Read and parse one rendered cascade (a YAML error raises). Cached on the text: validate, the speed-of-light
+    floors, the roofline and the export each read every workload's rendering, often in one process (export and
+    build validate first), and most of that time is YAML and parsing."""
     from ..model import schema_check
     from ..model.records import Source
 
-    data = yaml.load(render_template(text, values), Loader=_LOADER)  # safe: CSafeLoader or SafeLoader
-    schema = schema_check.schema_diagnostics("einsum", data, Source("cascade"))
-    if schema:
-        raise CascadeProblem([Problem(d.pointer, d.message, d.hint) for d in schema])
+    data = yaml.load(text, Loader=_LOADER)  # safe: CSafeLoader or SafeLoader
+    schema = tuple(schema_check.schema_diagnostics("einsum", data, Source("cascade", 1)))
+    if schema:  # the parser assumes the shape the schema promises
+        return Rendered(data, schema, None, ())
     cascade, problems = parse_cascade(data)
-    errors = [p for p in problems if p.severity == "error"]
-    if cascade is None or errors:
+    return Rendered(data, (), cascade, tuple(problems))
+
+
+def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:
+    """Render, read and parse a cascade template; CascadeProblem (or a jinja2/YAML error) when it is bad."""
+    r = read_rendered(render_template(text, values))
+    if r.schema:
+        raise CascadeProblem([Problem(d.pointer, d.message, d.hint) for d in r.schema])
+    errors = [p for p in r.problems if p.severity == "error"]
+    if r.cascade is None or errors:
         raise CascadeProblem(errors)
-    return cascade
+    return r.cascade
 
 
 # -- where a template fails -----------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ..einsum import (
     axis_values,
     bits_problems,
     count,
-    parse_cascade,
+    read_rendered,
     render_template,
     resolve_renames,
     template_error_location,
@@ -34,8 +34,7 @@ from ..einsum import (
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.dtypes import DTYPE_BITS
-from ..model.records import Definition, Source
-from ..model.schema_check import schema_diagnostics
+from ..model.records import Definition
 from .common import error, path_parts
 
 
@@ -65,9 +64,6 @@ def yaml_line(text: str, pointer: str) -> int:
         else:
             break
     return line
-
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def check_einsums(ds: Dataset) -> Iterator[Diagnostic]:
@@ -132,20 +128,19 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
             return
         if text not in parsed:
             try:
-                data = yaml.load(text, Loader=_Loader)  # safe: CSafeLoader or SafeLoader
+                read = read_rendered(text)
             except (yaml.YAMLError, ValueError, RecursionError) as exc:  # ValueError: e.g. a date 2024-13-45
                 mark = getattr(exc, "problem_mark", None)
                 yield Diagnostic(e.source.path, (mark.line + 1) if mark else 1, "", "error",
                                  f"rendered template is not valid YAML: {getattr(exc, 'problem', None) or exc}",
                                  "fix the YAML")
                 return
-            schema = schema_diagnostics("einsum", data, Source(e.source.path, 1))
-            if schema:
-                for diag in schema:
-                    yield dataclasses.replace(diag, line=yaml_line(text, diag.pointer))
+            if read.schema:
+                for diag in read.schema:
+                    yield dataclasses.replace(diag, file=e.source.path, line=yaml_line(text, diag.pointer))
                 return  # the rest assumes the shape the schema promises
-            cascade, problems = parse_cascade(data)
-            for p in problems:
+            cascade = read.cascade
+            for p in read.problems:
                 reporter.add(text, label, p)
             if cascade is not None:
                 for p in resolve_renames(cascade)[1] + bits_problems(cascade):
