@@ -8,6 +8,7 @@ coefficients the iteration-space constraints need.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -41,6 +42,13 @@ _BINOPS = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv)
 def parse_expr(text: str) -> Expr:
     if not isinstance(text, str) or not text.strip():
         raise ExprError("is empty")
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _parse(text: str) -> Expr:
+    # Cached: a dataset's cascades repeat a few thousand index expressions in ~100k accesses (one reading per
+    # workload); an Expr is frozen and its node is never changed. An ExprError is raised again, not cached.
     if len(text) > MAX_EXPRESSION:
         raise ExprError(f"is longer than {MAX_EXPRESSION} characters")
     try:
