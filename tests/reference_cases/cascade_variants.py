@@ -31,7 +31,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from .common import Case
+from .common import Case, write_files
 from .llama import decode_derived
 from .serving_families import CASCADE_SETS, cascade_expected, cascade_inputs, merge_expected, merge_inputs
 from .variants import MODELS, Heads
@@ -251,14 +251,7 @@ CASES.update({s.merge_name: Case([{"seq_len": 1}, {"seq_len": 3}, {"seq_len": 7}
 
 
 def write(root: Path = DATASET) -> list:
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":

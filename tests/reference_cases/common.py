@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from pathlib import Path
+from typing import Callable, Mapping, Optional
 
 import torch
 
@@ -102,3 +103,16 @@ def rope_expected(ax, x):
         return torch.cat([z.real, z.imag], dim=-1)
 
     return {"q_out": rotate(x["q"]), "k_out": rotate(x["k"])}
+
+
+def write_files(files: Mapping[str, str], root: Path) -> list[Path]:
+    """Write the files a table renders (path relative to the dataset root -> text) where they differ under `root`;
+    the paths written. What `cd tests && python -m reference_cases.<table module>` runs."""
+    written = []
+    for rel, text in files.items():
+        path = root / rel
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            written.append(path)
+    return written

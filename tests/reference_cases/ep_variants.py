@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from . import collective_fusion as cf
-from .common import Case, shrunk
+from .common import Case, shrunk, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 FP8_DISPATCH = "ep_dispatch_fp8_ep8_e256_topk8_h7168"
@@ -208,14 +208,7 @@ CASES = {
 
 
 def write(root: Path = DATASET) -> list:
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":

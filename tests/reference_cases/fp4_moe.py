@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from . import nvfp4
-from .common import Case, shrunk
+from .common import Case, shrunk, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 
@@ -1101,8 +1101,5 @@ CASES = {
 
 
 if __name__ == "__main__":  # cd tests && python -m reference_cases.fp4_moe
-    for rel, text in files().items():
-        path = DATASET / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    print(f"wrote {len(files())} files")
+    for path in write_files(files(), DATASET):
+        print(f"wrote {path.relative_to(DATASET.parent)}")

@@ -24,7 +24,7 @@ import json
 import torch
 
 from . import deepseek
-from .common import PAGED_PREFILL_SETS, Case, fp8
+from .common import PAGED_PREFILL_SETS, Case, fp8, write_files
 from .llama import decode_derived, paged_prefill_expected, paged_prefill_inputs, prefill_derived
 from .serving_families import fp8kv_decode_expected, fp8kv_decode_inputs
 from .variants import DATASET, Heads, Substituted, heads_text, render_substituted, substituted_files
@@ -284,14 +284,7 @@ CASES.update({name: Case(*GQA_CASES[kind][:3], derived=GQA_CASES[kind][3]) for n
 
 def write(root=DATASET) -> list:
     """Write every variant file under `root` that differs; returns the paths written."""
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 __all__ = ["CASES", "render_substituted"]

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from .common import Case
+from .common import Case, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 TEMPLATE = "allreduce_fused_add_rmsnorm_tp4_h8192"
@@ -223,14 +223,7 @@ CASES = {v.name: Case(SIZES, inputs, _expected(float(v.eps))) for v in VARIANTS}
 
 
 def write(root: Path = DATASET) -> list:
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .common import Case, shrunk
+from .common import Case, shrunk, write_files
 from .serving_families import min_p_expected, min_p_inputs, penalties_expected, penalties_inputs
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
@@ -146,14 +146,7 @@ def files() -> dict:
 
 def write(root: Path = DATASET) -> list:
     """Write every sibling file under `root` that differs; returns the paths written."""
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import lora
-from .common import Case
+from .common import Case, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 SHRINK, EXPAND = "lora_bgmv_shrink_s3_l4_r16_k4096", "lora_bgmv_expand_s3_l4_r16_n6144"
@@ -151,14 +151,7 @@ for _m in MODELS:
 
 
 def write(root: Path = DATASET) -> list:
-    written = []
-    for rel, t in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != t:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(t, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .common import Case, shrunk
+from .common import Case, shrunk, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 
@@ -595,8 +595,5 @@ CASES.update({gemm_name(gm): Case(GEMM_SETS, gemm_inputs, gemm_expected, derived
 
 
 if __name__ == "__main__":  # cd tests && python -m reference_cases.nvfp4
-    for rel, text in files().items():
-        path = DATASET / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    print(f"wrote {len(files())} files")
+    for path in write_files(files(), DATASET):
+        print(f"wrote {path.relative_to(DATASET.parent)}")

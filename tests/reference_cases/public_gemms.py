@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from .common import write_files
 from .llama import gemm_case
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
@@ -99,14 +100,7 @@ CASES = {v.name: gemm_case(**({"N": 256} if v.n > 256 else {})) for v in GEMMS}
 
 
 def write(root: Path = DATASET) -> list:
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":

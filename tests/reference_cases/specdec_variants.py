@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import specdec, specdec_mla
-from .common import Case
+from .common import Case, write_files
 from .variants import Substituted, substituted_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
@@ -321,14 +321,7 @@ CASES = {
 
 def write(root: Path = DATASET) -> list:
     """Write every variant file under `root` that differs; returns the paths written."""
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":

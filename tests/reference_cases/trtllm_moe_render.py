@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from .common import write_files
 from .trtllm_moe_texts import BASELINES, EINSUMS, REFERENCES, description
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
@@ -248,14 +249,7 @@ def files() -> dict:
 
 
 def write() -> list:
-    written = []
-    for rel, text in files().items():
-        p = DATASET / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if not p.is_file() or p.read_text(encoding="utf-8") != text:
-            p.write_text(text, encoding="utf-8")
-            written.append(p)
-    return written
+    return write_files(files(), DATASET)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import deepseek, deepseek_v32, mamba2, qwen3_next
-from .common import Case, shrunk
+from .common import Case, shrunk, write_files
 from .llama import (
     decode_expected,
     decode_inputs,
@@ -479,14 +479,7 @@ CASES.update({v.name: _substituted_case(v) for v in SUBSTITUTED})
 
 def write(root: Path = DATASET) -> list:
     """Write every variant file under `root` that differs; returns the paths written."""
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":
