@@ -110,7 +110,8 @@ RECIPE = ("vLLM's gpt-oss recipe (vllm-project/recipes OpenAI/GPT-OSS.md, \"Reci
           "Hardware\") launches `vllm serve openai/gpt-oss-120b --config GPT-OSS_Blackwell.yaml --tensor-parallel-size "
           "1` on Blackwell (compute capability 10.0), and that config sets kv-cache-dtype: fp8 (fp8_e4m3); its Hopper "
           "config GPT-OSS_Hopper.yaml does not (the bfloat16 cache), and the same launch serves openai/gpt-oss-20b.")
-BACKEND = ("On Blackwell vLLM runs this in its FlashInfer backend through TensorRT-LLM's attention "
+BACKEND = ("On Blackwell vLLM runs this in its FlashInfer backend (first in vllm/platforms/cuda.py's backend "
+           "priorities for compute capability 10) through TensorRT-LLM's attention "
            "(flashinfer.decode.trtllm_batch_decode_with_kv_cache with sinks, window_left = sliding_window - 1 and "
            "kv_cache_dtype float8_e4m3): vllm/utils/flashinfer.py use_trtllm_attention returns True whenever a "
            "layer has sinks (\"the only backend that supports them\" on SM100), so sinks and the FP8 cache are "
@@ -122,7 +123,8 @@ BACKEND = ("On Blackwell vLLM runs this in its FlashInfer backend through Tensor
            "q_scale 1.0 without calibrated scales) as a separate step before the kernel unless "
            "--attention-config.disable_flashinfer_q_quantization is set; this kernel takes the bfloat16 query, as "
            "the dataset's other FP8-KV kernels do. On Hopper (not the recipe's configuration) vLLM's "
-           "FlashAttention-3 backend takes sinks as s_aux and an FP8 cache with a quantised query.")
+           "FlashAttention-3 backend takes both sinks (s_aux) and an FP8 cache (flash_attn_supports_sinks and "
+           "flash_attn_supports_fp8), with a quantised query.")
 
 SINK_TEXT = ("Attention sinks (gpt-oss): each query head h has one learned logit sinks[h] (self_attn.sinks in the "
              "checkpoint) that joins the softmax denominator as an extra column with no value row, and is NOT "
