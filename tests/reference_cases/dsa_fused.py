@@ -7,10 +7,12 @@ checked on their own against float64 loops and sorted() (deepseek_v32.py), so th
 the same answer, tie rule and -1 padding included.
 
 Sizes: the real 64 heads, 128 dims, page size 64 and topk 2048, with sequences above 2048 tokens (where the
-selection chooses) next to short ones (where every position is listed, then -1): set 0 one 2600-token sequence
-and a 100-token one; set 1 a 2049-token sequence (one page past 32), a 2112 (33 whole pages) and a 1-token one;
-set 2 a 2300-token sequence whose keys repeat 8 distinct rows at one scale, so that many logits are exactly
-equal, also at the 2048th place (the tie rule), and a 64-token one.
+selection chooses) next to short ones (where every position is listed, then -1): set 0 only short ones (130
+tokens and 1: the cheap first set the device check runs); set 1 a 2600-token sequence and a 100-token one; set 2
+a 2049-token sequence (one page past 32), a 2112 (33 whole pages) and a 1-token one; set 3 a 2300-token
+sequence whose keys repeat 8 distinct rows at one scale, so that many logits are exactly equal, also at the
+2048th place (the tie rule), and a 64-token one; its values are small integers and powers of two, so that
+the ties stay exact under any summation order (a batched matmul's included).
 """
 
 from __future__ import annotations
@@ -35,11 +37,17 @@ def _reference(name: str):
 
 def fused_inputs(ax, g, i):
     x = paged_inputs(ax, g, i)
-    if i == 2:  # 8 distinct key rows, one scale: exact ties in the logits
-        rows = x["k_cache_fp8"].reshape(-1, ax["index_head_dim"])
-        pick = torch.randint(0, 8, (rows.shape[0],), generator=g)
-        x["k_cache_fp8"] = rows[:8][pick].reshape(x["k_cache_fp8"].shape)
+    if i == 3:
+        # Exact ties that any summation order keeps: small-integer FP8 queries and keys (8 distinct key rows),
+        # one power-of-two scale, power-of-two head weights; every product and sum is exact in float32.
+        H, D = ax["num_index_heads"], ax["index_head_dim"]
+        x["q_fp8"] = torch.randint(-3, 4, (ax["batch_size"], H, D), generator=g).float().to(torch.float8_e4m3fn)
+        rows = torch.randint(-3, 4, (8, D), generator=g).float()
+        pick = torch.randint(0, 8, x["k_cache_scale"].shape, generator=g)
+        x["k_cache_fp8"] = rows[pick].to(torch.float8_e4m3fn)
         x["k_cache_scale"] = torch.full_like(x["k_cache_scale"], 2.0 ** -10)
+        sign = torch.randint(0, 2, (ax["batch_size"], H), generator=g) * 2 - 1
+        x["weights"] = sign * 2.0 ** -torch.randint(8, 13, (ax["batch_size"], H), generator=g).float()
     return x
 
 
@@ -57,6 +65,6 @@ def fused_expected(ax, x):
 
 CASES = {
     "dsa_topk_indexer_fp8_h64_d128_topk2048_ps64": Case(
-        [{"_lens": (2600, 100)}, {"_lens": (2049, 2112, 1)}, {"_lens": (2300, 64)}],
+        [{"_lens": (130, 1)}, {"_lens": (2600, 100)}, {"_lens": (2049, 2112, 1)}, {"_lens": (2300, 64)}],
         fused_inputs, fused_expected, derived=fused_derived),
 }
