@@ -442,6 +442,16 @@ PLANTED = [
      "torch.softmax(logits, dim=-1).gather(1, topk_ids)", [0, 1, 2]),
     ("trtllm_fp4_block_scale_moe_mxfp8_topk4_e32_h3072_i3072", "gate = torch.minimum(gate, limit)", "gate = gate",
      [0, 1, 2]),
+    # The fused lightning indexer + top-2048 (set 0's short sequences select every token whatever the logits): the
+    # key scale dropped (set 3's keys share one scale: the ranking stands), the head weights dropped, relu dropped
+    # (set 3's 8 distinct keys happen to keep their order), and the top-k over the -inf padded row (short rows
+    # list padding positions instead of -1).
+    ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "k = k * k_scale[:, None]", "k = k", [1, 2]),
+    ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "(weights[b].to(torch.float32)[:, None] * scores)", "scores",
+     [1, 2, 3]),
+    ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "scores = torch.clamp(scores, min=0.0)  # relu", "", [1, 2]),
+    ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "torch.sort(logits[:n], descending", "torch.sort(logits, descending",
+     [0, 1, 2, 3]),
 ]
 
 

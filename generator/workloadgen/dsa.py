@@ -1,6 +1,7 @@
 """Spec builders for DeepSeek Sparse Attention (DeepSeek-V3.2 served by SGLang's NSA backend), written once:
-the lightning indexer's logits (paged decode, ragged prefill), the top-k selection over them, the paged
-cache stores of the step's new keys / latents, sparse MLA over the selected tokens, and the indexer's RoPE.
+the lightning indexer's logits (paged decode, ragged prefill), the top-k selection over them (and both in one
+decode kernel, indexer_topk), the paged cache stores of the step's new keys / latents, sparse MLA over the
+selected tokens, and the indexer's RoPE.
 
 The caches are paged with page size `page` (DeepGEMM requires 64). A decode step (scenarios.Decode's batch,
 median, sigma, what) draws lens = core.seq_lens(core.rng(seed), batch, median, low=256, high=65536, sigma)
@@ -209,5 +210,20 @@ def rope(name: str, s, seed: int, c: DSA) -> Spec:
                 stage=stage, num_tokens=len(pos))
 
 
+def indexer_topk(name: str, s, seed: int, c: DSA) -> Spec:
+    """The indexer's decode logits and the top-k over them in one kernel: indexer_logits' decode step (same
+    seed, so the same lengths and page table, one shared blob) without the logits' max_context axis."""
+    if not isinstance(s, Decode):
+        raise ValueError(f"{name}: the fused indexer + top-k is a decode kernel (scenarios: decode)")
+    _, lens, layout, table, how = decode_batch(s, seed, c.page)
+    return Spec(name, step_key(s), {"batch_size": s.batch, "num_pages": layout["num_pages"],
+                                    "max_num_pages": table.shape[1]},
+                {"q_fp8": "random", "k_cache_fp8": "random", "k_cache_scale": "random", "weights": "random",
+                 "seq_lens": lens, "block_table": table}, seed,
+                f"decode, {s.what}: {how}; q, keys, key scales and head weights random; the top {c.topk} tokens "
+                f"of each sequence longer than {c.topk}, every token of a shorter one",
+                stage="decode", num_tokens=s.batch)
+
+
 BUILDERS = {"indexer_logits": indexer_logits, "topk": topk, "cache_store": cache_store, "sparse_mla": sparse_mla,
-            "rope": rope}
+            "rope": rope, "indexer_topk": indexer_topk}
