@@ -22,7 +22,7 @@ import json
 import torch
 
 from . import gpt_oss
-from .common import Case, fp8
+from .common import Case, fp8, write_files
 from .fp8kv import FP8_SCALES
 from .qwen import paged_derived
 from .variants import DATASET
@@ -262,14 +262,7 @@ CASES = {name(w): Case(gpt_oss.DECODE, inputs, expected_with(w), derived=paged_d
 
 
 def write(root=DATASET) -> list:
-    written = []
-    for rel, text in files().items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
+    return write_files(files(), root)
 
 
 if __name__ == "__main__":
