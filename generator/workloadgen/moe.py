@@ -225,13 +225,18 @@ def gathered_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: i
                    stage=step["stage"], num_tokens=tokens)
 
 
-def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
-    """[num_tokens, top_k] distinct expert ids per token, Gumbel top-k over a Zipf-like popularity (rank r
-    weight r**-alpha, ranks shuffled), each row's picks in descending key order (SGLang's top-k order)."""
+def routed_keys(g: np.random.Generator, num_tokens: int, num_experts: int, alpha: float) -> np.ndarray:
+    """[num_tokens, num_experts] Gumbel keys over a Zipf-like popularity (rank r weight r**-alpha, ranks shuffled):
+    a token's top_k largest are its picks; they stand for the router's logits."""
     weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
     weights = weights[g.permutation(num_experts)]
-    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
-    return np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
+    return np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
+
+
+def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
+    """[num_tokens, top_k] distinct expert ids per token, Gumbel top-k over routed_keys, each row's picks in
+    descending key order (SGLang's top-k order)."""
+    return np.argsort(-routed_keys(g, num_tokens, num_experts, alpha), axis=1, kind="stable")[:, :top_k]
 
 
 def routed_align(name: str, step: Mapping, seed: int, num_experts: int, top_k: int, text: str,

@@ -2,7 +2,7 @@
 (FlashInfer's trtllm_fp4_block_scale_routed_moe): each int32 is (expert_id << 16) | the bfloat16 bits of the pick's
 routing weight (PackedScoreIdx in flashinfer include/flashinfer/trtllm/fused_moe/RoutingKernel.h).
 
-The picks are routed_ids' (moe.py): each token draws top_k DISTINCT experts by Gumbel top-k over a Zipf-like
+The picks are moe.routed_ids': each token draws top_k DISTINCT experts by Gumbel top-k over a Zipf-like
 popularity (rank r weight r**-alpha, ranks shuffled over the experts). The Gumbel keys stand for the router's
 logits: a Renormalize router's weights are the softmax of the picked keys, a Llama4 router's the sigmoid of its
 one pick's key.
@@ -14,7 +14,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from . import core
+from . import core, moe
 from .spec import Spec
 
 ROUTINGS = ("renormalize", "llama4")
@@ -31,10 +31,8 @@ def packed_topk(g: np.random.Generator, num_tokens: int, num_experts: int, top_k
     """[num_tokens, top_k] int32: (id << 16) | bf16 bits of the weight, picks in descending key order."""
     if routing not in ROUTINGS:
         raise ValueError(f"routing {routing!r}: one of {ROUTINGS}")
-    weights = np.arange(1, num_experts + 1, dtype=np.float64) ** -alpha
-    weights = weights[g.permutation(num_experts)]
-    keys = np.log(weights / weights.sum())[None, :] + g.gumbel(size=(num_tokens, num_experts))
-    ids = np.argsort(-keys, axis=1, kind="stable")[:, :top_k]
+    keys = moe.routed_keys(g, num_tokens, num_experts, alpha)
+    ids = np.argsort(-keys, axis=1, kind="stable")[:, :top_k]  # moe.routed_ids' picks, with their keys
     picked = np.take_along_axis(keys, ids, axis=1)
     if routing == "renormalize":  # TopK -> Softmax over the picks
         e = np.exp(picked - picked.max(axis=1, keepdims=True))
