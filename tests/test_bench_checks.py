@@ -269,6 +269,11 @@ def perturbed(d: dict, x: dict) -> tuple[str, dict]:
         return "dropped the last KV token", x
     if d["type"] == "routing":
         logits = names[0]
+        if "bitmatrix" in d["outputs"]:
+            # A bit matrix does not depend on the order of a token's slots (rolling them is no mistake): the
+            # ids themselves off by one instead (a cyclic shift over 0..max keeps a token's ids distinct).
+            x[logits] = (x[logits] + 1) % (int(x[logits].max()) + 1)
+            return "expert ids off by one", x
         x[logits] = torch.roll(x[logits], 1, dims=-1)
         return "expert ids off by one", x
     if "weight" in x and "rmsnorm" in d["name"]:

@@ -234,6 +234,11 @@ PLANTED = [
      "topk_weights = picked", [0, 1, 2]),
     # Every token of a GDN verify step decayed by the first token's gate.
     ("gdn_mtp_qk4_v8_d128", "S = S * torch.exp(g[:, t])", "S = S * torch.exp(g[:, 0])", [0, 1, 2]),
+    # pack_bitmatrix with the bits of a word in reversed order (bit 31 - e % 32 differs from bit e % 32 for any e).
+    ("moe_pack_bitmatrix_e32_topk4", "<< (ids[:, k] % 32)", "<< (31 - ids[:, k] % 32)", [0, 1, 2]),
+    # ... and expert e in word e % 4 instead of e // 32 (set 0's expert 31 lands in word 3; the larger sets hold
+    # such ids too).
+    ("moe_pack_bitmatrix_e128_topk4", "(ids[:, k] // 32) == w", "(ids[:, k] % 4) == w", [0, 1, 2]),
     # The serving families (reference_cases/serving_families.py): each entry says why the sets it names catch it.
     # The value scale dropped: every set has v_scale != 1.
     ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)",

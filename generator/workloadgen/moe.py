@@ -202,7 +202,8 @@ def gathered_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: i
     """One routed step of a MoE layer run as gather / scatter GEMMs over expert-sorted rows (vLLM's
     matmul_ogs): picks = routed_picks(core.rng(seed), tokens, num_experts, top_k, alpha), m_indptr and
     row_token by sorted_rows. step: {tokens, alpha, stage, what}. kernels: ({definition, role, description,
-    inputs}, ...), role metadata (topk_ids = the picks) or gemm (inputs besides m_indptr and row_token).
+    inputs}, ...), role metadata (topk_ids = the picks), bitmatrix (topk_ids = the picks, num_tokens the only
+    axis: make_routing_data's pack_bitmatrix) or gemm (inputs besides m_indptr and row_token).
     Template fields: what, seed, alpha, tokens, top_k, rows, used, largest, num_experts, layer (filled first)."""
     tokens, alpha = int(step["tokens"]), float(step["alpha"])
     picks = routed_picks(core.rng(seed), tokens, num_experts, top_k, alpha=alpha)
@@ -217,11 +218,14 @@ def gathered_layer(kernels, step: Mapping, seed: int, num_experts: int, top_k: i
     for k in kernels:
         if k["role"] == "metadata":
             given = {**k.get("inputs", {}), "topk_ids": picks.astype(np.int32)}
+        elif k["role"] == "bitmatrix":
+            given = {**k.get("inputs", {}), "topk_ids": picks.astype(np.int32)}
         elif k["role"] == "gemm":
             given = {**k.get("inputs", {}), **index}
         else:
-            raise ValueError(f"role {k['role']!r}: metadata or gemm")
-        yield Spec(k["definition"], f"t{tokens}_a{alpha}", axes, given, seed, k["description"].format_map(f),
+            raise ValueError(f"role {k['role']!r}: metadata, bitmatrix or gemm")
+        a = {"num_tokens": tokens} if k["role"] == "bitmatrix" else axes
+        yield Spec(k["definition"], f"t{tokens}_a{alpha}", a, given, seed, k["description"].format_map(f),
                    stage=step["stage"], num_tokens=tokens)
 
 
