@@ -34,11 +34,15 @@ def _workloads(path: Path):
 
 def test_the_lora_definitions():
     assert [p.stem for p in DEFINITIONS] == [
-        "lora_bgmv_expand_s2_l4_r64_n28672", "lora_bgmv_expand_s3_l4_r16_n4608", "lora_bgmv_expand_s3_l4_r16_n5120",
-        "lora_bgmv_expand_s3_l4_r16_n6144", "lora_bgmv_shrink_s1_l4_r64_k14336", "lora_bgmv_shrink_s3_l4_r16_k3072",
-        "lora_bgmv_shrink_s3_l4_r16_k3584", "lora_bgmv_shrink_s3_l4_r16_k4096", "lora_sgmv_expand_s3_l4_r16_n6144",
-        "lora_sgmv_shrink_s3_l4_r16_k4096"]  # the qkv BGMV pairs at k3584 / n4608 (Qwen2.5-7B) and k3072 / n5120
-    # (Llama-3.2-3B): tests/reference_cases/lora_variants.py
+        "lora_bgmv_expand_s2_l4_r64_n28672", "lora_bgmv_expand_s3_l4_r16_n1280", "lora_bgmv_expand_s3_l4_r16_n2560",
+        "lora_bgmv_expand_s3_l4_r16_n4096", "lora_bgmv_expand_s3_l4_r16_n4608", "lora_bgmv_expand_s3_l4_r16_n5120",
+        "lora_bgmv_expand_s3_l4_r16_n6144", "lora_bgmv_expand_s3_l4_r16_n7168", "lora_bgmv_shrink_s1_l4_r64_k14336",
+        "lora_bgmv_shrink_s3_l4_r16_k3072", "lora_bgmv_shrink_s3_l4_r16_k3584", "lora_bgmv_shrink_s3_l4_r16_k4096",
+        "lora_bgmv_shrink_s3_l4_r16_k5120", "lora_bgmv_shrink_s3_l4_r16_k5376", "lora_bgmv_shrink_s3_l4_r16_k8192",
+        "lora_sgmv_expand_s3_l4_r16_n6144", "lora_sgmv_shrink_s3_l4_r16_k4096"]  # the qkv BGMV pairs of the other
+    # dense models, one rank's shapes at their records' TP (k3584 / n4608 Qwen2.5-7B, k3072 / n5120 Llama-3.2-3B,
+    # k5120 / n7168 Qwen3-14B, k5120 / n2560 Qwen3-32B TP4, k8192 / n2560 and n1280 Llama-3.3-70B TP4 and TP8,
+    # k5376 / n4096 Gemma-3-27B TP2): tests/reference_cases/lora_variants.py
 
 
 @pytest.mark.parametrize("path", DEFINITIONS, ids=lambda p: p.stem)
