@@ -462,6 +462,12 @@ PLANTED = [
     ("dsa_indexer_weights_scale_h64", "    w = w * head_dim ** -0.5  # softmax_scale\n", "", [0, 1, 2]),
     ("dsa_indexer_weights_scale_h64", "w * n_heads ** -0.5", "w * n_heads ** -1.0", [0, 1, 2]),
     ("dsa_indexer_weights_scale_h64", "w * q_scale.to(torch.float32)", "w", [0, 1, 2]),
+    # The prefill key gather: pages read in reverse order, scales read in pool order instead of moving with
+    # their keys, every sequence read through the first sequence's page table.
+    ("dsa_indexer_k_gather_d128_ps64", "block_table[b, pos // page_size]", "block_table[b, pos // page_size].flip(0)",
+     [1, 2]),  # set 0 is one page
+    ("dsa_indexer_k_gather_d128_ps64", '"k_scale": scales[slots]', '"k_scale": scales[:slots.shape[0]]', [0, 1, 2]),
+    ("dsa_indexer_k_gather_d128_ps64", "block_table[b, pos", "block_table[0, pos", [1, 2]),
 ]
 
 
