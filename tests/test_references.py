@@ -457,6 +457,17 @@ PLANTED = [
     ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "scores = torch.clamp(scores, min=0.0)  # relu", "", [1, 2]),
     ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "torch.sort(logits[:n], descending", "torch.sort(logits, descending",
      [0, 1, 2, 3]),
+    # The indexer's head-weight scaling (reference_cases/dsa_indexer_extras.py): softmax_scale missing, the head
+    # factor squared (64^-1), q_scale left out.
+    ("dsa_indexer_weights_scale_h64", "    w = w * head_dim ** -0.5  # softmax_scale\n", "", [0, 1, 2]),
+    ("dsa_indexer_weights_scale_h64", "w * n_heads ** -0.5", "w * n_heads ** -1.0", [0, 1, 2]),
+    ("dsa_indexer_weights_scale_h64", "w * q_scale.to(torch.float32)", "w", [0, 1, 2]),
+    # The prefill key gather: pages read in reverse order, scales read in pool order instead of moving with
+    # their keys, every sequence read through the first sequence's page table.
+    ("dsa_indexer_k_gather_d128_ps64", "block_table[b, pos // page_size]", "block_table[b, pos // page_size].flip(0)",
+     [1, 2]),  # set 0 is one page
+    ("dsa_indexer_k_gather_d128_ps64", '"k_scale": scales[slots]', '"k_scale": scales[:slots.shape[0]]', [0, 1, 2]),
+    ("dsa_indexer_k_gather_d128_ps64", "block_table[b, pos", "block_table[0, pos", [1, 2]),
 ]
 
 

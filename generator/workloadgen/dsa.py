@@ -225,5 +225,22 @@ def indexer_topk(name: str, s, seed: int, c: DSA) -> Spec:
                 stage="decode", num_tokens=s.batch)
 
 
+def k_gather(name: str, s, seed: int, c: DSA) -> Spec:
+    """The prefill gather of every sequence's index keys (its whole context) from the paged cache: cache_store's
+    prefill draw (same seed: the same lengths and layout), seq_lens = q_lens + prefix and their block table."""
+    if not isinstance(s, Prefill):
+        raise ValueError(f"{name}: the index-key gather is a prefill kernel (scenarios: prefill)")
+    g, q_lens, prefix, how = prefill_batch(s, seed)
+    lens = q_lens + prefix
+    layout = core.paged_kv(g, lens, c.page)
+    table = block_table(layout, lens, c.page)
+    return Spec(name, f"prefill_{step_key(s)}", {"batch_size": s.batch, "num_pages": layout["num_pages"],
+                                                 "max_num_pages": table.shape[1], "num_k": int(lens.sum())},
+                {"index_k_cache": "random", "index_k_scale_cache": "random", "seq_lens": lens, "block_table": table},
+                seed, f"prefill, {s.what}: {how}; layout = core.paged_kv(same rng, q_lens + prefix, {c.page}), "
+                f"block_table from it (unused entries 0); seq_lens = q_lens + prefix; cache keys and scales random",
+                stage="prefill", num_tokens=int(q_lens.sum()))
+
+
 BUILDERS = {"indexer_logits": indexer_logits, "topk": topk, "cache_store": cache_store, "sparse_mla": sparse_mla,
-            "rope": rope, "indexer_topk": indexer_topk}
+            "rope": rope, "indexer_topk": indexer_topk, "k_gather": k_gather}
