@@ -234,6 +234,15 @@ PLANTED = [
      "topk_weights = picked", [0, 1, 2]),
     # Every token of a GDN verify step decayed by the first token's gate.
     ("gdn_mtp_qk4_v8_d128", "S = S * torch.exp(g[:, t])", "S = S * torch.exp(g[:, 0])", [0, 1, 2]),
+    # Qwen3-Next GDN glue (tests/reference_cases/qwen3_next_gdn_glue.py): q/k/v laid out per key-head group instead of
+    # all q, all k, all v; v read from z's columns; b read from a's; fresh prompts' rows not zeroed; wrong slots written.
+    ("gdn_qkvzba_split_h4_v8_d128", "torch.cat(q_parts + k_parts + v_parts, dim=1)",
+     "torch.cat([p for h in range(num_k_heads) for p in (q_parts[h], k_parts[h], v_parts[h])], dim=1)", [0, 1, 2]),
+    ("gdn_qkvzba_split_h4_v8_d128", "v_parts.append(group[:, 2 * head_k_dim:2 * head_k_dim + v_width])",
+     "v_parts.append(group[:, 2 * head_k_dim + v_width:group_width])", [0, 1, 2]),
+    ("gdn_qkvzba_split_h4_v8_d128", "b_parts.append(ba[:, 0:r])", "b_parts.append(ba[:, r:2 * r])", [0, 1, 2]),
+    ("gdn_state_gather_v8_d128", "initial_state[n] = 0.0", "pass", [0, 1, 2]),
+    ("gdn_state_scatter_v8_d128", "new_ssm_state[int(state_indices[n])]", "new_ssm_state[n]", [0, 1, 2]),
     # pack_bitmatrix with the bits of a word in reversed order (bit 31 - e % 32 differs from bit e % 32 for any e).
     ("moe_pack_bitmatrix_e32_topk4", "<< (ids[:, k] % 32)", "<< (31 - ids[:, k] % 32)", [0, 1, 2]),
     # ... and expert e in word e % 4 instead of e // 32 (set 0's expert 31 lands in word 3; the larger sets hold
