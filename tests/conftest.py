@@ -56,6 +56,20 @@ def good_dataset(tmp_path: Path) -> Path:
     return write_dataset(tmp_path / "ds")
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """The reference checks are many small tensor operations: on a 2-core host shared with other jobs, torch's
+    intra-op threads spend more time waiting for each other than computing (one set of a sampling check
+    took 71 s of wall time and 26 s of CPU with 2 threads, 9.6 s and 4.3 s with 1, on a loaded host).
+    One thread for the module that asks, the previous count restored after it."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 # Shared by the export, consumer and roofline tests.
 @pytest.fixture(scope="session")
 def bundled_export(tmp_path_factory) -> Path:

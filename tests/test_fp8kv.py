@@ -12,8 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
-from test_references import DEFINITION_FILES, InputSets, check_outputs, load_definition
+from test_references import assert_planted_mistake_fails
 
 from reference_cases import fp8kv
 
@@ -69,25 +68,6 @@ PLANTED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def one_torch_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("name, right, wrong, failing", PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)])
 def test_planted_fp8kv_mistakes_fail(name, right, wrong, failing, one_torch_thread):
-    [path] = [p for p in DEFINITION_FILES if p.stem == name]
-    d = load_definition(path)
-    assert d["reference"].count(right) == 1, f"{name}: the planted mistake no longer applies; plant another"
-    planted = InputSets({**d, "reference": d["reference"].replace(right, wrong)})
-    caught = []
-    for index in range(len(planted.case.sizes)):
-        axes, inputs, expected = planted[index]
-        try:
-            check_outputs(planted.reference_outputs(index), planted.definition, axes, expected, "planted reference")
-        except AssertionError:
-            caught.append(index)
-    assert caught == failing, f"{name} with {wrong!r}: the check fails on sets {caught}, expected {failing}"
+    assert_planted_mistake_fails(name, right, wrong, failing)

@@ -237,15 +237,6 @@ def run_on_other_device(reference: str, d: dict, axes: dict, inputs: dict) -> No
                                    msg=lambda m: f"{name}: the emulated run differs from the CPU run: {m}")
 
 
-@pytest.fixture(scope="module")
-def one_torch_thread():
-    """Small tensors on a shared 2-core host: one intra-op thread (as tests/test_references.py)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("path", DEFINITION_FILES, ids=lambda p: p.stem)
 def test_reference_runs_on_the_inputs_device(path, one_torch_thread):
     d = _load(path)

@@ -170,16 +170,8 @@ def test_reference_is_plain_step_by_step_pytorch(path):
         "run() must take the inputs in the order of 'inputs'"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """These checks are many small tensor operations: on a 2-core host shared with other jobs, torch's
-    intra-op threads spend more time waiting for each other than computing (one set of a sampling check
-    took 71 s of wall time and 26 s of CPU with 2 threads, 9.6 s and 4.3 s with 1, on a loaded host).
-    One thread for this module, the previous count restored after it."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+# One intra-op thread for the whole module (conftest.one_torch_thread says why).
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module", params=DEFINITION_FILES, ids=lambda p: p.stem)
@@ -482,6 +474,12 @@ PLANTED = [
 
 @pytest.mark.parametrize("name, right, wrong, failing", PLANTED, ids=[p[0] for p in PLANTED])
 def test_planted_reference_mistakes_fail_at_the_test_sizes(name, right, wrong, failing):
+    assert_planted_mistake_fails(name, right, wrong, failing)
+
+
+def assert_planted_mistake_fails(name: str, right: str, wrong: str, failing: list) -> None:
+    """`right` replaced by `wrong` in the definition's reference fails its independent check on exactly the input sets
+    `failing` (the other test files' planted lists call this too)."""
     [path] = [p for p in DEFINITION_FILES if p.stem == name]
     d = load_definition(path)
     assert d["reference"].count(right) == 1, f"{name}: the planted mistake no longer applies; plant another"

@@ -68,7 +68,7 @@ def _run_worker(mode: str, interpret: bool, timeout: int = 1800) -> dict[str, st
         env["TRITON_INTERPRET"] = "1"
     env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, without its warning
     # One torch thread: the worker's tensors are small, and on a 2-core host shared with other jobs
-    # intra-op threads mostly wait for each other (see test_references.one_torch_thread).
+    # intra-op threads mostly wait for each other (see conftest.one_torch_thread).
     env.setdefault("OMP_NUM_THREADS", "1")
     t0 = time.perf_counter()
     proc = subprocess.run([sys.executable, str(Path(__file__).resolve()), mode, *DEFINITIONS], cwd=str(ROOT), env=env,
