@@ -33,8 +33,8 @@ FP8_SCALES = [0.025, 0.004, 0.01]
 # All-reduce + residual add + RMSNorm (+ FP8)
 # --------------------------------------------------------------------------------------------------
 
-def fused_inputs(ax, g, i):
-    scale = [1.0, 30.0, 0.01][i % 3]
+def fused_inputs(ax, g, i, scales=(1.0, 30.0, 0.01)):
+    scale = scales[i % 3]
     tp, T, H = ax["tp_size"], ax["num_tokens"], ax["hidden_size"]
     partials = (torch.randn(tp, T, H, generator=g) * scale).bfloat16()
     residual = torch.randn(T, H, generator=g) * (3.0 * scale)
@@ -48,12 +48,12 @@ def fused_fp8_inputs(ax, g, i):
     return {**fused_inputs(ax, g, i), "scale": FP8_SCALES[i % 3]}
 
 
-def _norm64(ax, x):
+def _norm64(ax, x, eps=EPS):
     H = ax["hidden_size"]
     allreduced = torch.einsum("rth->th", x["partials"].double()).to(torch.bfloat16).double()
     residual_out = (allreduced + x["residual"].double()).to(torch.bfloat16).double()
     rms = torch.linalg.vector_norm(residual_out, dim=-1, keepdim=True) / math.sqrt(H)
-    normed = residual_out / torch.sqrt(rms * rms + EPS) * x["weight"].double()
+    normed = residual_out / torch.sqrt(rms * rms + eps) * x["weight"].double()
     return normed, residual_out
 
 

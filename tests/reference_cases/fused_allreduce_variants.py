@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
+from .collective_fusion import _norm64, fused_inputs
 from .common import Case, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
@@ -196,23 +194,14 @@ def files() -> dict:
 # --------------------------------------------------------------------------------------------------
 
 def inputs(ax, g, i):
-    scale = [1.0, 30.0, 0.001][i % 3]
-    tp, T, H = ax["tp_size"], ax["num_tokens"], ax["hidden_size"]
-    partials = (torch.randn(tp, T, H, generator=g) * scale).bfloat16()
-    residual = torch.randn(T, H, generator=g) * (3.0 * scale)
-    if T > 1:  # a token whose residual nearly cancels the all-reduce: the rounded sums matter there
-        residual[1] = -partials.double().sum(dim=0)[1].float() + 0.01 * scale * torch.randn(H, generator=g)
-    weight = (1.0 + 0.1 * torch.randn(H, generator=g)).bfloat16()
-    return {"partials": partials, "residual": residual.bfloat16(), "weight": weight}
+    # collective_fusion's draws; the third set's values near 1e-3 (see SIZES)
+    return fused_inputs(ax, g, i, scales=(1.0, 30.0, 0.001))
 
 
 def _expected(eps: float):
     def expected(ax, x):
-        allreduced = torch.einsum("rth->th", x["partials"].double()).to(torch.bfloat16).double()
-        residual_out = (allreduced + x["residual"].double()).to(torch.bfloat16).double()
-        rms = torch.linalg.vector_norm(residual_out, dim=-1, keepdim=True) / math.sqrt(ax["hidden_size"])
-        return {"output": residual_out / torch.sqrt(rms * rms + eps) * x["weight"].double(),
-                "residual_out": residual_out}
+        normed, residual_out = _norm64(ax, x, eps)
+        return {"output": normed, "residual_out": residual_out}
     return expected
 
 
