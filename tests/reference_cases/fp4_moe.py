@@ -40,27 +40,7 @@ MXFP8_NAME = "quantize_mxfp8_h3072"
 MOE_REFERENCE = '''import torch
 
 
-def decode_e2m1(packed):
-    """[rows, K / 2] uint8 -> [rows, K] float32 code values (element 2i in the low nibble)."""
-    rows = packed.shape[0]
-    codes = torch.stack([packed & 0x0F, packed >> 4], dim=-1).reshape(rows, -1).to(torch.int32)
-    sign = 1.0 - 2.0 * ((codes >> 3) & 1).to(torch.float32)  # bit 3
-    exponent = ((codes >> 1) & 3).to(torch.float32)  # bits 2..1, bias 1
-    mantissa = (codes & 1).to(torch.float32)  # bit 0
-    normal = torch.pow(2.0, exponent - 1.0) * (1.0 + 0.5 * mantissa)
-    subnormal = 0.5 * mantissa  # exponent field 0: 0 or 0.5
-    return sign * torch.where(exponent > 0, normal, subnormal)
-
-
-def unswizzle(scale, rows):
-    """[rows_padded, C] float8_e4m3 in the 128x4 layout (memory order [mt, kt, o, i, j] for row mt * 128 +
-    i * 32 + o, column kt * 4 + j) -> [rows, C] float32 in row-major order."""
-    rows_padded, C = scale.shape
-    tiles = scale.to(torch.float32).view(rows_padded // 128, C // 4, 32, 4, 4)  # [mt, kt, o, i, j]
-    return tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]  # [mt, i, o, kt, j]
-
-
-def dequant(packed, scale):
+''' + nvfp4.DECODE_SOURCE + '''def dequant(packed, scale):
     """NVFP4 rows -> float32: e2m1 code value x e4m3 block scale (one per 16 values; exact in float32)."""
     return decode_e2m1(packed) * unswizzle(scale, packed.shape[0]).repeat_interleave(16, dim=1)
 

@@ -162,10 +162,8 @@ def run(input, global_scale):
     return {"quantized": packed, "scale": scale}
 '''
 
-GEMM_REFERENCE = '''import torch
-
-
-def decode_e2m1(packed):
+# The reference's NVFP4 decoding, shared word for word by every reference that reads NVFP4 operands (fp4_moe.py).
+DECODE_SOURCE = '''def decode_e2m1(packed):
     """[rows, K / 2] uint8 -> [rows, K] float32 code values (element 2i in the low nibble)."""
     rows = packed.shape[0]
     codes = torch.stack([packed & 0x0F, packed >> 4], dim=-1).reshape(rows, -1).to(torch.int32)
@@ -185,7 +183,12 @@ def unswizzle(scale, rows):
     return tiles.permute(0, 3, 2, 1, 4).reshape(rows_padded, C)[:rows]  # [mt, i, o, kt, j]
 
 
-def run(A, A_scale, B, B_scale, alpha):
+'''
+
+GEMM_REFERENCE = '''import torch
+
+
+''' + DECODE_SOURCE + '''def run(A, A_scale, B, B_scale, alpha):
     M = A.shape[0]
     N = B.shape[0]
     block = 16
