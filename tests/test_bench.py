@@ -30,6 +30,7 @@ from dataset_factory import DEFINITION, WORKLOAD, dump, dump_lines, write_datase
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 FAST = {"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}
+BUNDLED = Path(__file__).resolve().parents[1] / "dataset"
 CORRECT = (
     "import torch\n\n"
     "def compute(input, weight, eps):\n"
@@ -1158,6 +1159,40 @@ def test_gpu_only_solutions_are_not_run_on_the_cpu(tmp_path):
     assert not plan.pairs and plan.skipped == [("rmsnorm_h128_torch", "targets H100_SXM, not cpu")]
 
 
+def test_a_gpu_run_takes_what_targets_its_hardware_or_its_compute_capability(tmp_path):
+    """H100 code runs on an H200 (same compute capability, 9.0); a B200-only solution is not run on an H100,
+    nor one whose target names no spec; a device nothing describes takes any GPU target; validate warns
+    about a target that names no spec, and not about one named by a spec's alias."""
+    root = write_dataset(tmp_path, traces=[])
+    for name in ("H100_SXM", "H200", "B200"):
+        (root / f"hardware/{name}.json").write_bytes((BUNDLED / f"hardware/{name}.json").read_bytes())
+    targets = {"hopper": ["cpu", "H100_SXM"], "blackwell": ["cpu", "B200"], "by_alias": ["NVIDIA H200"],
+               "elsewhere": ["RTX_9090"]}
+    for name, target in targets.items():
+        add_solution(root, name, CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps)\n")
+        path = root / f"solutions/cheat/norm/rmsnorm_h128/{name}.json"
+        sol = json.loads(path.read_text())
+        sol["spec"]["target_hardware"] = target
+        dump(path, sol)
+    ds = load(root)
+
+    def taken(**device) -> set[str]:
+        plan = make_plan(ds, "cuda", solutions=targets, **device)
+        assert {s for s, _ in plan.skipped}.isdisjoint(p.solution.name for p in plan.pairs)
+        return {p.solution.name for p in plan.pairs}
+
+    assert taken(hardware="H200", capability="9.0") == {"hopper", "by_alias"}
+    assert taken(hardware="H100_SXM", capability="9.0") == {"hopper", "by_alias"}
+    assert taken(hardware="B200", capability="10.0") == {"blackwell"}
+    assert taken(hardware="RTX_9090", capability="12.0") == {"elsewhere"}
+    assert taken() == set(targets)
+    why = dict(make_plan(ds, "cuda", solutions=["blackwell"], hardware="H100_SXM", capability="9.0").skipped)
+    assert why == {"blackwell": "targets cpu, B200, not H100_SXM (compute capability 9.0); a solution that runs "
+                                "there lists it in spec.target_hardware"}
+    warned = [d for d in validate_path(root) if "names no hardware spec" in d.message]
+    assert [(d.file.rsplit("/", 1)[-1], d.pointer) for d in warned] == [("elsewhere.json", "/spec/target_hardware/0")]
+
+
 def test_merge_combines_shards_without_duplicates(tmp_path, benched):
     root, *_ = benched
     traces = [r for p in sorted((root / "traces").rglob("*.jsonl")) for r in read_traces(p)]
@@ -1257,7 +1292,7 @@ def test_cpu_sampler_limit_skips_large_batches_saying_why():
     with the reason; other definitions are untouched."""
     from generator.bench.plan import DEFAULT_CPU_MAX_SAMPLER_ELEMENTS
 
-    ds = load(Path(__file__).resolve().parents[1] / "dataset")
+    ds = load(BUNDLED)
     names = ["sampling_from_probs_v201088", "top_k_top_p_sampling_from_probs_v262208", "rmsnorm_h4096"]
     every = make_plan(ds, "cpu", definitions=names)
     plan = make_plan(ds, "cpu", definitions=names, max_sampler_elements=DEFAULT_CPU_MAX_SAMPLER_ELEMENTS)

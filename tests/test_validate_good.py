@@ -78,7 +78,7 @@ GOOD_VARIANTS = {
     "model-with-stages": dict(model={**MODEL, "kernels": [{"id": "rmsnorm_h128", "count": 2, "stage": "decode"},
                                                           {"id": "rmsnorm_h128", "count": 1, "stage": "prefill"}]}),
     "hardware-with-extras": dict(hardware={**HARDWARE, "aliases": ["Test CPU"], "l2_cache_bytes": 0,
-                                           "peak_tflops": {"float32": 1.0, "bfloat16": 2}}),
+                                           "compute_capability": "9.0", "peak_tflops": {"float32": 1.0, "bfloat16": 2}}),
     "workload-bool-scalar": dict(
         definition={**DEFINITION, "inputs": {**DEFINITION["inputs"], "eps": {"shape": [], "dtype": "bool"}}},
         workloads=[{**WORKLOAD, "workload": {**WORKLOAD["workload"], "uuid": f"wl-{i:04d}",

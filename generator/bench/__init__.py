@@ -84,6 +84,15 @@ def _check_device(device: str) -> None:
         raise KernelTraceError(f"--device {device!r}: use cpu or cuda (or cuda:N)")
 
 
+def _capability(device: str) -> Optional[str]:
+    """The CUDA compute capability of `device` ("9.0"); None on the CPU."""
+    if device == "cpu":
+        return None
+    import torch
+
+    return "{}.{}".format(*torch.cuda.get_device_capability(torch.device(device)))
+
+
 # Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second.
 CPU_TIMING = {"budget_s": 0.2, "min_samples": 5, "max_samples": 12, "target_rse": 0.02, "min_batches": 3}
 # GPUs: do_bench's median settles within ~100 samples; 0.5 s a pair's timed loop (both sides) keeps a ten-minute
@@ -139,7 +148,8 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
                          shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops,
                          max_sampler_elements=sampler_limit, done=done, hardware=environment["hardware"],
-                         breadth_first=breadth_first, rejected=rejected_definitions(ds), counts_cache=einsum_counts)
+                         breadth_first=breadth_first, rejected=rejected_definitions(ds), counts_cache=einsum_counts,
+                         capability=_capability(device))
         summary = BenchSummary(plan, hardware=environment["hardware"])
         opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                        prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,

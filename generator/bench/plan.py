@@ -103,24 +103,43 @@ def sampler_elements(d: Definition, w: Workload) -> Optional[int]:
     return max(_elements(d, w, d.inputs.values()), default=0)
 
 
-def runs_on(solution: Solution, device: str) -> bool:
-    targets = {t.lower() for t in solution.target_hardware}
+def why_not_on(ds: Dataset, solution: Solution, device: str, hardware: str = "",
+               capability: Optional[str] = None) -> Optional[str]:
+    """None when a run on `device` takes `solution`, else why not. A CPU run takes what targets cpu. A GPU run
+    (`hardware`: the device's spec name, `capability`: its CUDA compute capability, e.g. "9.0") takes what
+    targets that hardware, by a spec's name or alias, or another GPU of the same compute capability (code
+    written for an H100 runs on an H200); never what targets only GPUs of another one (a B200's FP4 kernels
+    on an H100). Without either (a device nothing describes), any GPU target will do."""
+    listed = ", ".join(solution.target_hardware)
     if device == "cpu":
-        return "cpu" in targets
-    return bool(targets - {"cpu"})
+        return None if "cpu" in {t.lower() for t in solution.target_hardware} else f"targets {listed}, not cpu"
+    gpus = [t for t in solution.target_hardware if t.lower() != "cpu"]
+    if not gpus:
+        return f"targets {listed}, not a GPU"
+    if not hardware and not capability:
+        return None
+    specs = [ds.hardware_spec(t) for t in gpus]
+    if any(t.lower() == hardware.lower() or (s is not None and s.name == hardware) for t, s in zip(gpus, specs)):
+        return None
+    if capability and any(s is not None and s.compute_capability == capability for s in specs):
+        return None
+    return (f"targets {listed}, not {hardware or 'this GPU'} (compute capability {capability or 'unknown'}); "
+            "a solution that runs there lists it in spec.target_hardware")
 
 
 def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solutions: Iterable[str] = (),
               authors: Iterable[str] = (), shard: Optional[tuple[int, int]] = None,
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
               max_sampler_elements: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
-              rejected: Optional[dict] = None, counts_cache: Optional[dict] = None) -> Plan:
+              rejected: Optional[dict] = None, counts_cache: Optional[dict] = None,
+              capability: Optional[str] = None) -> Plan:
     """The pairs to run, ordered by author, definition and solution (the bench reuses a worker for an author's
     next solution); `breadth_first`: first every solution on one representative workload of its definition
     (the median by bytes per call), those of definitions with several solutions first, then the rest, so a
     run cut short by its time budget has covered the contested definitions, then every definition, once. `rejected`: definition name ->
     why validate rejects it (rejected_definitions); their solutions are skipped, saying so. `counts_cache`:
-    the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next."""
+    the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next. `hardware`
+    and `capability`: the device's, for which solutions a GPU run takes (why_not_on)."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -140,8 +159,9 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         if rejected and d.name in rejected:
             plan.skipped.append((solution.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
             continue
-        if not runs_on(solution, device):
-            plan.skipped.append((solution.name, f"targets {', '.join(solution.target_hardware)}, not {device}"))
+        why = why_not_on(ds, solution, device, hardware, capability)
+        if why:
+            plan.skipped.append((solution.name, why))
             continue
         for w in sorted(workloads.get(d.name, []), key=lambda w: w.uuid):
             pair = Pair(d, solution, w)

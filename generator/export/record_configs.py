@@ -306,6 +306,8 @@ HARDWARE = Config(
         Column("memory_bandwidth_gb_s", pa.float64(), "Peak memory bandwidth in GB/s.", ("memory_bandwidth_gb_s",)),
         Column("memory_gb", pa.float64(), "Memory size in GB.", ("memory_gb",), optional=True),
         Column("l2_cache_bytes", pa.int64(), "L2 cache size in bytes.", ("l2_cache_bytes",), optional=True),
+        Column("compute_capability", pa.string(), "GPUs: CUDA compute capability, e.g. 9.0.", ("compute_capability",),
+               optional=True),
         Column("source", pa.string(), "Where the numbers come from.", ("source",)),
         SOURCE_PATH,
     ),

@@ -345,8 +345,10 @@ class HardwareSpec:
     source_note: str
     source: Source
     data: Mapping[str, Any] = field(repr=False, compare=False)
+    compute_capability: Optional[str] = None  # GPUs: "9.0" for Hopper
 
     @classmethod
     def from_data(cls, data: dict, source: Source) -> "HardwareSpec":
         return cls(data["name"], data["kind"], _frozen(data["peak_tflops"]), data["memory_bandwidth_gb_s"],
-                   data.get("l2_cache_bytes"), tuple(data.get("aliases", ())), data["source"], source, data)
+                   data.get("l2_cache_bytes"), tuple(data.get("aliases", ())), data["source"], source, data,
+                   data.get("compute_capability"))

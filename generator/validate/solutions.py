@@ -22,6 +22,7 @@ def check_solutions(ds: Dataset) -> Iterator[Diagnostic]:
             yield problem
         yield from check_location(s, d)
         yield from check_sources(s)
+        yield from check_targets(ds, s)
         if d is not None:
             yield from check_entry_point(s, d)
 
@@ -46,6 +47,16 @@ def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
                  else "/name" if parts[4] != s.name + ".json" else "/definition")
         yield error(s, field, f"solution is stored at {s.source.path}, but its author, definition and name place it at {expected}",
                     f"move the file to {expected} or fix the fields")
+
+
+def check_targets(ds: Dataset, s: Solution) -> Iterator[Diagnostic]:
+    """A GPU bench takes a solution by the hardware specs its targets name (bench.plan.why_not_on)."""
+    for i, target in enumerate(s.target_hardware):
+        if target.lower() != "cpu" and ds.hardware_spec(target) is None:
+            known = ", ".join(sorted(n for n, h in ds.hardware.items() if h.kind == "gpu"))
+            yield warning(s, ptr("spec", "target_hardware", i), f"target {target!r} names no hardware spec: a GPU bench "
+                          "takes this solution only on a device of that very name",
+                          f"use a spec's name ({known or 'none yet'}), or list {target!r} in the aliases of that GPU's spec")
 
 
 def check_sources(s: Solution) -> Iterator[Diagnostic]:
