@@ -6,6 +6,9 @@ the references are not allowed to use), on several seeded input sets at small si
 (and of a few const axes where the check is the same at any size: see reference_cases.common.shrunk).
 The baseline solutions are checked the same way and against the reference, on the same sets: the tests
 of one definition run together and share its sets, which are dropped before the next definition's.
+Siblings (definitions that differ only in const-axis values: the same reference text, input and output
+specs and check, e.g. the GEMMs of every model) are the same code: each runs its first set at its own
+constants, and the one with the smallest constants runs every set (SIBLING_OF).
 
 The files are read with plain `json`, not with the project's loader, so that this test does not depend
 on the generator package: it checks the data, not the code that reads it.
@@ -115,6 +118,11 @@ class InputSets:
             self._sets[index] = (axes, inputs, expected)
         return self._sets[index]
 
+    @property
+    def indices(self) -> range:
+        """The input sets this definition's reference runs: all of them, or a sibling's first (SIBLING_OF)."""
+        return range(len(self.case.sizes) if SIBLING_OF[self.definition["name"]] == self.definition["name"] else 1)
+
     def reference_outputs(self, index: int) -> dict:
         """The reference's outputs on input set `index`."""
         if index not in self._reference:
@@ -131,6 +139,59 @@ class InputSets:
 def python_solutions_of(name: str) -> list[Path]:
     return [path for path in SOLUTION_FILES if path.parent.name == name
             and json.loads(path.read_text(encoding="utf-8"))["spec"]["language"] == "python"]
+
+
+def _hashable(value):
+    try:
+        hash(value)
+        return value
+    except TypeError:  # a captured list or dict: the same object only
+        return ("object", id(value))
+
+
+def _code_key(f: Callable | None) -> tuple | None:
+    """What a Case function computes: its code, defaults and captured values."""
+    if f is None:
+        return None
+    return (f.__code__, _hashable(f.__defaults__), _hashable(repr(f.__kwdefaults__)),
+            tuple(_hashable(c.cell_contents) for c in f.__closure__ or ()))
+
+
+def _sibling_key(d: dict) -> tuple:
+    """Everything a definition's checks run but its const-axis values."""
+    case = CASES.get(d["name"])
+    if case is None:
+        return (d["name"],)
+    specs = json.dumps([{n: (t["shape"], t["dtype"]) for n, t in d[k].items()} for k in ("inputs", "outputs")])
+    return (d["reference"], specs, tuple((n, a["type"]) for n, a in d["axes"].items()), repr(d.get("constraints")),
+            tuple(_code_key(f) for f in (case.make_inputs, case.expected, case.derived, case.check)),
+            repr(case.sizes), repr(case.extra))
+
+
+def _siblings() -> dict[str, str]:
+    """Definition name -> the sibling that runs every input set: the one with the smallest const axes."""
+    groups: dict[tuple, list] = {}
+    for path in DEFINITION_FILES:
+        d = load_definition(path)
+        consts = [a["value"] for a in d["axes"].values() if a["type"] == "const"]
+        groups.setdefault(_sibling_key(d), []).append((_product(consts), d["name"]))
+    return {name: min(group)[1] for group in groups.values() for _, name in group}
+
+
+def _product(values: list) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+SIBLING_OF = _siblings()
+
+
+def python_sources(name: str) -> list[str]:
+    """The sources of a definition's Python solutions, as comparable text."""
+    return sorted(json.dumps(json.loads(p.read_text(encoding="utf-8"))["sources"], sort_keys=True)
+                  for p in python_solutions_of(name))
 
 
 def check_signature(outputs: dict, definition: dict, axes: dict, who: str) -> None:
@@ -189,15 +250,38 @@ def sets(request) -> InputSets:
     return InputSets(d)
 
 
-@pytest.mark.parametrize("index", range(3))
-def test_reference_matches_independent_formulation(sets, index):
+def test_reference_matches_independent_formulation(sets):
     d, case = sets.definition, sets.case
-    axes, inputs, expected = sets[index]
-    if case.check is not None:  # sampling: statistical check on repeated calls
-        run = exec_function(d["reference"], f"{d['name']}.reference")
-        check_statistically(run, d, axes, inputs, case, "reference")
-        return
-    check_outputs(sets.reference_outputs(index), d, axes, expected, "reference")
+    for index in sets.indices:
+        axes, inputs, expected = sets[index]
+        if case.check is not None:  # sampling: statistical check on repeated calls
+            run = exec_function(d["reference"], f"{d['name']}.reference")
+            check_statistically(run, d, axes, inputs, case, f"reference (set {index})")
+            continue
+        check_outputs(sets.reference_outputs(index), d, axes, expected, f"reference (set {index})")
+
+
+def test_reference_runs_on_the_inputs_device(sets):
+    """The reference on its first input set with every input on a second device, emulated on the CPU
+    (tests/device_emulation.py): the same outputs, bit for bit, on that device."""
+    from device_emulation import run_on_other_device
+
+    d = sets.definition
+    axes, inputs, _ = sets[0]
+    plain = sets.reference_outputs(0) if sets.case.check is None else None  # a sampler draws: run it seeded
+    run_on_other_device(d["reference"], d, axes, inputs, plain)
+
+
+def test_siblings_differ_only_in_constants():
+    """The grouping that lets a sibling run its first input set only: it bites on a changed reference."""
+    gemms = [n for n in SIBLING_OF if n.startswith("gemm_n") and SIBLING_OF[n] != n]
+    assert len(gemms) >= 20, "the GEMMs of the models are one sibling group"
+    one = load_definition(next(p for p in DEFINITION_FILES if p.stem == gemms[0]))
+    other = load_definition(next(p for p in DEFINITION_FILES if p.stem == SIBLING_OF[gemms[0]]))
+    assert _sibling_key(one) == _sibling_key(other)
+    assert one["axes"] != other["axes"]
+    changed = {**one, "reference": one["reference"].replace("\n", "\n\n", 1)}
+    assert _sibling_key(changed) != _sibling_key(other)
 
 
 def check_statistically(run, d: dict, axes: dict, inputs: dict, case, who: str) -> None:
@@ -513,6 +597,8 @@ def test_python_solutions_match_reference(sets):
     solutions = python_solutions_of(d["name"])
     if not solutions:
         pytest.skip(f"{d['name']} has no Python solution")
+    # A sibling whose solutions are its representative's code too runs them on its first set only (SIBLING_OF).
+    same_code = python_sources(d["name"]) == python_sources(SIBLING_OF[d["name"]])
     for path in solutions:
         sol = json.loads(path.read_text(encoding="utf-8"))
         assert not sol["spec"].get("destination_passing_style", False), "only value-returning solutions are run here"
@@ -520,7 +606,7 @@ def test_python_solutions_match_reference(sets):
         sources = {s["path"]: s["content"] for s in sol["sources"]}
         assert file in sources, f"{sol['name']}: entry point file {file} is not among the sources"
         run = exec_function(sources[file], f"{sol['name']}/{file}", function)
-        for index in range(len(case.sizes)):
+        for index in sets.indices if same_code else range(len(case.sizes)):
             axes, inputs, expected = sets[index]
             if case.check is not None:
                 check_statistically(run, d, axes, inputs, case, f"{sol['name']} (set {index})")
