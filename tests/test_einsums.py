@@ -164,6 +164,35 @@ def test_every_cascade_counts_its_smallest_and_largest_workloads(ds):
             assert {t.name for t in c.tensors if t.counted} == set(d.inputs) | set(d.outputs), name
 
 
+def test_renderings_read_as_yaml_reads_them(ds):
+    """render.yaml_data reads a rendering's rank sizes apart from the rest of its text: the same data as
+    yaml.safe_load, key order included, at every definition's smallest and largest workloads, and for blocks
+    it must read whole (a comment, a float, a YAML 1.1 octal, a key twice, a size past the block)."""
+    from generator.einsum.render import axis_values, render_template, yaml_data
+    from generator.model.fileio import SAFE_YAML_LOADER
+
+    def same(text: str) -> None:  # against the whole text read by the same YAML library (libyaml where built)
+        assert json.dumps(yaml_data(text)) == json.dumps(yaml.load(text, Loader=SAFE_YAML_LOADER)), text
+
+    for name, e in ds.einsums.items():
+        d = ds.definitions[name]
+        ws = sorted(ds.workloads_by_definition.get(name, []), key=lambda w: (math.prod(w.axes.values()), w.uuid))
+        for w in ws[:1] + ws[-1:]:
+            same(render_template(e.template, axis_values(d, w.axes)))
+    body = "  einsums:\n  - name: E\n    tensor_accesses:\n    - {name: x, projection: [m]}\n"
+    for sizes in ("    M: 4\n    N: 8\n", "    M: 4  # rows\n    N: 8\n", "    M: 4\n    N: 2.5\n",
+                  "    M: 010\n    N: 8\n", "    M: 4\n    M: 9\n", "    M: -3\n    N: 0\n"):
+        same("# c\nworkload:\n  rank_sizes:\n" + sizes + body)
+    same("workload:\n  rank_sizes:\n    M: 4\n    N: 2.5\n    K: 8\n" + body)  # a size past the float
+    same("workload:\n  renames: {}\n  rank_sizes:\n    M: 4\n" + body)  # sizes not first: read whole
+    from generator.einsum.render import _read_skeleton
+
+    before = _read_skeleton.cache_info().hits
+    same("workload:\n  rank_sizes:\n    M: 5\n    N: 7\n" + body)
+    same("workload:\n  rank_sizes:\n    M: 6\n    N: 9\n" + body)
+    assert _read_skeleton.cache_info().hits > before  # the second one's rest was read once, for both
+
+
 def test_export_reads_back_to_the_same_counts(ds, tmp_path: Path):
     # Every definition's cascade, at its workload with the largest sizes (the numbers a text round trip
     # could spoil): the template and its constructs are the definition's, the other workloads only change

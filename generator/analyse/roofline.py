@@ -24,7 +24,7 @@ import yaml
 
 from ..einsum import Counts, axis_values, load_cascade, tensor_dtypes, workload_counts
 from ..einsum.speed_of_light import FALLBACK, SpeedOfLight, peak_tflops, speed_of_light  # noqa: F401 - re-exported
-from ..model.fileio import write_atomic
+from ..model.fileio import SAFE_YAML_LOADER, write_atomic
 from ..model.layout import CANONICAL
 
 
@@ -154,7 +154,7 @@ def verify_export(ds, out, written: Iterable[str]) -> list[str]:
         w = next(w for w in ds.workloads_by_definition[name] if w.uuid == stem[:-len(".yaml")])
         expected = workload_counts(ds, d, w.axes)
         try:
-            cascade, issues = parse_cascade(yaml.safe_load((Path(out) / rel).read_text(encoding="utf-8")))
+            cascade, issues = parse_cascade(yaml.load((Path(out) / rel).read_text(encoding="utf-8"), Loader=SAFE_YAML_LOADER))
             if cascade is None:
                 problems.append(f"{rel}: does not read back: {issues[0].message if issues else 'unknown'}")
                 continue

@@ -1,4 +1,5 @@
-"""How the generator writes dataset files: one JSON style, and never a half-written file."""
+"""How the generator writes dataset files: one JSON style, and never a half-written file; and the one YAML
+loader it reads them with."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Union
+
+import yaml
+
+# libyaml's safe loader where PyYAML is built with it (several times faster: cascades are read per workload,
+# recipes on every workloads run), else the pure-Python one; both safe, same data.
+SAFE_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 # Read once: os.umask can only be read by setting it, which would race with other threads.
 _UMASK = os.umask(0)

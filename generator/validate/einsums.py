@@ -34,6 +34,7 @@ from ..einsum import (
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.dtypes import DTYPE_BITS
+from ..model.fileio import SAFE_YAML_LOADER
 from ..model.records import Definition
 from .common import error, path_parts
 
@@ -47,7 +48,7 @@ def yaml_line(text: str, pointer: str) -> int:
     """Line (1-based) of the member or item at `pointer` in a YAML text; its deepest existing ancestor
     when it is missing; 1 when the text cannot be composed."""
     try:
-        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        node = yaml.compose(text, Loader=SAFE_YAML_LOADER)
     except (yaml.YAMLError, ValueError, RecursionError):
         return 1
     line = 1

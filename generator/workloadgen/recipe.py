@@ -33,6 +33,7 @@ import numpy as np
 import yaml
 
 from ..model.errors import KernelTraceError
+from ..model.fileio import SAFE_YAML_LOADER
 from ..model.layout import CANONICAL
 from . import core, families, moe, runners
 from .scenarios import SETS, Decode, MoeStep, Prefill, Tokens
@@ -257,12 +258,11 @@ FAMILIES: dict[str, tuple[Callable[[Recipe, dict], Iterator[Spec]], tuple[str, .
 }
 
 
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built with it: 36 recipe files, ~1 MB
 
 
 def read(path: Path) -> Recipe:
     try:
-        return Recipe(path, yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER))  # safe: a SafeLoader
+        return Recipe(path, yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_YAML_LOADER))
     except yaml.YAMLError as exc:
         raise RecipeError(f"{path}: not YAML: {exc}") from None
 
