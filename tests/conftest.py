@@ -27,12 +27,16 @@ def pytest_collection_finish(session):
                                 "(from dataset_factory import ...), as conftest.py does")
 
 
-# The files that take longest (wall seconds alone, tests/benchmarks/measure_test_suite.py), longest first.
-# pytest-xdist hands whole files (groups, below) to the two workers in collection order: starting the
-# long ones first keeps one worker from running a long file alone at the end while the other idles.
-LONGEST_FIRST = ("test_bench.py", "test_references.py", "test_bench_checks.py", "test_contributor.py", "test_export.py",
-                 "test_triton_solutions.py", "test_consumer.py", "test_site.py", "test_browser.py", "test_fuzz.py",
-                 "test_export_roofline.py", "test_einsums.py", "test_workloadgen.py", "test_dialects.py")
+# The files (groups, below) that take longest in the suite, longest first (seconds on one of the two workers,
+# 2-core host, 2026-11-27: bench 118, the bundled_export group 74, references 57, bench_checks 46, contributor
+# 45, browser 42, gpu_kit 32, site 32, triton_solutions 23, workloadgen 15, fuzz 14). pytest-xdist hands whole
+# groups to the two workers in collection order (--no-loadscope-reorder in addopts: by default it orders them by
+# their number of tests instead): starting the long ones first keeps one worker from running a long file alone
+# at the end while the other idles.
+LONGEST_FIRST = ("test_bench.py", "test_export.py", "test_consumer.py", "test_export_roofline.py", "test_references.py",
+                 "test_bench_checks.py", "test_contributor.py", "test_browser.py", "test_gpu_kit.py", "test_site.py",
+                 "test_triton_solutions.py", "test_workloadgen.py", "test_fuzz.py", "test_einsums.py", "test_serve.py",
+                 "test_layering.py")
 
 
 # pytest-xdist's --dist loadgroup (addopts) hands a group's tests to one worker, a group being a file here,
