@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 from pathlib import Path
 from typing import Callable
@@ -174,15 +175,8 @@ def _siblings() -> dict[str, str]:
     for path in DEFINITION_FILES:
         d = load_definition(path)
         consts = [a["value"] for a in d["axes"].values() if a["type"] == "const"]
-        groups.setdefault(_sibling_key(d), []).append((_product(consts), d["name"]))
+        groups.setdefault(_sibling_key(d), []).append((math.prod(consts), d["name"]))
     return {name: min(group)[1] for group in groups.values() for _, name in group}
-
-
-def _product(values: list) -> int:
-    out = 1
-    for v in values:
-        out *= v
-    return out
 
 
 SIBLING_OF = _siblings()
