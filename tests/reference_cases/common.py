@@ -105,6 +105,18 @@ def rope_expected(ax, x):
     return {"q_out": rotate(x["q"]), "k_out": rotate(x["k"])}
 
 
+def replace_in_descriptions(d: dict, pairs, where: str) -> dict:
+    """Every (old, new) applied to the descriptions of a template definition `d` (its own, its axes', inputs' and
+    outputs'), in place; each must apply somewhere, so a changed template fails loudly. `where` names the sibling."""
+    texts = [d] + [spec for part in ("axes", "inputs", "outputs") for spec in d[part].values()]
+    for old, new in pairs:
+        hits = [t for t in texts if old in t.get("description", "")]
+        assert hits, f"{where}: {old[:60]!r}... is no longer in its template's text"
+        for t in hits:
+            t["description"] = t["description"].replace(old, new)
+    return d
+
+
 def write_files(files: Mapping[str, str], root: Path) -> list[Path]:
     """Write the files a table renders (path relative to the dataset root -> text) where they differ under `root`;
     the paths written. What `cd tests && python -m reference_cases.<table module>` runs."""

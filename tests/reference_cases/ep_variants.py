@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from . import collective_fusion as cf
-from .common import Case, shrunk, write_files
+from .common import Case, replace_in_descriptions, shrunk, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 FP8_DISPATCH = "ep_dispatch_fp8_ep8_e256_topk8_h7168"
@@ -33,17 +33,6 @@ COMBINE = "ep_combine_ep4_topk8_h2048"
 def _load(kind: str, name: str) -> dict:
     return json.loads((DATASET / kind / "moe" / f"{name}.json").read_text(encoding="utf-8")) if kind == "definitions" \
         else json.loads((DATASET / kind / "moe" / name / f"{name}_torch.json").read_text(encoding="utf-8"))
-
-
-def _replace_all(d: dict, pairs) -> dict:
-    """Every (old, new) applied to the descriptions of the definition, its axes, inputs and outputs; each must apply."""
-    texts = [d] + [spec for part in ("axes", "inputs", "outputs") for spec in d[part].values()]
-    for old, new in pairs:
-        hits = [t for t in texts if old in t.get("description", "")]
-        assert hits, f"{old[:60]!r}... is no longer in the template's text"
-        for t in hits:
-            t["description"] = t["description"].replace(old, new)
-    return d
 
 
 MINIMAX_REF = ("    num_experts = 256  # n_routed_experts of deepseek-ai/DeepSeek-V3\n",
@@ -73,7 +62,7 @@ MINIMAX_TEXT = (
 def render_minimax_dispatch() -> dict:
     d = copy.deepcopy(_load("definitions", FP8_DISPATCH))
     d["name"] = "ep_dispatch_fp8_ep8_e256_topk8_h3072"
-    _replace_all(d, MINIMAX_TEXT)
+    replace_in_descriptions(d, MINIMAX_TEXT, d["name"])
     d["axes"]["hidden_size"]["value"], d["axes"]["num_scale_blocks"]["value"] = 3072, 24
     d["tags"] = [t.replace("model-alt:deepseek-v3", "model-alt:minimax-m2") for t in d["tags"]]
     assert d["reference"].count(MINIMAX_REF[0]) == 1

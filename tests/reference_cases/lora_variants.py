@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import lora
-from .common import Case, write_files
+from .common import Case, replace_in_descriptions, write_files
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 SHRINK, EXPAND = "lora_bgmv_shrink_s3_l4_r16_k4096", "lora_bgmv_expand_s3_l4_r16_n6144"
@@ -89,16 +89,6 @@ def _load(kind: str, name: str) -> dict:
     path = DATASET / "definitions" / "grouped_gemm" / f"{name}.json" if kind == "definitions" else \
         DATASET / "solutions" / "baseline" / "grouped_gemm" / name / f"{name}_torch.json"
     return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _replace_all(d: dict, pairs) -> dict:
-    texts = [d] + [spec for part in ("axes", "inputs", "outputs") for spec in d[part].values()]
-    for old, new in pairs:
-        hits = [t for t in texts if old in t.get("description", "")]
-        assert hits, f"{d['name']}: {old[:60]!r}... is no longer in its template's text"
-        for t in hits:
-            t["description"] = t["description"].replace(old, new)
-    return d
 
 
 def shrink_name(m: Dense) -> str:
@@ -180,15 +170,15 @@ def render_shrink(m: Dense) -> dict:
     d = copy.deepcopy(_load("definitions", SHRINK))
     d["name"] = name
     tp_note = SHRINK_TP if any(x.tp > 1 for x in ms) else ""
-    _replace_all(d, (
+    replace_in_descriptions(d, (
         ("of Llama-3.1-8B's fused qkv_proj at TP1", _whose(ms, "every rank runs it whole")),
         (f"K = 4096 (hidden_size from {SOURCE_8B}).",
          f"K = {m.hidden} (hidden_size from {sources})." + _note(SHRINK, ms) + tp_note),
         (f"(lora_{'bgmv_expand_s3_l4_r16_n6144'})", f"({expands})"),
-        (f"hidden_size = 4096 ({SOURCE_8B}).", f"hidden_size = {m.hidden} ({sources}).")))
+        (f"hidden_size = 4096 ({SOURCE_8B}).", f"hidden_size = {m.hidden} ({sources}).")), name)
     d["axes"]["K"]["value"] = m.hidden
     bound = round(m.hidden ** -0.5, 5)  # PEFT's kaiming_uniform bound for lora_A, 1/sqrt(K)
-    _replace_all(d, (("1/sqrt(4096) = 0.01562)", f"1/sqrt({m.hidden}) = {bound})"),))
+    replace_in_descriptions(d, (("1/sqrt(4096) = 0.01562)", f"1/sqrt({m.hidden}) = {bound})"),), name)
     d["inputs"]["lora_a"]["random"].update(low=-bound, high=bound)
     d["tags"] = _tags(d, ms)
     return d
@@ -206,7 +196,7 @@ def render_expand(m: Dense) -> dict:
     d["name"] = name
     q, kv, n = m.q, m.kv, m.n
     tp_note = EXPAND_TP if m.tp > 1 else ""
-    _replace_all(d, (
+    replace_in_descriptions(d, (
         ("of Llama-3.1-8B's fused qkv_proj at TP1", _whose(ms, "one rank's shard")),
         ("q in columns [0, 4096) (q_size = num_attention_heads * head_dim = 32 * 128), k in [4096, 5120) and v in "
          f"[5120, 6144) (kv_size = num_key_value_heads * head_dim = 8 * 128, {SOURCE_8B}); SGLang's output_offset "
@@ -219,7 +209,7 @@ def render_expand(m: Dense) -> dict:
         ("(q_proj's 4096 rows, k_proj's 1024, v_proj's 1024)", f"(q_proj's {q} rows, k_proj's {kv}, v_proj's {kv})"),
         ("num_attention_heads * head_dim = 32 * 128.", f"num_attention_heads{per} * head_dim = {heads} * 128."),
         ("num_key_value_heads * head_dim = 8 * 128.", f"num_key_value_heads{per} * head_dim = {kv_heads} * 128."),
-        ("Numerics:", (_note(EXPAND, ms) + tp_note).strip() + "\n\nNumerics:")))
+        ("Numerics:", (_note(EXPAND, ms) + tp_note).strip() + "\n\nNumerics:")), name)
     for axis, value in (("N", n), ("q_size", q), ("kv_size", kv)):
         d["axes"][axis]["value"] = value
     d["tags"] = _tags(d, ms)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import deepseek, deepseek_v32, mamba2, qwen3_next
-from .common import Case, shrunk, write_files
+from .common import Case, replace_in_descriptions, shrunk, write_files
 from .llama import (
     decode_expected,
     decode_inputs,
@@ -404,12 +404,7 @@ SUBSTITUTED = [_gdn("decode", 2), _gdn("decode", 1), _gdn("prefill", 2), _gdn("p
 
 def render_substituted(v: Substituted) -> dict:
     d = json.loads((DATASET / "definitions" / v.type / f"{v.template}.json").read_text(encoding="utf-8"))
-    texts = [d] + [spec for part in ("axes", "inputs", "outputs") for spec in d[part].values()]
-    for old, new in v.replace:
-        hits = [t for t in texts if old in t.get("description", "")]
-        assert hits, f"{v.name}: {old[:60]!r}... is no longer in {v.template}'s text"
-        for t in hits:
-            t["description"] = t["description"].replace(old, new)
+    replace_in_descriptions(d, v.replace, f"{v.name} (from {v.template})")
     for axis, value in v.consts.items():
         assert d["axes"][axis]["type"] == "const", f"{v.name}: {axis} is not a const axis of {v.template}"
         d["axes"][axis]["value"] = value
