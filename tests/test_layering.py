@@ -22,7 +22,7 @@ RANK = {
     "model": 0,  # the contract, shared by every stage
     "formats": 1, "einsum": 1,  # foreign dialects; the cascade format
     "load": 2,
-    "validate": 3, "workloadgen": 3,
+    "validate": 3, "workloadgen": 3, "contenders": 3,  # authoring: the generated contenders
     "bench": 4,
     "analyse": 5,
     "site": 6, "export": 6,
