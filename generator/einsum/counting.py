@@ -73,6 +73,15 @@ class Counts:
         return sum(e.flops for e in self.einsums)
 
     @property
+    def flops_by_dtype(self) -> dict[str, int]:
+        """FLOPs per dtype whose peak rate they are counted at, most first."""
+        out: dict[str, int] = {}
+        for e in self.einsums:
+            if e.flops:
+                out[e.dtype] = out.get(e.dtype, 0) + e.flops
+        return dict(sorted(out.items(), key=lambda x: -x[1]))
+
+    @property
     def bytes(self) -> float:
         return sum(t.bytes for t in self.tensors if t.counted)
 
