@@ -36,9 +36,9 @@ def cli_table(capsys, dataset: Path) -> dict[tuple[str, str], dict[str, str]]:
             words = line.split()
             axes = [w for w in words[1:] if "=" in w]
             rest = words[1 + len(axes):]
-            cells = {"workload": words[0], "FLOPs": rest[0], "bytes": rest[1], "FLOP/B": rest[2]}
-            times = rest[3:]
-            for i, hw in enumerate(header[5:]):
+            cells = {"workload": words[0], "FLOPs": rest[0], "FLOPs at": rest[1], "bytes": rest[2], "FLOP/B": rest[3]}
+            times = rest[4:]
+            for i, hw in enumerate(header[header.index("FLOP/B") + 1:]):
                 cells[hw] = " ".join(times[3 * i:3 * i + 3])
             table[(definition, words[0])] = cells
     return table
@@ -84,6 +84,11 @@ def test_roofline_config_matches_kerneltrace_roofline_row_by_row(bundled, load_o
     assert len(table) == len(rows) // len(ds.hardware)
     sections = sol_sections(ds)
     assert mismatches(rows, table, sections) == []
+    # Which rate decides: an NVFP4 GEMM's FLOPs at FP4 on B200, at FP8 on H100 (no FP4 units), never float32.
+    nvfp4 = [r for r in rows if r["definition"] == "gemm_nvfp4_n4096_k4096" and r["axes"]["M"] == 2048]
+    assert {r["hardware"]: r["compute_dtype"] for r in nvfp4 if r["hardware"] in ("B200", "H100_SXM")} == {
+        "B200": "float4_e2m1", "H100_SXM": "float8_e4m3"}
+    assert {c["FLOPs at"] for (d, _), c in table.items() if d == "gemm_nvfp4_n4096_k4096"} == {"float4_e2m1"}
 
     # A wrong row fails: each kind of corruption is caught.
     row = next(r for r in rows if r["definition"] == "gemm_n4096_k4096" and r["hardware"] == "H100_SXM")

@@ -188,33 +188,46 @@ def format_ratio(x: float) -> str:
     return f"{x:.3g}" if x < 1000 else f"{x:,.0f}"
 
 
+def format_flops_dtype(counts: Counts) -> str:
+    """The dtype most FLOPs are counted at, with its share when others carry more than 0.5 %."""
+    by = counts.flops_by_dtype
+    if not by:
+        return "-"
+    dtype, flops = next(iter(by.items()))
+    share = flops / counts.flops
+    return dtype if share > 0.995 else f"{dtype}:{share:.0%}"
+
+
 def format_roofline(rows: list[RooflineRow]) -> str:
-    """Plain-text table: per definition, one line per workload with FLOPs, bytes, FLOP/B and
-    T_SOL per hardware (C = compute-bound, M = memory-bound)."""
+    """Plain-text table: per definition, one line per workload with FLOPs, the dtype whose peak rate most of
+    them are counted at, bytes, FLOP/B and T_SOL per hardware (C = compute-bound, M = memory-bound)."""
     if not rows:
         return "no workloads of definitions with an Einsum cascade"
     hardware = sorted({s.hardware for r in rows for s in r.sol})
-    header = ["workload", "axes", "FLOPs", "bytes", "FLOP/B"] + hardware
+    header = ["workload", "axes", "FLOPs", "FLOPs at", "bytes", "FLOP/B"] + hardware
     out = []
     for name in dict.fromkeys(r.definition for r in rows):
         table = [header]
         for r in (r for r in rows if r.definition == name):
             axes = " ".join(f"{k}={v}" for k, v in r.axes)
             if r.counts is None:
-                table.append([r.workload[:8], axes, "cascade does not count: " + r.problem, "", ""] + [""] * len(hardware))
+                table.append([r.workload[:8], axes, "cascade does not count: " + r.problem, "", "", ""]
+                             + [""] * len(hardware))
                 continue
             sols = {s.hardware: s for s in r.sol}
-            table.append([r.workload[:8], axes, format_count(r.counts.flops), format_count(r.counts.bytes) + "B",
-                          format_ratio(r.counts.intensity)]
+            table.append([r.workload[:8], axes, format_count(r.counts.flops), format_flops_dtype(r.counts),
+                          format_count(r.counts.bytes) + "B", format_ratio(r.counts.intensity)]
                          + [f"{format_seconds(sols[h].t_sol_s)} {sols[h].bound[0].upper()}" if h in sols else "-"
                             for h in hardware])
         widths = [max(len(row[i]) for row in table if len(row) > i) for i in range(len(header))]
         out.append(name)
         for row in table:
-            out.append("  " + "  ".join(cell.ljust(widths[i]) if i < 2 else cell.rjust(widths[i])
+            out.append("  " + "  ".join(cell.ljust(widths[i]) if i in (0, 1, 3) else cell.rjust(widths[i])
                                         for i, cell in enumerate(row)).rstrip())
         out.append("")
     out.append("T_SOL = max(FLOPs / peak for the dtype, bytes / memory bandwidth); C = compute-bound, M = memory-bound.")
+    out.append("FLOPs at: the dtype whose peak rate most FLOPs are counted at (a contraction's compute_dtype, else its "
+               "inputs' dtype; other work float32), on a machine without that rate the next wider one it lists.")
     return "\n".join(out)
 
 

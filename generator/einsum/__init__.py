@@ -14,6 +14,7 @@ and minimum bytes. Other stages import from here, not from the modules:
     renames.py      evaluating renames, checking expected counts
     bits.py         bits per value of every access; the plain document with them written out
     render.py       the jinja2 template: rendering, and render + read + parse in one call
+    precision.py    the dtype a contraction runs at; the check that it is no wider than its operands
     counting.py     MACs, FLOPs, minimum bytes per workload
     problems.py     Problem, CascadeProblem, JSON pointers
 """
@@ -24,6 +25,7 @@ from .constraints import Constraint, count_points, parse_constraints
 from .counting import Counts, EinsumCount, TensorBytes, count, workload_counts
 from .expressions import Expr, ExprError, parse_expr
 from .model import Access, Cascade, Einsum, Rename, RenameBlock
+from .precision import contraction_dtype, precision_problems
 from .problems import CascadeProblem, Problem
 from .renames import RenameResult, resolve_renames
 from .render import axis_values, load_cascade, read_rendered, render_template, template_error_location, tensor_dtypes
@@ -33,7 +35,7 @@ __all__ = [
     "BITS_DTYPE", "DEFAULT_BITS", "DTYPE_BITS", "KEYWORDS",
     "Access", "Cascade", "CascadeProblem", "Constraint", "Counts", "Einsum", "EinsumCount", "Expr", "ExprError",
     "Problem", "Rename", "RenameBlock", "RenameResult", "SetError", "TensorBytes",
-    "access_bits", "axis_values", "bits_problems", "count", "count_points", "load_cascade", "parse_cascade", "read_rendered",
-    "parse_constraints", "parse_expr", "parse_set_expression", "plain_document", "render_template",
+    "access_bits", "axis_values", "bits_problems", "contraction_dtype", "count", "count_points", "load_cascade", "parse_cascade", "read_rendered",
+    "parse_constraints", "parse_expr", "parse_set_expression", "plain_document", "precision_problems", "render_template",
     "resolve_renames", "template_error_location", "tensor_dtypes", "workload_counts",
 ]

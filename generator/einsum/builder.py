@@ -157,8 +157,16 @@ class _Builder:
         if bounds is None:
             return None
         n = int(e.get("n_instances", 1))
-        return Einsum(name, tuple(accesses), bool(e.get("is_copy_operation", False)), n, sizes,
-                      tuple(constraints), _renames(e.get("renames"), p + "/renames"), p, bounds)
+        built = Einsum(name, tuple(accesses), bool(e.get("is_copy_operation", False)), n, sizes,
+                       tuple(constraints), _renames(e.get("renames"), p + "/renames"), p, bounds, e.get("compute_dtype"))
+        if built.compute_dtype is not None and not built.is_contraction:
+            self.problem(p + "/compute_dtype", f"Einsum '{name}' states compute_dtype {built.compute_dtype}, but it is "
+                                               "no contraction (it must sum over a rank variable and read two or more "
+                                               "tensors)",
+                         "remove compute_dtype: copies are free, and element-wise work and single-input reductions "
+                         "run on the float32 vector units")
+            return None
+        return built
 
     def accesses(self, p: str, name: str, docs: list, sizes: Mapping[str, int]) -> Optional[list[Access]]:
         """The Einsum's tensor accesses; None (problems reported) when any is wrong."""

@@ -14,7 +14,8 @@ The model, per workload of a definition (its Einsum cascade rendered with the wo
   its projections reach (a paged KV cache counts the pages the workload reads, not the pool).
 - Each Einsum's dtype, whose peak rate applies on a machine (analyse/roofline.py turns counts
   into time): Einsums that sum over a rank variable and read two or more tensors run at the
-  rate of their inputs' dtype (e.g. tensor cores); the rest at the float32 rate.
+  rate of their compute_dtype, else of their inputs' dtype (e.g. tensor cores; precision.py);
+  the rest at the float32 rate.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .bits import BITS_DTYPE, access_bits
+from .bits import access_bits
 from .constraints import count_points
 from .expressions import ExprError
 from .model import Cascade
+from .precision import VECTOR_DTYPE, contraction_dtype
 from .problems import CascadeProblem, Problem
 from .render import axis_values, load_cascade, tensor_dtypes
 
-VECTOR_DTYPE = "float32"  # element-wise work and single-input reductions run on the vector units
 
 @dataclass(frozen=True)
 class EinsumCount:
@@ -72,6 +73,15 @@ class Counts:
         return sum(e.flops for e in self.einsums)
 
     @property
+    def flops_by_dtype(self) -> dict[str, int]:
+        """FLOPs per dtype whose peak rate they are counted at, most first."""
+        out: dict[str, int] = {}
+        for e in self.einsums:
+            if e.flops:
+                out[e.dtype] = out.get(e.dtype, 0) + e.flops
+        return dict(sorted(out.items(), key=lambda x: -x[1]))
+
+    @property
     def bytes(self) -> float:
         return sum(t.bytes for t in self.tensors if t.counted)
 
@@ -79,10 +89,6 @@ class Counts:
     def intensity(self) -> float:
         """FLOPs per byte (0 when nothing moves)."""
         return self.flops / self.bytes if self.bytes else 0.0
-
-
-def _bits_dtype(bits: int) -> str:
-    return BITS_DTYPE.get(bits, "float32")
 
 
 def count(cascade: Cascade, dtypes: Optional[Mapping[str, str]] = None) -> Counts:
@@ -105,27 +111,12 @@ def count(cascade: Cascade, dtypes: Optional[Mapping[str, str]] = None) -> Count
                                           "split the Einsum or loosen its iteration_space_shape")]) from None
         macs = points * instances
         sums = bool(e.reduced_variables)
-        if sums and len(e.inputs) >= 2:
-            kind, dtype = "contraction", _compute_dtype(cascade, e, bits, dtypes)
+        if e.is_contraction:
+            kind, dtype = "contraction", contraction_dtype(cascade, e, bits, dtypes)
         else:
             kind, dtype = ("reduction" if sums else "elementwise"), VECTOR_DTYPE
         einsums.append(EinsumCount(e.name, kind, macs, 2 * macs if sums else macs, dtype))
     return Counts(tuple(einsums), _tensor_bytes(cascade, bits))
-
-
-def _compute_dtype(cascade: Cascade, e, bits, dtypes: Mapping[str, str]) -> str:
-    """The dtype whose peak rate a contraction runs at: the widest of the data it is fed from outside
-    the cascade (floating-point tensors before index tensors, which steer rather than feed the units);
-    intermediates only when it reads nothing else (their dtype follows their bits)."""
-    def dtype_of(a) -> str:
-        b, origin = bits[(e.name, a.tensor)]
-        return dtypes[a.tensor] if origin.startswith("dtype") else _bits_dtype(b)
-
-    outside = [a for a in e.inputs if a.tensor not in cascade.intermediates]
-    floating = [a for a in outside if dtype_of(a).startswith(("float", "bfloat"))]
-    chosen = floating or outside or list(e.inputs)
-    best = max(chosen, key=lambda a: bits[(e.name, a.tensor)][0])
-    return dtype_of(best)
 
 
 def _tensor_bytes(cascade: Cascade, bits) -> tuple[TensorBytes, ...]:

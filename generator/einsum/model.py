@@ -52,6 +52,7 @@ class Einsum:
     renames: tuple[Rename, ...]  # the Einsum's own renames field
     pointer: str
     bounds: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # rank variable -> inclusive range
+    compute_dtype: Optional[str] = None  # the cascade's statement of the unit its multiply-adds run on
 
     @cached_property
     def inputs(self) -> tuple[Access, ...]:
@@ -74,6 +75,18 @@ class Einsum:
         """Rank variables that index no output: summed over."""
         out = {v for a in self.outputs for v in a.variables}
         return tuple(v for v in self.rank_variables if v not in out)
+
+    @cached_property
+    def is_contraction(self) -> bool:
+        """Sums over a rank variable and reads two or more tensors: a product a matrix unit can run."""
+        return not self.is_copy and bool(self.reduced_variables) and len(self.inputs) >= 2
+
+    @cached_property
+    def multiplicands(self) -> tuple[Access, ...]:
+        """The inputs a contraction sums over (indexed by a summed variable); the others (a per-row or
+        per-expert scale) are applied once per output, outside the products."""
+        summed = set(self.reduced_variables)
+        return tuple(a for a in self.inputs if summed & set(a.variables)) or self.inputs
 
 
 @dataclass(frozen=True)

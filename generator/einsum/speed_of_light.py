@@ -36,10 +36,16 @@ class SpeedOfLight:
     compute_s: float
     memory_s: float
     dtypes: tuple[tuple[str, str], ...]  # (dtype asked for, dtype whose peak was used)
+    compute_by_dtype: tuple[tuple[str, float], ...] = ()  # (dtype whose peak was used, seconds at it)
 
     @property
     def t_sol_s(self) -> float:
         return max(self.compute_s, self.memory_s)
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype whose peak most of the compute time is counted at ("" when nothing computes)."""
+        return max(self.compute_by_dtype, key=lambda x: x[1])[0] if self.compute_by_dtype else ""
 
     @property
     def bound(self) -> str:
@@ -56,12 +62,14 @@ def peak_tflops(peaks: Mapping[str, float], dtype: str) -> tuple[str, float]:
 
 def speed_of_light(counts: Counts, hardware) -> SpeedOfLight:
     """T_SOL of `counts` on a HardwareSpec (peak_tflops per dtype, memory_bandwidth_gb_s)."""
-    compute, used = 0.0, {}
+    compute, used, by_dtype = 0.0, {}, {}
     for e in counts.einsums:
         if not e.flops:
             continue
         d, tflops = peak_tflops(hardware.peak_tflops, e.dtype)
         used[e.dtype] = d
-        compute += e.flops / (tflops * 1e12)
+        seconds = e.flops / (tflops * 1e12)
+        compute += seconds
+        by_dtype[d] = by_dtype.get(d, 0.0) + seconds
     memory = counts.bytes / (hardware.memory_bandwidth_gb_s * 1e9)
-    return SpeedOfLight(hardware.name, compute, memory, tuple(sorted(used.items())))
+    return SpeedOfLight(hardware.name, compute, memory, tuple(sorted(used.items())), tuple(sorted(by_dtype.items())))

@@ -40,6 +40,7 @@ def roofline_records(ds: Dataset) -> Iterator[RooflineRecord]:
                 "hardware": sol.hardware, "macs": c.macs, "elementwise_ops": c.elementwise_ops, "flops": c.flops,
                 "min_bytes": float(c.bytes), "arithmetic_intensity": c.intensity, "compute_s": sol.compute_s,
                 "memory_s": sol.memory_s, "t_sol_s": sol.t_sol_s, "bound": sol.bound,
+                **({"compute_dtype": sol.compute_dtype} if sol.compute_dtype else {}),  # absent: nothing computes
             }, ds.einsums[row.definition].source, i)
 
 
@@ -68,6 +69,10 @@ ROOFLINE = Config(
                ("memory_s",)),
         Column("t_sol_s", pa.float64(), "Speed-of-light time in seconds: max(compute_s, memory_s).", ("t_sol_s",)),
         Column("bound", pa.string(), "`compute` or `memory`: which of the two is larger.", ("bound",)),
+        Column("compute_dtype", pa.string(), "The dtype whose peak rate on this machine most of compute_s is "
+                                             "counted at (e.g. float4_e2m1 for an NVFP4 GEMM on B200, float8_e4m3 "
+                                             "on H100, which has no FP4 rate); null when nothing computes.",
+               ("compute_dtype",), optional=True),
         Column("source_path", pa.string(), "The Einsum cascade the numbers are counted from, relative to the "
                                            "dataset root.", derive=lambda r, ds: r.source.path),
     ),

@@ -4,8 +4,8 @@ A cascade is a jinja2 template over its definition's axes, so it is rendered onc
 workload (and with every var axis at 1 when the definition has none yet) and each rendering
 is checked: it parses as YAML, matches schema/einsum.json, its projections use ranks with
 sizes, every input and output of the definition appears with the shape the definition gives it
-for that workload, the renames give their expected counts, and its iteration spaces can be
-counted. A problem found with several workloads is reported once, naming the first.
+for that workload, the renames give their expected counts, its iteration spaces can be
+counted, and no contraction counts its FLOPs at a rate wider than the data it multiplies. A problem found with several workloads is reported once, naming the first.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from ..einsum import (
     axis_values,
     bits_problems,
     count,
+    precision_problems,
     read_rendered,
     render_template,
     resolve_renames,
@@ -151,6 +152,8 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
                 except CascadeProblem as exc:
                     for p in exc.problems:
                         reporter.add(text, label, p)
+                for p in precision_problems(cascade, tensor_dtypes(d)):
+                    reporter.add(text, label, p)
             parsed[text] = cascade
         cascade = parsed[text]
         if cascade is None:

@@ -164,7 +164,9 @@ MOE_EINSUM = '''# NVFP4 fused MoE of one EP rank (FlashInfer's CUTLASS fused MoE
 # FP4 GEMMs run at the FP4 tensor-core rate (tcgen05 kind::mxf4nvf4 reads the e2m1 codes and e4m3 block scales
 # as they are, so the decode of the operands is a view), the SwiGLU output is re-quantised to NVFP4 (block
 # amax, e4m3 scale, e2m1 codes: 4 bits written per value) for the second GEMM, and the expert outputs are
-# weighted and summed per token.
+# weighted and summed per token. The expert of a row is data: the gathers (copies) hand each row its expert's
+# weights and global scale (alpha), which scales the row's products once per output (compute_dtype states the
+# unit: the operands are e2m1 codes, which the cascade reads as packed bytes).
 # Model of the data: rows on this rank = seq_len (8 picks per token, 32 of 256 experts local: seq_len * 8 * 32
 # / 256 under uniform routing); experts whose weights are read = min(num_local_experts, rows). Bytes: codes 4
 # bits per value, one e4m3 scale byte per 16 values. Left out: the sort/scan that builds the dispatch, the
@@ -202,18 +204,23 @@ workload:
     tensor_accesses:
     - {name: gemm1_weights, projection: {LE: le, O: o, HP: h // 2}}
     - {name: gemm1_weights_scale, projection: {LE: le, O: o, HS: h // 16}}
+    - {name: gemm1_alpha, projection: {LE: le}}
     - {name: w1_rows, projection: [r, o, h], output: true}
+    - {name: alpha1_rows, projection: [r], output: true}
   - name: GatherW2
     is_copy_operation: true
     tensor_accesses:
     - {name: gemm2_weights, projection: {LE: le, H: h, IP: i // 2}}
     - {name: gemm2_weights_scale, projection: {LE: le, H: h, IS: i // 16}}
+    - {name: gemm2_alpha, projection: {LE: le}}
     - {name: w2_rows, projection: [r, h, i], output: true}
+    - {name: alpha2_rows, projection: [r], output: true}
   - name: Gemm1
+    compute_dtype: float4_e2m1
     tensor_accesses:
     - {name: x_rows, projection: [r, h]}
     - {name: w1_rows, projection: [r, o, h]}
-    - {name: gemm1_alpha, projection: {LE: le}}
+    - {name: alpha1_rows, projection: [r]}
     - {name: h1, projection: [r, o], output: true}
   - name: SiluAndMul
     tensor_accesses:
@@ -230,10 +237,11 @@ workload:
     - {name: gemm2_input_scale, projection: []}
     - {name: act_fp4, projection: [r, i], output: true}
   - name: Gemm2
+    compute_dtype: float4_e2m1
     tensor_accesses:
     - {name: act_fp4, projection: [r, i]}
     - {name: w2_rows, projection: [r, h, i]}
-    - {name: gemm2_alpha, projection: {LE: le}}
+    - {name: alpha2_rows, projection: [r]}
     - {name: y, projection: [r, h], output: true}
   - name: Combine
     tensor_accesses:
@@ -656,8 +664,9 @@ def run(routing_logits, hidden_states, hidden_states_scale, gemm1_weights, gemm1
 GPT_MOE_EINSUM = '''# MXFP4 x MXFP8 fused MoE (TRT-LLM, routing fused in): top-4 of the router logits and their softmax, the
 # rows dispatched to their experts (copies: free), the two block-scaled GEMMs at the FP8 tensor-core rate
 # (tcgen05 kind::mxf8f6f4 reads e2m1 weights and e4m3 activations with their e8m0 scales as they are: the
-# decode is a view), the clamped SwiGLU and its MXFP8 re-quantisation (one byte written per value), the
-# expert outputs weighted and summed per token. Model of the data: rows = seq_len x 4; experts whose weights
+# decode is a view; compute_dtype states that unit), the clamped SwiGLU with its expert's alpha, beta and
+# limit (gathered per row with the weights: the expert of a row is data) and its MXFP8 re-quantisation (one
+# byte written per value), the expert outputs weighted and summed per token. Model of the data: rows = seq_len x 4; experts whose weights
 # are read = min(num_experts, rows). Bytes: weights 4 bits per value, activations 8, one scale byte per 32.
 # Left out: the sort/scan that builds the dispatch, the rounding of the intermediate to bfloat16.
 {% set ROWS = seq_len * top_k %}
@@ -701,7 +710,13 @@ workload:
     - {name: gemm1_weights, projection: {E: ae, O: o, HP: h // 2}}
     - {name: gemm1_weights_scale, projection: {E: ae, O: o, HS: h // 32}}
     - {name: gemm1_bias, projection: {E: ae, O: o}}
+    - {name: gemm1_alpha, projection: {E: ae}}
+    - {name: gemm1_beta, projection: {E: ae}}
+    - {name: gemm1_clamp_limit, projection: {E: ae}}
     - {name: w1_rows, projection: [r, o, h], output: true}
+    - {name: alpha_rows, projection: [r], output: true}
+    - {name: beta_rows, projection: [r], output: true}
+    - {name: limit_rows, projection: [r], output: true}
   - name: GatherW2
     is_copy_operation: true
     tensor_accesses:
@@ -710,6 +725,7 @@ workload:
     - {name: gemm2_bias, projection: {E: ae, H: h}}
     - {name: w2_rows, projection: [r, h, i], output: true}
   - name: Gemm1
+    compute_dtype: float8_e4m3
     tensor_accesses:
     - {name: x_rows, projection: [r, h]}
     - {name: w1_rows, projection: [r, o, h]}
@@ -717,9 +733,9 @@ workload:
   - name: ClampedSwiglu
     tensor_accesses:
     - {name: h1, projection: [r, o]}
-    - {name: gemm1_alpha, projection: {E: ae}}
-    - {name: gemm1_beta, projection: {E: ae}}
-    - {name: gemm1_clamp_limit, projection: {E: ae}}
+    - {name: alpha_rows, projection: [r]}
+    - {name: beta_rows, projection: [r]}
+    - {name: limit_rows, projection: [r]}
     - {name: act, projection: {R: r, I: o // 2}, output: true}
   - name: RequantBlockMax
     tensor_accesses:
@@ -731,6 +747,7 @@ workload:
     - {name: act_max, projection: {R: r, IS: i // 32}}
     - {name: act_fp8, projection: [r, i], output: true}
   - name: Gemm2
+    compute_dtype: float8_e4m3
     tensor_accesses:
     - {name: act_fp8, projection: [r, i]}
     - {name: w2_rows, projection: [r, h, i]}

@@ -198,12 +198,14 @@ def einsum_text(window: int) -> str:
                         "tensor for K and one for V):", 1)
     head += ("# The caches are read at 8 bits per value (their dtype); k_scale multiplies the scores with sm_scale\n"
              "# and v_scale the weighted sum of the values (FlashInfer's bmm1_scale and bmm2_scale); the codes'\n"
-             "# conversion to a wider type is free.\n")
+             "# conversion to a wider type is free. PV runs at QK's FP8 rate (its compute_dtype).\n")
     body = body.replace("    - {name: sm_scale, projection: []}\n",
                         "    - {name: sm_scale, projection: []}\n    - {name: k_scale, projection: []}\n", 1)
     pv_end = "    - {name: out_pages,"
     at = body.index(pv_end, body.index("- name: PV"))
     body = body[:at] + "    - {name: v_scale, projection: []}\n" + body[at:]
+    # PV on the unit QK runs on (QK reads the 8-bit cache); v_scale alone would count it at the float32 rate.
+    body = body.replace("  - name: PV\n", "  - name: PV\n    compute_dtype: float8_e4m3\n", 1)
     return head + sep + body
 
 

@@ -272,11 +272,13 @@ _E_UNPACK = '''  - name: Unpack
     - {name: topk_weights, projection: [t, k], output: true}
 '''
 _E_FP4 = '''  - name: DequantizeW1
+    is_copy_operation: true
     tensor_accesses:
     - {name: gemm1_weights, projection: {E: e, O: o, HP: h // 2}}
     - {name: gemm1_weights_scale, projection: {E: e, O: o, HB: h // 32}}
     - {name: w1, projection: [e, o, h], output: true}
   - name: DequantizeW2
+    is_copy_operation: true
     tensor_accesses:
     - {name: gemm2_weights, projection: {E: e, H: h, IP: i // 2}}
     - {name: gemm2_weights_scale, projection: {E: e, H: h, IB: i // 32}}
@@ -298,6 +300,7 @@ _E_FP4 = '''  - name: DequantizeW1
     - {name: w2, projection: [e, h, i]}
     - {name: w2_rows, projection: [r, h, i], output: true}
   - name: Gemm1
+    compute_dtype: bfloat16
     tensor_accesses:
     - {name: x_rows, projection: [r, h]}
     - {name: w1_rows, projection: [r, o, h]}
@@ -307,6 +310,7 @@ _E_FP4 = '''  - name: DequantizeW1
     - {name: h1, projection: [r, o]}
     - {name: act, projection: {R: r, I: o // 2}, output: true}
   - name: Gemm2
+    compute_dtype: bfloat16
     tensor_accesses:
     - {name: act, projection: [r, i]}
     - {name: w2_rows, projection: [r, h, i]}
@@ -373,10 +377,11 @@ _FP4_RANKS = '''    HP: {{ hidden_size_packed }}
     IB: {{ num_intermediate_blocks }}
 '''
 _C_FP4 = ('''# TRT-LLM fused MoE with MXFP4 weights and bfloat16 activations, @ROUTING@.
-# MXFP4: an element-wise Dequantize (one operation per weight of the experts the rows can reach) reads the
-# packed codes (4 bits a weight) and the e8m0 scales (one byte per 32 weights). Which rows go to which expert is
-# data, so copies (free) dispatch the rows and gather their experts' weights. The activation between the GEMMs
-# is bfloat16. Model of the data: rows = seq_len * @TOP_K@ picks; experts whose weights are read =
+# MXFP4: the weights are decoded as the kernel reads them (a view: a copy, free) from the packed codes (4 bits a
+# weight) and the e8m0 scales (one byte per 32 weights); bfloat16 activations times e2m1 weights run on the
+# bfloat16 tensor cores (compute_dtype: no unit multiplies bfloat16 by e2m1 faster). Which rows go to which
+# expert is data, so copies (free) dispatch the rows and gather their experts' weights. The activation between
+# the GEMMs is bfloat16. Model of the data: rows = seq_len * @TOP_K@ picks; experts whose weights are read =
 # min(num_experts, rows), the most those rows can reach (skewed routing reads fewer). Left out: the sort/scan
 # that builds the dispatch.
 ''')
