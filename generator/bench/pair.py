@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..model.stability import batches_jump
 from ..model.status import TraceStatus
 from . import protocol, timing
 from .check import (
@@ -96,6 +97,7 @@ class WorkloadRun:
         self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
         self.batches = 0
+        self.jumped = False  # the last timed() saw a jump between its batches (stability.batches_jump)
         self.notes: list[str] = []
 
     # -- inputs ------------------------------------------------------------------------------------
@@ -239,6 +241,7 @@ class WorkloadRun:
         batches, alternating who goes first; then the outside bound (charge)."""
         solution: list[list[float]] = []
         ref: list[float] = []
+        ref_batches: list[list[float]] = []
         # Per call: the solution's batch time beyond its median call (outside its reported calls, or inside a few of
         # them: work for the whole batch done in one call, on inputs the batch drew ahead, moves no median).
         solution_gaps: list[float] = []
@@ -261,10 +264,19 @@ class WorkloadRun:
             # The first call of a batch meets threads, caches and (CUDA) a queue that sat idle while the worker
             # waited for the batch: compared like the others, its time is not a sample.
             solution.append(s[1:] or s)
-            ref += r[1:] or r
+            ref_batches.append(r[1:] or r)
+            ref += ref_batches[-1]
         if self.sampling:
             self.timed_samples()
-        return self.charge(solution, solution_gaps, harness, spread), ref
+        charged = self.charge(solution, solution_gaps, harness, spread)
+        # Per batch (charged, as ranked): a host that stalled one batch shows as a jump between them (stability.py).
+        k, sol_medians = 0, []
+        for calls in solution:
+            sol_medians.append(statistics.median(charged[k:k + len(calls)]))
+            k += len(calls)
+        ref_medians = [statistics.median(r) for r in ref_batches]
+        self.jumped = batches_jump(sol_medians, ref_medians, [a / max(b, 1e-9) for a, b in zip(sol_medians, ref_medians)])
+        return charged, ref
 
     def charge(self, batches: list[list[float]], gaps: list[float], harness_gaps: list[float],
                spreads: list[float] = ()) -> list[float]:
@@ -314,18 +326,24 @@ class WorkloadRun:
         if not self.opts.correctness_only:
             n = self.batch_size(max(statistics.median(s), statistics.median(r)))
             solution, ref = self.stats(*self.timed(n))
-            if timing.unstable(solution) or timing.unstable(ref):
-                self.notes.append("the first measurement was unstable (busy host); measured again")
+            if self.disturbed(solution, ref):
+                self.notes.append(f"the first measurement was {self.disturbed(solution, ref)} (busy host); measured again")
                 solution, ref = self.stats(*self.timed(n))
-                if timing.unstable(solution) or timing.unstable(ref):
+                if self.disturbed(solution, ref):
                     solution["unstable"] = True
-                    self.notes.append("still unstable: recorded with unstable: true, not ranked")
+                    self.notes.append(f"still {self.disturbed(solution, ref)}: recorded with unstable: true, not ranked")
             solution["reference_latency_ms"] = ref["latency_ms"]
             solution["speedup_factor"] = ref["latency_ms"] / solution["latency_ms"] if solution["latency_ms"] > 0 else 0.0
             result["performance"] = solution
         result["correctness"] = self.correctness_record()
         result["log"] = "\n".join(self.notes)
         return result
+
+    def disturbed(self, solution: dict, ref: dict) -> str:
+        """Why the last measurement cannot be ranked ("" if it can): the one rule, model/stability.py."""
+        if timing.unstable(solution) or timing.unstable(ref):
+            return "unstable"
+        return "disturbed (a jump between its batches)" if self.jumped else ""
 
     def stats(self, solution: list[float], ref: list[float]) -> tuple[dict, dict]:
         timer = "cuda_event_cold_l2" if self.opts.device.startswith("cuda") else "host_perf_counter"
