@@ -8,6 +8,7 @@ need it).
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,6 +115,12 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     started = time.monotonic()
     _check_device(device)
     mode, why = sandbox_mode(device)
+    if mode != "bwrap" and device != "cpu" and os.environ.get("KERNELTRACE_SANDBOX", "").strip().lower() != "none":
+        # A GPU window is where numbers are ranked from: it fails closed. (The CPU run warns: contributors' checks.)
+        raise KernelTraceError(f"--device {device}: solutions would run WITHOUT the bubblewrap sandbox ({why}), where "
+                               "they can read the dataset's references and seeds; a GPU run refuses that. Install "
+                               "bubblewrap, or set KERNELTRACE_SANDBOX=none to run unsandboxed anyway (its traces say "
+                               "environment.sandbox \"none\" and are never ranked on the site).")
     # The reference's worker and the first solution's start now (Python and torch, a few seconds each), while
     # this process imports torch and loads the dataset.
     ahead = [Worker(device, mode) for _ in range(2)]
@@ -138,7 +145,8 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
             print(f"kerneltrace bench: WARNING: solutions run WITHOUT the bubblewrap sandbox: {why}. They can "
                   "read any file this user can (the dataset, its seeds and references) and reach the network, "
                   "and a process they start can outlive them; outputs are still compared here and the clock "
-                  "still bounded from outside. Traces record environment.sandbox = \"none\".", file=sys.stderr)
+                  "still bounded from outside. Traces record environment.sandbox = \"none\" and are never ranked on "
+                  "the site.", file=sys.stderr)
         if device == "cpu":
             max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
             max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops

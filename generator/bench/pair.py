@@ -248,7 +248,8 @@ class WorkloadRun:
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         spread: list[float] = []  # the reference's calls' time beyond its median call, a share of that median
         started = time.perf_counter()
-        while ((len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
+        # Two batches a side at least, however slow the calls: one batch cannot show a host that stalled it (a jump).
+        while (len(solution) < 2 or (len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
                or not (timing.enough([x for b in solution for x in b], self.cfg, started)
                        and timing.enough(ref, self.cfg, started))):
             s, r, s_wall, r_wall = self.batch(n, False, solution_first=self.batches % 2 == 0)
