@@ -545,6 +545,41 @@ def test_a_file_cannot_claim_another_authors_worker_or_the_baseline(tmp_path, ca
     assert board.baseline in ("rmsnorm_h128_torch", "zz_later_baseline"), board.baseline
 
 
+def test_a_blob_only_definition_gives_every_call_fresh_rows(tmp_path):
+    """A definition whose inputs are all blobs (a captured routing) handed every call the same tensors, so computing
+    once gained 13x-110x. Each call now takes the blob's rows (tokens) in a secret order of its own: an answer
+    computed once is wrong for the next call, while an honest solution passes."""
+    import shutil
+
+    name = "moe_pack_bitmatrix_e32_topk4"
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    for rel in (f"definitions/routing/{name}.json", f"einsums/routing/{name}.yaml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(BUNDLED / rel, root / rel)
+    lines = [json.loads(x) for x in (BUNDLED / f"workloads/routing/{name}.jsonl").read_text().splitlines()]
+    [w] = sorted(lines, key=lambda w: -w["workload"]["axes"]["num_tokens"])[:1]
+    blob = w["workload"]["inputs"]["topk_ids"]["path"]
+    (root / blob).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(BUNDLED / blob, root / blob)
+    dump_lines(root / f"workloads/routing/{name}.jsonl", [w])
+    honest = json.loads((BUNDLED / f"solutions/baseline/routing/{name}/{name}_torch.json").read_text())
+    body = honest["sources"][0]["content"]
+    entry = honest["spec"]["entry_point"].split("::")[1]
+    once = body + (f"\n_kept = []\n\ndef once(*args):\n    if not _kept:\n        _kept.append({entry}(*args))\n"
+                   "    import copy\n    return copy.deepcopy(_kept[0])\n")
+    for sol, src, ep in (("honest_rows", body, entry), ("computes_once", once, "once")):
+        data = json.loads(json.dumps(honest))
+        data.update(name=sol, author="rows")
+        data["sources"][0]["content"] = src
+        data["spec"]["entry_point"] = data["spec"]["entry_point"].split("::")[0] + "::" + ep
+        data["spec"]["target_hardware"] = ["cpu"]
+        dump(root / f"solutions/rows/routing/{name}/{sol}.json", data)
+    summary = run_bench(root, device="cpu", definitions=[name], timeout_s=30, timing=FAST, progress=False)
+    got = {o.pair.solution.name: o for o in summary.outcomes}
+    assert got["honest_rows"].status == "PASSED", got["honest_rows"].log[-400:]
+    assert got["computes_once"].status == "INCORRECT_NUMERICAL", (got["computes_once"].status, got["computes_once"].log[-400:])
+
+
 def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_the_rest(tmp_path, monkeypatch):
     """Where the reference's first call shows the calls are slow (a timed batch then holds one call), the first
     batch is that one call and the timed batches, every call compared, check the rest: fewer calls for the

@@ -97,6 +97,7 @@ class WorkloadRun:
         self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
         self.batches = 0
+        self.blob_rows = self.rows_of_blobs()
         self.jumped = False  # the last timed() saw a jump between its batches (stability.batches_jump)
         self.notes: list[str] = []
 
@@ -114,10 +115,25 @@ class WorkloadRun:
         return header, protocol.pack({k: v for k, v in blobs.items() if isinstance(v, torch.Tensor)})
 
     def secret_call(self) -> dict:
-        """One call's random input recipes, seeded from a secret drawn now."""
+        """One call's random input recipes, seeded from a secret drawn now; for a definition whose tensors are all
+        blobs over one leading axis (captured routings: moe_align_block_size_*, moe_pack_bitmatrix_*), the secret
+        order of that axis's rows for this call instead: the same tokens in another order, a fresh input every call."""
         seed = self.rng.getrandbits(62)
         recipes = input_recipes(self.definition, self.workload, seed=seed)
-        return {"recipes": {n: r for n, r in recipes.items() if r["type"] == "random"}}
+        call = {"recipes": {n: r for n, r in recipes.items() if r["type"] == "random"}}
+        if self.blob_rows:
+            call["rows"] = {"seed": seed, "inputs": self.blob_rows}
+        return call
+
+    def rows_of_blobs(self) -> list[str]:
+        """The blob inputs whose rows each call takes in a fresh order: all of them, where every tensor input is a blob
+        and they share their leading axis (else none: a random input already makes each call fresh)."""
+        given = self.workload["inputs"]
+        tensors = {n: s for n, s in self.definition["inputs"].items() if s.get("shape")}
+        if not tensors or any(given[n]["type"] != "safetensors" for n in tensors):
+            return []
+        leading = {s["shape"][0] for s in tensors.values()}
+        return sorted(tensors) if len(leading) == 1 else []
 
     def calls(self, n: int) -> list[dict]:
         if self.sampling:  # draws of one input set: a sample of one distribution per batch

@@ -125,8 +125,16 @@ class Session:
         self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
 
-    def inputs(self, recipes: dict, streams: dict) -> list:
-        return [self.fixed[n] if n in self.fixed else self.draw(recipes[n], streams) for n in self.order]
+    def inputs(self, call: dict, streams: dict) -> list:
+        recipes, fixed = call["recipes"], self.fixed
+        rows = call.get("rows")
+        if rows:  # blob-only definitions: this call's secret order of the blobs' rows (pair.py, secret_call)
+            names = [n for n in rows["inputs"] if isinstance(fixed.get(n), torch.Tensor)]
+            if names:
+                g = torch.Generator().manual_seed(int(rows["seed"]))
+                order = torch.randperm(fixed[names[0]].shape[0], generator=g).to(self.device)
+                fixed = {**fixed, **{n: fixed[n].index_select(0, order) for n in names}}
+        return [fixed[n] if n in fixed else self.draw(recipes[n], streams) for n in self.order]
 
     def draw(self, recipe: dict, streams: dict):
         """A recipe's tensor; with a "window" [offset, length], its window of the stream of that length drawn
@@ -151,13 +159,13 @@ class Session:
         t0 = timing.now()
         calls = header["calls"]
         sets, before, buffers = [], [], []
-        drawn: dict = {"recipes": None, "streams": {}}
+        drawn: dict = {"call": None, "streams": {}}
 
         def make(i: int) -> tuple[list, list]:
             """Call i's input set, drawn just before the call (a sampler's batch repeats one set: drawn once)."""
-            if calls[i]["recipes"] != drawn["recipes"]:
-                drawn["recipes"] = calls[i]["recipes"]
-                drawn["args"] = self.inputs(calls[i]["recipes"], drawn["streams"])
+            if calls[i] != drawn["call"]:
+                drawn["call"] = calls[i]
+                drawn["args"] = self.inputs(calls[i], drawn["streams"])
                 drawn["snapshot"] = inputs_snapshot(drawn["args"])
             sets.append(drawn["args"])
             before.append(drawn["snapshot"])
