@@ -706,6 +706,25 @@ def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     assert statistics.median(hidden) > 4.5 and "charged" in run.notes[-1]
 
 
+def test_no_reported_time_breaks_the_dataset(tmp_path):
+    """On hardware without a spec there is no speed-of-light floor: a call reported as 5e-324 ms made the speedup
+    infinite and the trace was written with Infinity, which every later kerneltrace run refused. Reported calls are
+    raised to MIN_CALL_MS, and the store writes no NaN or Infinity."""
+    import math
+    from types import SimpleNamespace
+
+    from generator.bench.pair import MIN_CALL_MS, WorkloadRun
+    from generator.bench.store import append_line
+
+    run = SimpleNamespace(opts=SimpleNamespace(device="cpu"), notes=[], floor_ms=0.0)
+    solution, ref = WorkloadRun.stats(run, [5e-324] * 5, [0.02] * 5)
+    assert solution["latency_ms"] >= MIN_CALL_MS and math.isfinite(ref["latency_ms"] / solution["latency_ms"])
+    assert "raised" in run.notes[-1]
+    with pytest.raises(ValueError):
+        append_line(tmp_path / "t.jsonl", {"speedup_factor": math.inf})
+    assert not (tmp_path / "t.jsonl").exists()
+
+
 def test_cuda_batches_start_with_the_warm_up_and_both_workers_get_it(tmp_path):
     """Every worker's load message carries the timing's warm-up (the reference's and the solution's alike, so
     both are timed with the clocks up), and the flush repeated for it keeps the device busy at least that long

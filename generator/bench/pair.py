@@ -69,6 +69,7 @@ MAX_BATCH = 64
 # (a scheduler time slice of a busy 2-core host; far less on the GPU machines, which have cores to spare).
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
 BATCH_SLACK_MS = {"cpu": 5.0, "cuda": 0.1}
+MIN_CALL_MS = 1e-5  # 10 ns: the least any call takes (an empty Python call takes ~50 ns), with or without a spec
 ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
 WINDOW_SPARE = 1024  # offsets a batch's windows into one stream can take, at least (calls())
 
@@ -368,6 +369,9 @@ class WorkloadRun:
             self.notes.append(f"reported calls below the speed-of-light time of this workload here "
                               f"({self.floor_ms:.4g} ms) were raised to it")
             solution = [max(x, self.floor_ms) for x in solution]
+        if min(solution) < MIN_CALL_MS:  # hardware without a spec has no floor: a 5e-324 ms call made the speedup inf
+            self.notes.append(f"reported calls below {MIN_CALL_MS:g} ms (no call returns faster) were raised to it")
+            solution = [max(x, MIN_CALL_MS) for x in solution]
         return timing.summarize(solution, timer), timing.summarize(ref, timer)
 
     def correctness_record(self) -> dict:
