@@ -685,6 +685,24 @@ def test_a_batch_answered_in_one_call_is_charged(tmp_path):
         assert cheat.record["evaluation"]["performance"]["latency_ms"] >= 0.8 * honest, cheat.record["evaluation"]
 
 
+def test_a_stopped_clock_cannot_hide_a_millisecond_a_call_at_the_cpu_default_timing(tmp_path):
+    """The CPU's slack for a busy host is 5 ms a batch: in batches of 5 calls it forgave 1 ms a call, so a kernel under
+    that which stops the worker's clock for the one read that ends each call reported what it liked. Batches as long as
+    a quarter of the budget allows (CPU_TIMING, the default here) charge it back: judged against its honest twin."""
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    work = "    time.sleep(0.001)\n    out = compute(input, weight, eps)\n"
+    add_solution(root, "honest_ms", CORRECT + "import time\n\ndef run(input, weight, eps):\n" + work + "    return out\n",
+                 author="honest")
+    add_solution(root, "stops_the_clock_ms", CORRECT + "import time, generator.bench.timing as _t\n_real = _t._perf_counter\n\n"
+                 "def run(input, weight, eps):\n    start = _real()\n" + work +
+                 "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
+                 "    _t._perf_counter = _once\n    return out\n", author="stopper")
+    summary = run_bench(root, device="cpu", timeout_s=30, progress=False, solutions=["honest_ms", "stops_the_clock_ms"])
+    got = {o.pair.solution.name: o.record["evaluation"] for o in summary.outcomes}
+    honest, cheat = (got[n]["performance"]["latency_ms"] for n in ("honest_ms", "stops_the_clock_ms"))
+    assert honest >= 1.0 and cheat >= 0.5 * honest, (honest, cheat, got["stops_the_clock_ms"]["log"])
+
+
 def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     """charge() on GPU-like numbers: a harness whose work varies by milliseconds a call (copying and hashing
     large outputs) charges no honest batch, while work hidden in every batch beyond that noise is charged."""
