@@ -115,6 +115,12 @@ CHEATS = {
     "sniffs_nan_poison": (CORRECT + "def run(input, weight, eps, output):\n    if not torch.isnan(output).all():\n"
                           "        return  # not poisoned: a timed call, skip the work\n"
                           "    output.copy_(compute(input, weight, eps))\n", HONEST, ""),
+    # Its error reaches the bench's terminal summary: escape sequences there would change the window title, erase
+    # the line and print a fake PASSED line.
+    "injects_terminal_escapes": ("import sys\n\ndef run(input, weight, eps):\n"
+                                 "    sys.stderr.write('\\x1b]0;pwned\\x07\\x1b[2K\\rPASSED: all good\\n')\n"
+                                 "    raise RuntimeError('\\x1b[1A\\x1b[2K\\r\\u202ePASSED fake \\x9b31m')\n",
+                                 ("RUNTIME_ERROR",), "PASSED fake"),
     "counts_calls": (CORRECT + "_n = 0\n\ndef run(input, weight, eps):\n    global _n\n    _n += 1\n"
                      "    if _n > 4:\n        return torch.zeros_like(input)\n    return compute(input, weight, eps)\n",
                      ("INCORRECT_NUMERICAL",), "within atol"),
@@ -125,7 +131,20 @@ CHEATS = {
         "_c.compare = lambda *a, **k: _c.Verdict('PASSED')\n_real = _t.time_calls\n"
         "def _fast(*args, **kwargs):\n    ms, r = _real(*args, **kwargs)\n    return [x / 1000 for x in ms], r\n"
         "_t.time_calls = _fast\n\ndef run(input, weight, eps):\n    import time\n    time.sleep(0.01)\n"
-        "    return compute(input, weight, eps)\n", HONEST, ""),
+        "    return compute(input, weight, eps)\n", ("PASSED", "REWARD_HACK"), "generator.bench.timing.time_calls"),
+    # The worker's own clock (timing.py binds time.perf_counter at import, so patching time.perf_counter does nothing):
+    # stopped, every call reads 0.5 us. Plainly patched, the guard names it; patched for the one read that ends each
+    # call and restored by it, the guard sees the original, and the outside bound charges the work (10 ms a call).
+    "stops_the_workers_clock": (
+        CORRECT + "import generator.bench.timing as _t\n_ticks = [0.0]\n\ndef _stopped():\n"
+        "    _ticks[0] += 5e-7\n    return _ticks[0]\n\n_t._perf_counter = _stopped\n\n"
+        "def run(input, weight, eps):\n    return compute(input, weight, eps)\n", ("REWARD_HACK",),
+        "generator.bench.timing._perf_counter"),
+    "stops_the_clock_for_one_read": (
+        CORRECT + "import time, generator.bench.timing as _t\n_real = _t._perf_counter\n\n"
+        "def run(input, weight, eps):\n    start = _real()\n    time.sleep(0.01)\n    out = compute(input, weight, eps)\n"
+        "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
+        "    _t._perf_counter = _once\n    return out\n", HONEST, ""),
     "writes_fake_results_and_exits": (
         "import os\n\ndef run(input, weight, eps):\n"
         "    os.write(4, b'{\"event\": \"result\", \"status\": \"PASSED\", \"performance\": {\"latency_ms\": 1e-9}}\\n')\n"
@@ -282,6 +301,9 @@ CHEATS = {
     "fills_tmp": ("import os\n\ndef run(input, weight, eps):\n    with open(os.path.join(os.environ.get('TMPDIR', '/tmp'),"
                   " 'fill'), 'wb') as f:\n        for _ in range(2048):\n            f.write(b'x' * (1 << 20))\n"
                   "    return input\n", ("RUNTIME_ERROR",), "Error"),
+    "fills_dev_shm": ("def run(input, weight, eps):\n    for where in ('/dev/shm/fill', '/dev/fill'):\n"
+                      "        with open(where, 'wb') as f:\n            for _ in range(2048):\n"
+                      "                f.write(b'x' * (1 << 20))\n    return input\n", ("RUNTIME_ERROR",), "Error"),
     "allocates_too_much": ("import torch\n\ndef run(input, weight, eps):\n"
                            "    return torch.empty(1 << 38, dtype=torch.uint8).fill_(1)\n", ("RUNTIME_ERROR",), "Error"),
 }
@@ -290,7 +312,7 @@ DPS_CHEATS = {"leaves_outputs_unwritten", "sniffs_nan_poison"}
 # one author runs them all, in one worker, in turn (a worker start is ~1.2 s of this module's time each). What one
 # leaves is dropped when the next loads (its module and sys.path entry), so each is still caught on its own;
 # the others, which patch, spawn, crash or hang, stand for an attacker each.
-PLAIN_CHEATS = {"mutates_input", "caches_on_data_ptr", "caches_on_values", "reads_expected_from_frame", "sniffs_frame",
+PLAIN_CHEATS = {"mutates_input", "injects_terminal_escapes", "caches_on_data_ptr", "caches_on_values", "reads_expected_from_frame", "sniffs_frame",
                 "sniffs_version_identity", "counts_calls", "subclassed_output", "lazy_output",
                 "leaves_outputs_unwritten", "wrong_answer", "wrong_shape", "wrong_dtype", "raises",
                 "does_not_compile", "lazy_mapping_computes_on_read", "lazy_list_computes_on_read",
@@ -299,13 +321,13 @@ PLAIN_CHEATS = {"mutates_input", "caches_on_data_ptr", "caches_on_values", "read
 # a second workload would only show again that a fresh worker takes the remaining ones (one more
 # Python+torch start each, and 4 s more for a timeout). `exits` keeps two workloads and shows it.
 ONCE_DEFINITION = "rmsnorm_h128_once"
-ONCE = {"forges_messages", "forges_inline_outputs", "writes_fake_results_and_exits", "segfaults", "hangs", "setsid_grandchild",
+ONCE = {"forges_messages", "forges_inline_outputs", "writes_fake_results_and_exits", "segfaults", "setsid_grandchild",
         "message_nested_deep", "message_huge_float", "message_huge_integer", "message_lone_surrogate",
-        "reads_the_bench_environment", "fills_tmp", "allocates_too_much", "computes_after_done_when_revealed"}
+        "reads_the_bench_environment", "fills_tmp", "fills_dev_shm", "allocates_too_much", "computes_after_done_when_revealed"}
 # These run on a definition whose one workload has a 256 KiB blob input (more than a pipe holds).
 BLOB_ONCE = {"stops_reading_its_pipe"}
 # Each sleeps 10 ms per call where it does its work, outside the calls' reported time.
-OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "computes_before_the_calls", "lazy_mapping_computes_on_read",
+OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "stops_the_clock_for_one_read", "computes_before_the_calls", "lazy_mapping_computes_on_read",
                      "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest")
 
 
@@ -344,9 +366,13 @@ def definition_of(name: str) -> str:
     return BLOB_DEFINITION if name in BLOB_ONCE else ONCE_DEFINITION if name in ONCE else "rmsnorm_h128"
 
 
+# Run on two workloads, it times out on the first and is not run on the second (one timeout, not one per workload).
+SKIPPED_AFTER_TIMEOUT = {"hangs"}
+
+
 def expected_pairs(name: str) -> int:
-    return 1 if name in ONCE | BLOB_ONCE else 2
-NEEDS_SANDBOX = {"calls_reference_file", "regenerates_inputs_from_job", "setsid_grandchild",
+    return 1 if name in ONCE | BLOB_ONCE | SKIPPED_AFTER_TIMEOUT else 2
+NEEDS_SANDBOX = {"calls_reference_file", "regenerates_inputs_from_job", "setsid_grandchild", "fills_dev_shm",
                  "reads_the_bench_environment", "fills_tmp"}
 SECRET = f"kt-bench-secret-{os.getpid()}"  # in the bench's environment during the run: never in a trace
 ORPHAN_MARKER = f"kt-orphan-marker-{os.getpid()}"
@@ -429,6 +455,29 @@ def test_planted_problem_is_caught(benched, name):
                 f"{name}: log does not say {words!r}: {log[-500:]}"
 
 
+def test_a_hang_costs_one_timeout_and_the_solutions_other_workloads_are_skipped_saying_why(benched):
+    _, summary, _, _ = benched
+    [o] = statuses(summary, "hangs")
+    assert o.status == "TIMEOUT" and o.seconds - o.setup_s < 4 + 3, o  # --timeout 4 in this run, paid once
+    skipped = [(what, why) for what, why in summary.plan.skipped if what.startswith("hangs on ")]
+    assert len(skipped) == 1 and "ran past the 4 s timeout on workload" in skipped[0][1], skipped
+    assert not [p for p in summary.plan.pairs if p.solution.name == "hangs" and p is not o.pair]
+
+
+def test_nothing_a_solution_wrote_reaches_a_terminal_with_control_characters(benched, capsys):
+    """Every pair's log (what the CLI's summary prints) and trace log is free of the characters a terminal acts on
+    (escape sequences, carriage returns, C1 controls, bidirectional overrides): injects_terminal_escapes wrote them."""
+    from generator.cli import _failure_reason
+
+    _, summary, _, _ = benched
+    control = re.compile("[\\x00-\\x08\\x0b-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069]")
+    [o] = [o for o in statuses(summary, "injects_terminal_escapes")][:1]
+    assert "PASSED fake" in o.log  # the text is kept, its controls are not
+    for o in summary.outcomes:
+        for text in (o.log, (o.record or {}).get("evaluation", {}).get("log") or "", _failure_reason(o)):
+            assert not control.search(text), (o.pair.solution.name, repr(text[-300:]))
+
+
 def test_one_worker_serves_an_authors_solutions_in_turn_and_never_another_authors(tmp_path):
     """An author's solutions run one after the other in one worker (one Python and torch start for them all),
     each importing its own files (both have a helper.py: the first's, still imported, would lack `compute`);
@@ -457,6 +506,78 @@ def test_one_worker_serves_an_authors_solutions_in_turn_and_never_another_author
         ("a_first", "PASSED"), ("b_second", "PASSED"), ("c_other", "PASSED")], [o.log[-300:] for o in summary.outcomes]
     # b_second's worker was a_first's: no start of its own (its setup is its load); c_other's started.
     assert summary.outcomes[1].setup_s < summary.outcomes[2].setup_s
+
+
+def test_a_file_cannot_claim_another_authors_worker_or_the_baseline(tmp_path, capsys):
+    """Workers are shared by author folder, never by the `author` field: a file stored under mallory/ naming
+    "author": "baseline" (at import it patches torch.rsqrt to sleep, which in the baselines' worker made the real
+    baseline 5x-50x slower) is refused by the bench and by validate, and the leaderboard's baseline is still the
+    folder's. A later solution of one author finds nothing of the earlier one's folder."""
+    from generator.analyse.leaderboard import definition_leaderboards
+
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    claim = ("import time, torch\n_real = torch.rsqrt\n"
+             "torch.rsqrt = lambda *a, **k: (time.sleep(0.05), _real(*a, **k))[1]\n" + CORRECT
+             + "def run(input, weight, eps):\n    return compute(input, weight, eps)\n")
+    add_solution(root, "claims_the_baseline", claim, author="baseline")
+    target = root / "solutions/mallory/norm/rmsnorm_h128/claims_the_baseline.json"
+    target.parent.mkdir(parents=True)
+    (root / "solutions/baseline/norm/rmsnorm_h128/claims_the_baseline.json").rename(target)
+    peek = ("import os\nHERE = os.path.dirname(os.path.abspath(__file__))\n"
+            "assert os.listdir(os.path.dirname(HERE)) == [os.path.basename(HERE)], os.listdir(os.path.dirname(HERE))\n"
+            + CORRECT + "def run(input, weight, eps):\n    return compute(input, weight, eps)\n")
+    add_solution(root, "zz_later_baseline", peek, author="baseline")  # runs after rmsnorm_h128_torch, in its worker
+    assert any(d.is_error and "is stored in the folder solutions/mallory/" in d.message for d in validate_path(root))
+    summary = run_bench(root, device="cpu", timeout_s=10, timing=FAST, progress=False)
+    got = {o.pair.solution.name: o for o in summary.outcomes}
+    assert set(got) == {"rmsnorm_h128_torch", "zz_later_baseline"}, [o.log[-300:] for o in summary.outcomes]
+    assert all(o.status == "PASSED" for o in got.values()), [o.log[-300:] for o in got.values()]
+    assert got["zz_later_baseline"].setup_s < 1.0  # it shared the baseline folder's worker (no start of its own)
+    [(what, why)] = [x for x in summary.plan.skipped if x[0] == "claims_the_baseline"]
+    assert "refused" in why and "solutions/mallory/" in why, why
+    perf = got["rmsnorm_h128_torch"].record["evaluation"]["performance"]
+    assert perf["latency_ms"] < 25, perf  # no 50 ms sleep of the claimer's in the baseline's calls
+    # The leaderboard's baseline is the folder's, whatever a file claims (here: the claimer's traces, planted).
+    trace = dict(got["rmsnorm_h128_torch"].record, solution="claims_the_baseline")
+    trace["evaluation"] = dict(trace["evaluation"], performance=dict(perf, latency_ms=perf["latency_ms"] * 50))
+    dump_lines(root / "traces/mallory/norm/rmsnorm_h128.jsonl", [trace])
+    (board,) = definition_leaderboards(load(root), "rmsnorm_h128")
+    assert board.baseline in ("rmsnorm_h128_torch", "zz_later_baseline"), board.baseline
+
+
+def test_a_blob_only_definition_gives_every_call_fresh_rows(tmp_path):
+    """A definition whose inputs are all blobs (a captured routing) handed every call the same tensors, so computing
+    once gained 13x-110x. Each call now takes the blob's rows (tokens) in a secret order of its own: an answer
+    computed once is wrong for the next call, while an honest solution passes."""
+    import shutil
+
+    name = "moe_pack_bitmatrix_e32_topk4"
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    for rel in (f"definitions/routing/{name}.json", f"einsums/routing/{name}.yaml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(BUNDLED / rel, root / rel)
+    lines = [json.loads(x) for x in (BUNDLED / f"workloads/routing/{name}.jsonl").read_text().splitlines()]
+    [w] = sorted(lines, key=lambda w: -w["workload"]["axes"]["num_tokens"])[:1]
+    blob = w["workload"]["inputs"]["topk_ids"]["path"]
+    (root / blob).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(BUNDLED / blob, root / blob)
+    dump_lines(root / f"workloads/routing/{name}.jsonl", [w])
+    honest = json.loads((BUNDLED / f"solutions/baseline/routing/{name}/{name}_torch.json").read_text())
+    body = honest["sources"][0]["content"]
+    entry = honest["spec"]["entry_point"].split("::")[1]
+    once = body + (f"\n_kept = []\n\ndef once(*args):\n    if not _kept:\n        _kept.append({entry}(*args))\n"
+                   "    import copy\n    return copy.deepcopy(_kept[0])\n")
+    for sol, src, ep in (("honest_rows", body, entry), ("computes_once", once, "once")):
+        data = json.loads(json.dumps(honest))
+        data.update(name=sol, author="rows")
+        data["sources"][0]["content"] = src
+        data["spec"]["entry_point"] = data["spec"]["entry_point"].split("::")[0] + "::" + ep
+        data["spec"]["target_hardware"] = ["cpu"]
+        dump(root / f"solutions/rows/routing/{name}/{sol}.json", data)
+    summary = run_bench(root, device="cpu", definitions=[name], timeout_s=30, timing=FAST, progress=False)
+    got = {o.pair.solution.name: o for o in summary.outcomes}
+    assert got["honest_rows"].status == "PASSED", got["honest_rows"].log[-400:]
+    assert got["computes_once"].status == "INCORRECT_NUMERICAL", (got["computes_once"].status, got["computes_once"].log[-400:])
 
 
 def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_the_rest(tmp_path, monkeypatch):
@@ -559,7 +680,27 @@ def test_a_batch_answered_in_one_call_is_charged(tmp_path):
     cheat = got["batch_in_one_call"]
     assert cheat.status in ("PASSED", "REWARD_HACK"), cheat.log
     if cheat.status == "PASSED":
-        assert cheat.record["evaluation"]["performance"]["latency_ms"] >= 0.5 * honest, cheat.record["evaluation"]
+        # Each call's input set is drawn just before it: the first call finds no later set to answer ahead, so the
+        # cheat pays its honest twin's cost call by call (before, it found them all and the bound charged ~2/3 back).
+        assert cheat.record["evaluation"]["performance"]["latency_ms"] >= 0.8 * honest, cheat.record["evaluation"]
+
+
+def test_a_stopped_clock_cannot_hide_a_millisecond_a_call_at_the_cpu_default_timing(tmp_path):
+    """The CPU's slack for a busy host is 5 ms a batch: in batches of 5 calls it forgave 1 ms a call, so a kernel under
+    that which stops the worker's clock for the one read that ends each call reported what it liked. Batches as long as
+    a quarter of the budget allows (CPU_TIMING, the default here) charge it back: judged against its honest twin."""
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    work = "    time.sleep(0.001)\n    out = compute(input, weight, eps)\n"
+    add_solution(root, "honest_ms", CORRECT + "import time\n\ndef run(input, weight, eps):\n" + work + "    return out\n",
+                 author="honest")
+    add_solution(root, "stops_the_clock_ms", CORRECT + "import time, generator.bench.timing as _t\n_real = _t._perf_counter\n\n"
+                 "def run(input, weight, eps):\n    start = _real()\n" + work +
+                 "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
+                 "    _t._perf_counter = _once\n    return out\n", author="stopper")
+    summary = run_bench(root, device="cpu", timeout_s=30, progress=False, solutions=["honest_ms", "stops_the_clock_ms"])
+    got = {o.pair.solution.name: o.record["evaluation"] for o in summary.outcomes}
+    honest, cheat = (got[n]["performance"]["latency_ms"] for n in ("honest_ms", "stops_the_clock_ms"))
+    assert honest >= 1.0 and cheat >= 0.5 * honest, (honest, cheat, got["stops_the_clock_ms"]["log"])
 
 
 def test_the_outside_bound_charges_beyond_the_harness_noise_only():
@@ -581,6 +722,25 @@ def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     steady = [1.0, 1.0, 1.1, 1.0, 9.0]  # one reference batch slowed by the host
     hidden = WorkloadRun.charge(run, calls, [6.0] * 5, steady)
     assert statistics.median(hidden) > 4.5 and "charged" in run.notes[-1]
+
+
+def test_no_reported_time_breaks_the_dataset(tmp_path):
+    """On hardware without a spec there is no speed-of-light floor: a call reported as 5e-324 ms made the speedup
+    infinite and the trace was written with Infinity, which every later kerneltrace run refused. Reported calls are
+    raised to MIN_CALL_MS, and the store writes no NaN or Infinity."""
+    import math
+    from types import SimpleNamespace
+
+    from generator.bench.pair import MIN_CALL_MS, WorkloadRun
+    from generator.bench.store import append_line
+
+    run = SimpleNamespace(opts=SimpleNamespace(device="cpu"), notes=[], floor_ms=0.0)
+    solution, ref = WorkloadRun.stats(run, [5e-324] * 5, [0.02] * 5)
+    assert solution["latency_ms"] >= MIN_CALL_MS and math.isfinite(ref["latency_ms"] / solution["latency_ms"])
+    assert "raised" in run.notes[-1]
+    with pytest.raises(ValueError):
+        append_line(tmp_path / "t.jsonl", {"speedup_factor": math.inf})
+    assert not (tmp_path / "t.jsonl").exists()
 
 
 def test_cuda_batches_start_with_the_warm_up_and_both_workers_get_it(tmp_path):
@@ -834,6 +994,59 @@ def test_honest_solutions_are_not_distorted(tmp_path):
             (o.pair.solution.name, perf, o.record["evaluation"]["log"])
 
 
+@pytest.mark.parametrize("stalled", ["first pass", "every pass"])
+def test_a_host_that_stalls_some_batches_is_re_measured_then_marked(tmp_path, monkeypatch, stalled):
+    """A host that stalls a process slows a whole batch: its calls agree with each other (a tight spread), not with
+    the other batches. Simulated here by slowing one timed batch of the solution in six 20-fold (its calls and its wall
+    clock), too few samples for the spread rule to see: the jump between batches has the pair measured again; where
+    the stall is gone the second measurement is ranked, where it stays the trace is marked unstable (issue 37: four
+    disturbed baseline traces, 17x to 71x their reference, were ranked)."""
+    from generator.bench.pair import WorkloadRun
+    from generator.model.stability import batches_jump
+
+    assert batches_jump([1.0, 1.2, 0.9]) is False and batches_jump([1.0, 48.0, 1.1]) is True
+    assert batches_jump([1.0], [2.0, 2.2], [0.5, 0.45]) is False and batches_jump([1.0, 1.1], [1.0, 0.0]) is True
+    real_batch, real_timed, passes = WorkloadRun.batch, WorkloadRun.timed, []
+
+    def timed(self, n):
+        passes.append(self.batches + 2)  # the second timed batch of this pass
+        return real_timed(self, n)
+
+    def batch(self, n, reveal_all, solution_first):
+        s, r, s_wall, r_wall = real_batch(self, n, reveal_all, solution_first)
+        if passes and self.batches == passes[-1] and (stalled == "every pass" or len(passes) == 1):
+            return [x * 20 for x in s], r, s_wall + 19 * sum(s), r_wall
+        return s, r, s_wall, r_wall
+    monkeypatch.setattr(WorkloadRun, "batch", batch)
+    monkeypatch.setattr(WorkloadRun, "timed", timed)
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    [o] = run_bench(root, device="cpu", timing={**FAST, "min_batches": 6, "max_samples": 12}, progress=False).outcomes
+    perf, log = o.record["evaluation"]["performance"], o.record["evaluation"]["log"]
+    # (On a busy host the spread rule may see the host's own noise first; either way the pair is measured again.)
+    assert o.status == "PASSED" and "measured again" in log, log
+    if stalled == "every pass":
+        assert perf.get("unstable") is True and "not ranked" in log, (perf, log)
+    elif not perf.get("unstable"):  # ranked: the stall is not in the number
+        assert perf["latency_ms"] < 3 * perf["reference_latency_ms"] + 0.05, (perf, log)
+
+
+def test_no_committed_stable_baseline_trace_is_far_slower_than_the_reference_beside_it():
+    """A baseline is the definition's reference in eager torch: timed beside it in one pair, it cannot be several
+    times slower unless the host disturbed the pair. Such a trace must be re-measured or marked unstable (issue 37)."""
+    from generator.model.contender_kinds import BASELINE_AUTHOR
+    from generator.model.evaluation import performance_is_unstable
+
+    far = []
+    for path in sorted((BUNDLED / "traces" / BASELINE_AUTHOR).rglob("*.jsonl")):
+        for t in read_traces(path):
+            perf = t["evaluation"].get("performance")
+            if t["evaluation"]["status"] == "PASSED" and perf and not performance_is_unstable(perf) \
+                    and perf["latency_ms"] > 5 * perf["reference_latency_ms"]:
+                far.append(f"{path.relative_to(BUNDLED)}: {t['solution']} {t['workload']['axes']} {perf['latency_ms']:.3g} ms "
+                           f"vs reference {perf['reference_latency_ms']:.3g} ms")
+    assert not far, "\n".join(far)
+
+
 def test_no_trace_holds_the_bench_environment_or_host_secrets(benched):
     root, summary, mode, _ = benched
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((root / "traces").rglob("*.jsonl")))
@@ -1026,6 +1239,40 @@ def test_without_bubblewrap_the_bench_warns_runs_and_says_so(tmp_path, monkeypat
     assert o.status == "PASSED" and o.record["evaluation"]["environment"]["sandbox"] == "none"
     assert "WITHOUT the bubblewrap sandbox" in capsys.readouterr().err
     assert kt_temp_folders() <= temps, "the unsandboxed worker's temporary folder was left behind"
+
+
+def test_a_gpu_run_refuses_to_run_without_the_sandbox_unless_told_to(tmp_path, monkeypatch):
+    """The GPU run fails closed: without bubblewrap it stops before starting a worker, saying why and how to opt in
+    (KERNELTRACE_SANDBOX=none, whose traces the site never ranks); the CPU run only warns (the test above)."""
+    import generator.bench as bench
+    from generator.bench import sandbox
+
+    root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(1))
+    monkeypatch.setattr(bench, "_check_device", lambda device: None)
+    monkeypatch.setattr(sandbox, "sandbox_mode", lambda device="cpu": ("none", "bubblewrap (bwrap) is not installed"))
+    monkeypatch.setattr(sandbox, "Worker", lambda *a: pytest.fail("a worker started"))
+    monkeypatch.delenv("KERNELTRACE_SANDBOX", raising=False)
+    with pytest.raises(KernelTraceError, match="WITHOUT the bubblewrap sandbox.*KERNELTRACE_SANDBOX=none"):
+        run_bench(root, device="cuda", progress=False)
+    monkeypatch.setenv("KERNELTRACE_SANDBOX", "none")  # told to: it goes on (and here stops at the missing CUDA)
+    monkeypatch.setattr(sandbox, "Worker", lambda *a: (_ for _ in ()).throw(KernelTraceError("no CUDA here")))
+    with pytest.raises(KernelTraceError, match="no CUDA here"):
+        run_bench(root, device="cuda", progress=False)
+
+
+def test_the_sandbox_sizes_every_writable_filesystem_and_stays_under_the_machines_memory():
+    """/tmp and /dev/shm are tmpfs of TMP_BYTES, /dev is read-only (bwrap's own /dev is an unsized tmpfs: 300 MiB
+    were written to /dev/shm before), and a CPU worker's address space is under this machine's memory."""
+    from generator.bench.sandbox import MEMORY_BYTES, TMP_BYTES, bwrap_command, sandbox_mode
+
+    total = next(int(x.split()[1]) * 1024 for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
+    assert MEMORY_BYTES < total
+    if sandbox_mode("cpu")[0] != "bwrap":
+        pytest.skip("bubblewrap is missing or refused here")
+    probe = "df -B1 --output=size,target /tmp /dev/shm | tail -2; (echo x > /dev/planted) 2>&1 || true"
+    out = subprocess.run(bwrap_command(["/bin/sh", "-c", probe], "cpu"), capture_output=True, text=True, timeout=60).stdout
+    sizes = {target: int(size) for size, target in (line.split() for line in out.splitlines()[:2])}
+    assert sizes == {"/tmp": TMP_BYTES, "/dev/shm": TMP_BYTES} and "Read-only file system" in out, out
 
 
 WRITER = r"""

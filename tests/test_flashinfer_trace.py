@@ -71,8 +71,12 @@ def test_read_in_place_without_false_alarm(tmp_path, layout, vocab):
             TraceSet.from_path(str(root))  # 0.1.2 stops at the first definition without op_type
     ds = load(root)
     diags = validate(ds)
-    assert [d.format_human() for d in diags if d.is_error] == []
-    assert [d.format_human() for d in diags if not _expected_warning(d.message)] == []
+    # by_author: an agent run's folder (gpt-5.2_n/) named apart from its author is an error now (issue 38): the bench runs
+    # and ranks a solution as its folder's, so it refuses these; `kerneltrace import` places them under their author.
+    claimed = [d for d in diags if d.is_error and "is stored in the folder" in d.message]
+    assert len(claimed) == (len(list((root / "solutions").rglob("*.json"))) if layout == "by_author" else 0)
+    assert [d.format_human() for d in diags if d.is_error and d not in claimed] == []
+    assert [d.format_human() for d in diags if not _expected_warning(d.message) and d not in claimed] == []
     assert _counts(ds) == counts
     assert {n: d.type for n, d in ds.definitions.items()} == EXPECTED_TYPES
     gqa = ds.definitions[GQA]

@@ -251,6 +251,24 @@ def test_unstable_timings_are_marked_and_not_ranked(tmp_path):
     assert bob.fast_1 == 0.25 and bob.median_latency_ms == 2.0
 
 
+def test_unsandboxed_results_are_marked_and_never_ranked(tmp_path):
+    """A trace measured without the bench's sandbox (environment.sandbox "none": its solution could read the
+    references and seeds) counts as passed but gives no speedup, latency score or rank, and its cell says why."""
+    from generator.site.rows import cell
+
+    loose = trace(BOB, "w2", H100, 1.0)
+    loose["evaluation"]["environment"]["sandbox"] = "none"
+    root = write_dataset(tmp_path / "loose", workloads=WORKLOADS, traces=[])
+    dump(root / f"solutions/bob/norm/{DEF}/{BOB}.json", solution(BOB, "bob"))
+    dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", H100_TRACES["baseline"])
+    dump_lines(root / f"traces/bob/norm/{DEF}.jsonl", [H100_TRACES["bob"][0], loose, H100_TRACES["bob"][2]])
+    lb = definition_leaderboards(load(root), DEF)[0]
+    bob, w2 = lb.entry(BOB), lb.results_of(BOB)[1]
+    assert w2.passed and w2.unsandboxed and not w2.ranked and w2.speedup is None and w2.sol_percent is None
+    assert (bob.passed, bob.pass_rate) == (3, 1.0) and bob.geomean_speedup == pytest.approx(1.0)  # the 2x is out
+    assert "unsandboxed" in cell(w2) and "unsandboxed" not in cell(lb.results_of(BOB)[0])
+
+
 def test_a_definition_without_traces_has_no_leaderboard(ds, boards):
     assert boards["silent_h128"] == ()
     assert definition_leaderboards(ds, "silent_h128") == ()

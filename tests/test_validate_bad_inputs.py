@@ -392,9 +392,9 @@ CASES = [
     Case("sol-empty-target-hardware", put(SOL, "/spec/target_hardware", []), SOL, At('"target_hardware"'),
          "/spec/target_hardware", "'target_hardware' must not be empty"),
     Case("sol-missing-sources", drop(SOL, "/sources"), SOL, 1, "/sources", "missing required field 'sources'"),
-    # An author folder named apart from the author (an agent run's folder gpt-5.2_n/) is a warning.
+    # An author folder named apart from the author is an error: the folder is who it runs and ranks as (issue 38).
     Case("sol-author-folder-mismatch", put(SOL, "/author", "someone"), SOL, 4, "/author",
-         "solution by 'someone' is stored in the folder solutions/baseline/", WARNING),
+         "solution by 'someone' is stored in the folder solutions/baseline/", ERROR),
     Case("sol-location-mismatch", move(SOL, "solutions/baseline/norm/rmsnorm_h64/rmsnorm_h128_torch.json"),
          "solutions/baseline/norm/rmsnorm_h64/rmsnorm_h128_torch.json", 3, "/definition",
          "solution is stored at solutions/baseline/norm/rmsnorm_h64/rmsnorm_h128_torch.json, but its author, "

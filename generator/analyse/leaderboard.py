@@ -9,7 +9,8 @@ pages all read from here, so no number is computed twice or in a template. The r
 - **Latest result wins.** Per (solution, workload, hardware) only the latest trace counts (by its
   timestamp, then its place in the dataset).
 - **Speedup against the baseline on the same hardware.** The baseline of a definition on a hardware
-  is its solution by the author `baseline` (the one that passed most workloads there, ties by name).
+  is its solution stored in the author folder `baseline` (model/contender_kinds.py; the one that passed most
+  workloads there, ties by name): a file elsewhere naming `"author": "baseline"` is not it.
   A solution's speedup on a workload is the baseline's latency over the solution's latency; it is
   known only where both passed.
 - **Every workload counts, each for what it is.** The workloads of a definition on a hardware are its
@@ -19,7 +20,8 @@ pages all read from here, so no number is computed twice or in a template. The r
   workloads, so coverage still shows there.
 - **Unstable measurements are not ranked.** A passed result whose timing is too noisy to trust (the
   trace says `unstable`, or its statistics fail the bench's own rule: see `Trace.unstable`) counts as correct but gives no
-  latency, speedup or SOL% to any score; it is marked where it is shown.
+  latency, speedup or SOL% to any score; it is marked where it is shown. So is a result measured without
+  the bench's sandbox (`environment.sandbox` "none"): its solution could read the references and seeds.
 - **Scores.** geomean speedup: geometric mean of the speedups over the workloads the solution
   passed with a stable timing. fast_p(p): share of *all* workloads where the solution is correct,
   stably timed and its speedup is strictly greater than p (KernelBench). fast_1 = fast_p(1).
@@ -39,10 +41,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
 
+from ..model.contender_kinds import BASELINE, kind_of
 from ..model.dataset import Dataset
 from ..model.layout import CANONICAL
 from ..model.records import Trace
-from ..model.status import BASELINE_AUTHOR
 from .latest import by_hardware_name, instant, latest_traces, trace_order
 from .results import NOT_RUN, Entry, Leaderboard, Result, WorkloadRow
 from .scores import competition_ranks, curve_end, fast_p, fast_p_curve, geomean, median
@@ -98,11 +100,14 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
     correctness, perf = ev.correctness, ev.performance
     passed = ev.passed
     unstable = ev.unstable
+    # A solution that ran outside the sandbox could read the dataset (references, seeds) and reach the network.
+    unsandboxed = passed and ev.environment.data.get("sandbox") == "none"
     latency = trace.latency_ms if passed else None
-    speedup = baseline_ms / latency if passed and not unstable and latency and baseline_ms else None
+    speedup = (baseline_ms / latency if passed and not unstable and not unsandboxed and latency and baseline_ms
+               else None)
     recorded = perf.speedup_factor if perf is not None else None
     speedup_recorded = False
-    if (recorded_ok and speedup is None and passed and not unstable and isinstance(recorded, (int, float))
+    if (recorded_ok and speedup is None and passed and not unstable and not unsandboxed and isinstance(recorded, (int, float))
             and recorded > 0 and (perf.reference_latency_ms or 0) > 0):
         # no baseline solution on this hardware: the speedup the measuring tool recorded against its
         # own reference run (flashinfer-bench's reference_latency_ms / speedup_factor) is all there is
@@ -113,7 +118,7 @@ def _result(solution: str, workload: str, trace: Optional[Trace], baseline_ms: O
         max_absolute_error=correctness.max_absolute_error if correctness is not None else None,
         max_relative_error=correctness.max_relative_error if correctness is not None else None,
         samples=perf.samples if passed and perf is not None else None, log=ev.log, timestamp=trace.timestamp,
-        trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable,
+        trace_path=f"{trace.source.path}:{trace.source.line}", unstable=unstable, unsandboxed=unsandboxed,
         spread=(p20, p80) if passed and isinstance(p20, (int, float)) and isinstance(p80, (int, float)) else None,
         environment=_environment(ev.environment.data, environments),
         timer=str(perf.timer if perf is not None and perf.timer is not None else ""),
@@ -189,9 +194,12 @@ def _workload_order(known_workloads, latest: Mapping[tuple[str, str], Trace]) ->
 
 def _baseline(ds: Dataset, solutions: Sequence[str], order: Sequence[str],
               latest: Mapping[tuple[str, str], Trace]) -> Optional[str]:
-    """The solution by the author `baseline` that passed most workloads here (ties by name)."""
+    """The baseline solution (model/contender_kinds.py: by the folder the dataset layout stores it in, never by an
+    `author` field a file can claim) that passed most workloads here (ties by name). A layout without author
+    folders (FlashInfer-Trace read in place) has only the field to go by."""
     passed = {s: sum(1 for wl in order if (t := latest.get((s, wl))) is not None and t.is_passed) for s in solutions}
-    baselines = [s for s in solutions if (found := ds.solutions.get(s)) is not None and found.author == BASELINE_AUTHOR]
+    baselines = [s for s in solutions if (found := ds.solutions.get(s)) is not None
+                 and kind_of(CANONICAL.solution_author(found.source.path) or found.author) == BASELINE]
     return min(baselines, key=lambda s: (-passed[s], s)) if baselines else None
 
 

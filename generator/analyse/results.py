@@ -30,6 +30,7 @@ class Result:
     trace_path: str  # where the trace lives, "file:line" ("" when not run)
     sol_percent: Optional[float] = None  # T_SOL / latency on this hardware (PASSED, with a cascade and a spec)
     unstable: bool = False  # PASSED, but the timing is too noisy to rank
+    unsandboxed: bool = False  # PASSED, measured without the bench's sandbox (environment.sandbox "none"): not ranked
     spread: Optional[tuple[float, float]] = None  # (p20, p80) of the timing samples, ms, where recorded
     environment: tuple[tuple[str, str], ...] = ()  # the trace's environment, flattened ("libs.torch", "2.13")
     timer: str = ""
@@ -50,8 +51,8 @@ class Result:
 
     @property
     def ranked(self) -> bool:
-        """Passed with a timing stable enough to count in scores."""
-        return self.passed and not self.unstable
+        """Passed with a timing stable enough to count in scores, measured in the sandbox (or before it was recorded)."""
+        return self.passed and not self.unstable and not self.unsandboxed
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,14 @@ import torch
 
 
 def _watched() -> dict[str, Any]:
-    """The functions a timing cheat would patch, as they are before any solution is loaded."""
-    return {"time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
+    """The functions a timing cheat would patch, as they are before any solution is loaded: the clocks, and the
+    worker's own references to them (timing.py binds its clock at import: a patch of time.perf_counter after that
+    changes nothing, one of timing._perf_counter stops the worker's clock)."""
+    from . import timing
+
+    own = {f"generator.bench.timing.{name}": getattr(timing, name)
+           for name in ("_perf_counter", "now", "time_calls", "_Event", "_synchronize")}
+    return {**own, "time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
             "time.time": time.time, "time.monotonic": time.monotonic,
             "torch.cuda.synchronize": torch.cuda.synchronize, "torch.cuda.Event": torch.cuda.Event,
             "torch.cuda.Event.record": torch.cuda.Event.record,

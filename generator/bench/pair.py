@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from ..model.stability import batches_jump
 from ..model.status import TraceStatus
 from . import protocol, timing
 from .check import (
@@ -68,6 +69,7 @@ MAX_BATCH = 64
 # (a scheduler time slice of a busy 2-core host; far less on the GPU machines, which have cores to spare).
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
 BATCH_SLACK_MS = {"cpu": 5.0, "cuda": 0.1}
+MIN_CALL_MS = 1e-5  # 10 ns: the least any call takes (an empty Python call takes ~50 ns), with or without a spec
 ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
 WINDOW_SPARE = 1024  # offsets a batch's windows into one stream can take, at least (calls())
 
@@ -96,6 +98,8 @@ class WorkloadRun:
         self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
         self.batches = 0
+        self.blob_rows = self.rows_of_blobs()
+        self.jumped = False  # the last timed() saw a jump between its batches (stability.batches_jump)
         self.notes: list[str] = []
 
     # -- inputs ------------------------------------------------------------------------------------
@@ -112,10 +116,25 @@ class WorkloadRun:
         return header, protocol.pack({k: v for k, v in blobs.items() if isinstance(v, torch.Tensor)})
 
     def secret_call(self) -> dict:
-        """One call's random input recipes, seeded from a secret drawn now."""
+        """One call's random input recipes, seeded from a secret drawn now; for a definition whose tensors are all
+        blobs over one leading axis (captured routings: moe_align_block_size_*, moe_pack_bitmatrix_*), the secret
+        order of that axis's rows for this call instead: the same tokens in another order, a fresh input every call."""
         seed = self.rng.getrandbits(62)
         recipes = input_recipes(self.definition, self.workload, seed=seed)
-        return {"recipes": {n: r for n, r in recipes.items() if r["type"] == "random"}}
+        call = {"recipes": {n: r for n, r in recipes.items() if r["type"] == "random"}}
+        if self.blob_rows:
+            call["rows"] = {"seed": seed, "inputs": self.blob_rows}
+        return call
+
+    def rows_of_blobs(self) -> list[str]:
+        """The blob inputs whose rows each call takes in a fresh order: all of them, where every tensor input is a blob
+        and they share their leading axis (else none: a random input already makes each call fresh)."""
+        given = self.workload["inputs"]
+        tensors = {n: s for n, s in self.definition["inputs"].items() if s.get("shape")}
+        if not tensors or any(given[n]["type"] != "safetensors" for n in tensors):
+            return []
+        leading = {s["shape"][0] for s in tensors.values()}
+        return sorted(tensors) if len(leading) == 1 else []
 
     def calls(self, n: int) -> list[dict]:
         if self.sampling:  # draws of one input set: a sample of one distribution per batch
@@ -239,13 +258,15 @@ class WorkloadRun:
         batches, alternating who goes first; then the outside bound (charge)."""
         solution: list[list[float]] = []
         ref: list[float] = []
+        ref_batches: list[list[float]] = []
         # Per call: the solution's batch time beyond its median call (outside its reported calls, or inside a few of
         # them: work for the whole batch done in one call, on inputs the batch drew ahead, moves no median).
         solution_gaps: list[float] = []
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         spread: list[float] = []  # the reference's calls' time beyond its median call, a share of that median
         started = time.perf_counter()
-        while ((len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
+        # Two batches a side at least, however slow the calls: one batch cannot show a host that stalled it (a jump).
+        while (len(solution) < 2 or (len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
                or not (timing.enough([x for b in solution for x in b], self.cfg, started)
                        and timing.enough(ref, self.cfg, started))):
             s, r, s_wall, r_wall = self.batch(n, False, solution_first=self.batches % 2 == 0)
@@ -261,10 +282,19 @@ class WorkloadRun:
             # The first call of a batch meets threads, caches and (CUDA) a queue that sat idle while the worker
             # waited for the batch: compared like the others, its time is not a sample.
             solution.append(s[1:] or s)
-            ref += r[1:] or r
+            ref_batches.append(r[1:] or r)
+            ref += ref_batches[-1]
         if self.sampling:
             self.timed_samples()
-        return self.charge(solution, solution_gaps, harness, spread), ref
+        charged = self.charge(solution, solution_gaps, harness, spread)
+        # Per batch (charged, as ranked): a host that stalled one batch shows as a jump between them (stability.py).
+        k, sol_medians = 0, []
+        for calls in solution:
+            sol_medians.append(statistics.median(charged[k:k + len(calls)]))
+            k += len(calls)
+        ref_medians = [statistics.median(r) for r in ref_batches]
+        self.jumped = batches_jump(sol_medians, ref_medians, [a / max(b, 1e-9) for a, b in zip(sol_medians, ref_medians)])
+        return charged, ref
 
     def charge(self, batches: list[list[float]], gaps: list[float], harness_gaps: list[float],
                spreads: list[float] = ()) -> list[float]:
@@ -314,12 +344,12 @@ class WorkloadRun:
         if not self.opts.correctness_only:
             n = self.batch_size(max(statistics.median(s), statistics.median(r)))
             solution, ref = self.stats(*self.timed(n))
-            if timing.unstable(solution) or timing.unstable(ref):
-                self.notes.append("the first measurement was unstable (busy host); measured again")
+            if self.disturbed(solution, ref):
+                self.notes.append(f"the first measurement was {self.disturbed(solution, ref)} (busy host); measured again")
                 solution, ref = self.stats(*self.timed(n))
-                if timing.unstable(solution) or timing.unstable(ref):
+                if self.disturbed(solution, ref):
                     solution["unstable"] = True
-                    self.notes.append("still unstable: recorded with unstable: true, not ranked")
+                    self.notes.append(f"still {self.disturbed(solution, ref)}: recorded with unstable: true, not ranked")
             solution["reference_latency_ms"] = ref["latency_ms"]
             solution["speedup_factor"] = ref["latency_ms"] / solution["latency_ms"] if solution["latency_ms"] > 0 else 0.0
             result["performance"] = solution
@@ -327,12 +357,21 @@ class WorkloadRun:
         result["log"] = "\n".join(self.notes)
         return result
 
+    def disturbed(self, solution: dict, ref: dict) -> str:
+        """Why the last measurement cannot be ranked ("" if it can): the one rule, model/stability.py."""
+        if timing.unstable(solution) or timing.unstable(ref):
+            return "unstable"
+        return "disturbed (a jump between its batches)" if self.jumped else ""
+
     def stats(self, solution: list[float], ref: list[float]) -> tuple[dict, dict]:
         timer = "cuda_event_cold_l2" if self.opts.device.startswith("cuda") else "host_perf_counter"
         if self.floor_ms and min(solution) < self.floor_ms:
             self.notes.append(f"reported calls below the speed-of-light time of this workload here "
                               f"({self.floor_ms:.4g} ms) were raised to it")
             solution = [max(x, self.floor_ms) for x in solution]
+        if min(solution) < MIN_CALL_MS:  # hardware without a spec has no floor: a 5e-324 ms call made the speedup inf
+            self.notes.append(f"reported calls below {MIN_CALL_MS:g} ms (no call returns faster) were raised to it")
+            solution = [max(x, MIN_CALL_MS) for x in solution]
         return timing.summarize(solution, timer), timing.summarize(ref, timer)
 
     def correctness_record(self) -> dict:

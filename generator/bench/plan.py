@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from ..model.dtypes import DTYPE_BYTES
 from ..model.errors import KernelTraceError
+from ..model.layout import CANONICAL
 
 if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this package before torch
     from ..model.dataset import Dataset
@@ -103,6 +104,22 @@ def sampler_elements(d: Definition, w: Workload) -> Optional[int]:
     return max(_elements(d, w, d.inputs.values()), default=0)
 
 
+def worker_owner(solution: Solution) -> str:
+    """Who a solution's worker is shared with: its author folder in the dataset layout (never the `author` field a
+    file can claim), or the solution alone where the path names no author folder (a FlashInfer-Trace layout)."""
+    return CANONICAL.solution_author(solution.source.path) or f"solution:{solution.name}"
+
+
+def claimed_author(solution: Solution) -> Optional[str]:
+    """Why the bench refuses a solution whose `author` field names another author than its folder, else None."""
+    folder = CANONICAL.solution_author(solution.source.path)
+    if not folder or folder == solution.author:
+        return None
+    return (f"refused: its author field says {solution.author!r} but it is stored in solutions/{folder}/ (the folder "
+            f"is who it runs as and is ranked as); move it to solutions/{solution.author}/ or set its author to "
+            f"{folder!r} (kerneltrace validate says the same)")
+
+
 def why_not_on(ds: Dataset, solution: Solution, device: str, hardware: str = "",
                capability: Optional[str] = None) -> Optional[str]:
     """None when a run on `device` takes `solution`, else why not. A CPU run takes what targets cpu. A GPU run
@@ -148,7 +165,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
     plan = Plan()
     workloads = ds.workloads_by_definition
     counts_cache = {} if counts_cache is None else counts_cache
-    for solution in sorted(ds.solutions.values(), key=lambda s: (s.author, s.definition, s.name)):
+    for solution in sorted(ds.solutions.values(), key=lambda s: (worker_owner(s), s.definition, s.name)):
         if definitions and solution.definition not in definitions:
             continue
         if (solutions and solution.name not in solutions) or (authors and solution.author not in authors):
@@ -159,7 +176,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         if rejected and d.name in rejected:
             plan.skipped.append((solution.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
             continue
-        why = why_not_on(ds, solution, device, hardware, capability)
+        why = claimed_author(solution) or why_not_on(ds, solution, device, hardware, capability)
         if why:
             plan.skipped.append((solution.name, why))
             continue

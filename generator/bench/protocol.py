@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import select
 import struct
 import time
@@ -279,8 +280,19 @@ def rows(header: dict, key: str, n: int, width: int) -> list[list]:
     return values
 
 
+# What a terminal acts on rather than shows: C0 controls but newline and tab (escape sequences start with ESC;
+# a carriage return overwrites the line shown), DEL, C1 controls (CSI, OSC as one byte) and the bidirectional
+# overrides that reorder what is shown.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(s: str) -> str:
+    """`s` without the characters a terminal would act on (anything a solution wrote, before it is shown)."""
+    return _CONTROL.sub("", s)
+
+
 def text(value: Any, limit: int = MAX_TEXT) -> str:
-    """A worker's text (a log) made safe to store: a string, its last `limit` characters, valid UTF-8
-    (lone surrogates and other unencodable characters replaced)."""
+    """A worker's text (a log) made safe to store and show: a string, its last `limit` characters, valid UTF-8
+    (lone surrogates and other unencodable characters replaced), no control characters (printable)."""
     s = value if isinstance(value, str) else ""
-    return s[-limit:].encode("utf-8", "replace").decode("utf-8")
+    return printable(s[-limit:].encode("utf-8", "replace").decode("utf-8"))

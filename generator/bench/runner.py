@@ -2,7 +2,9 @@
 
 Solutions run in sandboxed worker processes (sandbox.py) told only their sources; one worker serves an
 author's consecutive solutions, never two authors' (what one solution leaves in it can only reach
-another of its author's, code that author could have written into it). References run in a worker of
+another of its author's, code that author could have written into it). The author is the folder the dataset
+layout stores the solution in (plan.worker_owner), never its `author` field: a file claiming another author's
+name is refused (plan.claimed_author), and the earlier solution's folder is gone before the next loads. References run in a worker of
 their own (trusted code, in a process no solution can reach), one per run, told to load each
 definition's reference in turn. Each pair is measured by pair.py.
 
@@ -25,7 +27,7 @@ from typing import Callable, Optional
 from ..model.status import TraceStatus
 from . import capture, timing
 from .pair import WorkloadRun
-from .plan import Pair, Plan
+from .plan import Pair, Plan, worker_owner
 from .remote import Failed, ReferenceFailed, Remote
 from .sandbox import Worker
 from .store import make_trace, trace_path, write_trace
@@ -96,7 +98,7 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
             groups[-1].append(pair)
         else:
             groups.append([pair])
-    authors = [g[0].solution.author for g in groups]
+    authors = [worker_owner(g[0].solution) for g in groups]  # the author folder: a file cannot claim another's worker
     # Fresh solution workers the groups after each one need: one per change of author (a worker is reused for
     # the next solution of the same author; make_plan orders pairs by author).
     switches = [sum(a != b for a, b in zip(authors[k:], authors[k + 1:])) for k in range(len(groups))]
@@ -113,6 +115,10 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
         outcomes.append(outcome)
         on_outcome(outcome)
 
+    def skip(pair: Pair, why: str) -> None:  # listed with the plan's skips (not started, no trace)
+        plan.pairs.remove(pair)
+        plan.skipped.append((f"{pair.solution.name} on {pair.workload.uuid[:8]} {dict(pair.workload.axes)}", why))
+
     refs: dict[str, Remote] = {}  # the reference's worker, by the definition it holds now (one at a time)
     started = list(started or [])
     fresh = started[:1]  # a started worker for the reference's first start
@@ -123,7 +129,7 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
             for author in [a for a in held if a != authors[k]]:  # never shared across authors
                 held.pop(author).close()
             # The last author's solutions start no spare: nobody would take it (one Python+torch start saved).
-            _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare, held, fresh, more=switches[k])
+            _run_solution(pairs, opts, dataset_root, refs, rng, finish, spare, held, fresh, more=switches[k], skip=skip)
     finally:
         for remote in [*refs.values(), *held.values()]:
             remote.close()
@@ -152,10 +158,12 @@ def _reference(refs: dict, load: dict, opts: Options, fresh: list) -> Remote:
 
 
 def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng, finish, spare: list,
-                  held: dict, fresh: list, more: int = 1) -> None:
+                  held: dict, fresh: list, more: int = 1, skip: Callable[[Pair, str], None] = lambda p, why: None) -> None:
     """Run one solution's pairs, in the worker its author's last solution left in `held` if there is one
-    (and leave its worker there); `more`: fresh solution workers the later solutions will need."""
-    author = pairs[0].solution.author
+    (and leave its worker there); `more`: fresh solution workers the later solutions will need. A solution that
+    runs past the timeout on one workload is not run on the others (`skip`): a hang costs one timeout, not one per
+    workload of a GPU window."""
+    author = worker_owner(pairs[0].solution)
     solution: Optional[Remote] = held.pop(author, None)
     reload = solution is not None  # a worker of this author's: it loads this solution before the first pair
     definition = pairs[0].definition.name
@@ -202,6 +210,11 @@ def _run_solution(pairs: list[Pair], opts: Options, root: Path, refs: dict, rng,
                     solution = None
                 result = {"status": exc.status, "log": exc.log, "correctness": exc.correctness}
             finish(pair, result, time.monotonic() - started, ready - started)
+            if result["status"] == TraceStatus.TIMEOUT:
+                for p in pairs[i + 1:]:
+                    skip(p, f"not run: {pair.solution.name} ran past the {opts.timeout_s:g} s timeout on workload "
+                            f"{pair.workload.uuid} earlier in this run")
+                return
     finally:
         if solution is not None:
             held[author] = solution

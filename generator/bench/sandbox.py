@@ -2,8 +2,9 @@
 
 Inside the sandbox (`bwrap`): its own PID, network, IPC and mount namespaces; a root holding only
 /usr, the few files of /etc a Python process needs (ETC), the Python installation and the `generator`
-package, all read-only; a private /tmp (tmpfs of TMP_BYTES, gone with the process); /dev, /proc, and
-on CUDA the GPU device nodes; limits on file size, processes and (CPU) memory; no environment of the
+package, all read-only; a private /tmp and /dev/shm (tmpfs of TMP_BYTES each, gone with the process); /dev
+read-only, /proc, and on CUDA the GPU device nodes; limits on file size, processes (an rlimit: root is not
+bound by it) and (CPU) memory under the machine's; no environment of the
 bench's, not even in its PID 1 (bwrap itself). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..model.errors import KernelTraceError
+from .protocol import printable
 
 LOG_TAIL = 4000
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding generator/
@@ -85,9 +87,28 @@ def _user_processes() -> int:
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
        "localtime")
 TMP_BYTES = 256 << 20  # the private /tmp of a worker (a tmpfs: memory; Triton's cache fits)
-MEMORY_BYTES = 32 << 30  # address space of a CPU worker (RLIMIT_AS; not on GPUs: CUDA reserves far more)
+def _memory_bytes(most: int = 32 << 30) -> int:
+    """Address space of a CPU worker (RLIMIT_AS; not on GPUs: CUDA reserves far more): at most `most`, and three
+    quarters of this machine's memory, so that a worker runs out before the machine does."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return min(most, int(line.split()[1]) * 1024 * 3 // 4)
+    except (OSError, ValueError, IndexError):
+        pass
+    return most
+
+
+MEMORY_BYTES = _memory_bytes()
 FILE_BYTES = 1 << 30  # largest file a worker may write (RLIMIT_FSIZE)
 PROCESSES = 4096  # processes and threads of the worker's user beyond those running when it starts
+
+
+# A pair's two workers take turns: the one waiting for its next batch must not keep cores busy. OpenMP's worker
+# threads spin after a parallel region (libgomp: about a millisecond to a whole time slice; Intel's: 200 ms) and on a
+# host with few cores they starve the other worker's threads, whose parallel regions then wait for a time slice at
+# each barrier: calls 30x to 300x slower in whole batches, seen on the 2-core CPU host (issue 37's disturbed traces).
+QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
 
 
 def _binds(device: str) -> list[str]:
@@ -109,7 +130,9 @@ def _binds(device: str) -> list[str]:
         if not str(prefix).startswith("/usr"):
             args += ["--ro-bind", str(prefix), str(prefix)]
     args += ["--ro-bind", str(PACKAGE_ROOT / "generator"), f"{INSIDE_PACKAGE}/generator"]
-    args += ["--dev", "/dev", "--proc", "/proc"]
+    # Every writable filesystem is sized: bwrap's /dev is an unsized tmpfs holding /dev/shm, so /dev/shm gets a sized
+    # tmpfs of its own and /dev is made read-only (its device nodes still work).
+    args += ["--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc"]
     if device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             args += ["--dev-bind", str(node), str(node)]
@@ -117,7 +140,7 @@ def _binds(device: str) -> list[str]:
             args += ["--dev-bind", "/dev/dri", "/dev/dri"]
         if Path("/sys").is_dir():
             args += ["--ro-bind", "/sys", "/sys"]
-    return args
+    return args + ["--remount-ro", "/dev"]
 
 
 def bwrap_command(argv: list[str], device: str) -> list[str]:
@@ -128,6 +151,7 @@ def bwrap_command(argv: list[str], device: str) -> list[str]:
                "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "PYTHONHASHSEED", "0"]
             + [a for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET")
                if k in os.environ for a in ("--setenv", k, os.environ[k])]
+            + [a for k, v in QUIET_THREADS.items() for a in ("--setenv", k, v)]
             + ["--", *argv])
 
 
@@ -185,7 +209,7 @@ class Tail:
     def text(self) -> str:
         data = b"".join(self.chunks)[-LOG_TAIL:]
         more = f"[{self.total - len(data)} earlier bytes of output not kept]\n" if self.total > len(data) else ""
-        return more + data.decode("utf-8", errors="replace").strip()
+        return more + printable(data.decode("utf-8", errors="replace")).strip()
 
 
 class Worker:
@@ -207,7 +231,7 @@ class Worker:
             cmd = argv
             env = {k: v for k, v in os.environ.items() if not k.startswith("KERNELTRACE")}
             env.update(PYTHONPATH=str(PACKAGE_ROOT), PYTHONUNBUFFERED="1", PYTHONHASHSEED="0",
-                       TMPDIR=self.tmp, HOME=self.tmp)
+                       TMPDIR=self.tmp, HOME=self.tmp, **QUIET_THREADS)
         # The child sees the two message pipes as fds 3 and 4 whatever their numbers are here.
         fds = {3: to_child_r, 4: from_child_w}
 

@@ -83,12 +83,12 @@ def _append(path: Path, data: bytes) -> int:
 def append_line(path: Path, record: dict) -> int:
     """Append one JSON record as a line, under the lock; return bytes of a broken tail cut first."""
     with locked(path):
-        return _append(path, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+        return _append(path, (json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode("utf-8"))
 
 
 def write_trace(path: Path, record: dict) -> str:
     """Write one trace under the lock: "added", or "replaced" when its key was already in the file."""
-    line = json.dumps(record, ensure_ascii=False) + "\n"
+    line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
     key = trace_key(record)
     needle = json.dumps(key[1]).encode("utf-8")  # the workload uuid as it appears in a line
     with locked(path):

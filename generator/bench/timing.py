@@ -70,17 +70,20 @@ def summarize(samples_ms: list[float], timer: str) -> dict:
             "stderr_ms": stderr, "samples": n, "timer": timer}
 
 
-def time_calls(fn: Callable, sets: list, buffers: list, device: str, flush: Optional["L2Flusher"],
+def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, device: str, flush: Optional["L2Flusher"],
                convert: Callable[[object, list], dict], warmup_ms: float = 0.0) -> tuple[list[float], list[dict]]:
-    """(milliseconds, outputs) of fn(*sets[i], *buffers[i]) for each i, timed back to back;
-    `convert(result, buffers)` turns a result into plain outputs inside the timed interval. On CUDA,
-    `warmup_ms` of the flush is queued first (no synchronisation: the calls queue right behind it)."""
+    """(milliseconds, outputs) of fn(*args, *outs) for the n calls, timed back to back, where `make(i)` gives call
+    i its (args, outs) just before it: no later call's input set exists while a call runs (its caller's frame holds
+    none to answer ahead). `convert(result, outs)` turns a result into plain outputs inside the timed interval. On
+    CUDA, `warmup_ms` of the flush is queued first and nothing synchronises between calls: a set drawn on the device
+    queues behind the call before it, and the flush ahead of each call still hides its launch (as do_bench's)."""
     results: list[dict] = []
     if device.startswith("cuda"):
         if flush is not None and warmup_ms > 0:
             flush.warm(warmup_ms)
-        events = [(_Event(enable_timing=True), _Event(enable_timing=True)) for _ in sets]
-        for args, outs, (start, end) in zip(sets, buffers, events):
+        events = [(_Event(enable_timing=True), _Event(enable_timing=True)) for _ in range(n)]
+        for i, (start, end) in enumerate(events):
+            args, outs = make(i)
             if flush is not None:
                 flush()
             start.record()
@@ -89,7 +92,8 @@ def time_calls(fn: Callable, sets: list, buffers: list, device: str, flush: Opti
         _synchronize()
         return [start.elapsed_time(end) for start, end in events], results
     ms = []
-    for args, outs in zip(sets, buffers):
+    for i in range(n):
+        args, outs = make(i)
         t0 = _perf_counter()
         results.append(convert(fn(*args, *outs), outs))
         ms.append((_perf_counter() - t0) * 1e3)

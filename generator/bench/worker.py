@@ -12,8 +12,8 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
     exit
 
 A batch is a list of calls, each with the generator seeds of its own fresh input set (secret seeds
-drawn by the trusted process for this run). The worker draws every set on the device, then times
-the calls back to back as triton.testing.do_bench does (CUDA: the L2 flush and the start event are
+drawn by the trusted process for this run). The worker draws each set on the device just before its
+call (no later set exists while a call runs), and times the calls back to back as triton.testing.do_bench does (CUDA: the L2 flush and the start event are
 queued ahead of each call, one synchronisation at the end; CPU: the host clock), turning each
 result into plain tensors inside the timed interval. On CUDA (capture "ipc") it answers with a CUDA
 IPC handle per output, and the trusted process copies the outputs of the calls it chose out of this
@@ -35,6 +35,7 @@ from __future__ import annotations
 import gc
 import importlib.util
 import os
+import shutil
 import sys
 import threading
 import traceback
@@ -124,8 +125,16 @@ class Session:
         self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
 
-    def inputs(self, recipes: dict, streams: dict) -> list:
-        return [self.fixed[n] if n in self.fixed else self.draw(recipes[n], streams) for n in self.order]
+    def inputs(self, call: dict, streams: dict) -> list:
+        recipes, fixed = call["recipes"], self.fixed
+        rows = call.get("rows")
+        if rows:  # blob-only definitions: this call's secret order of the blobs' rows (pair.py, secret_call)
+            names = [n for n in rows["inputs"] if isinstance(fixed.get(n), torch.Tensor)]
+            if names:
+                g = torch.Generator().manual_seed(int(rows["seed"]))
+                order = torch.randperm(fixed[names[0]].shape[0], generator=g).to(self.device)
+                fixed = {**fixed, **{n: fixed[n].index_select(0, order) for n in names}}
+        return [fixed[n] if n in fixed else self.draw(recipes[n], streams) for n in self.order]
 
     def draw(self, recipe: dict, streams: dict):
         """A recipe's tensor; with a "window" [offset, length], its window of the stream of that length drawn
@@ -148,20 +157,26 @@ class Session:
 
     def batch(self, header: dict) -> None:
         t0 = timing.now()
-        sets, before = [], []
-        last, streams = None, {}
-        for call in header["calls"]:
-            if call["recipes"] != last:  # a sampler's batch repeats one input set: drawn (and held) once
-                last, args = call["recipes"], self.inputs(call["recipes"], streams)
-                snapshot = inputs_snapshot(args)
-            sets.append(args)
-            before.append(snapshot)
-        buffers = [self.buffers() for _ in sets]  # made by the reference's worker too (same harness work)
+        calls = header["calls"]
+        sets, before, buffers = [], [], []
+        drawn: dict = {"call": None, "streams": {}}
+
+        def make(i: int) -> tuple[list, list]:
+            """Call i's input set, drawn just before the call (a sampler's batch repeats one set: drawn once)."""
+            if calls[i] != drawn["call"]:
+                drawn["call"] = calls[i]
+                drawn["args"] = self.inputs(calls[i], drawn["streams"])
+                drawn["snapshot"] = inputs_snapshot(drawn["args"])
+            sets.append(drawn["args"])
+            before.append(drawn["snapshot"])
+            buffers.append(self.buffers())  # made by the reference's worker too (same harness work)
+            return drawn["args"], buffers[-1] if self.dps else []
+
         threads = set(threading.enumerate())
         self.kept = []
         t1 = timing.now()
         try:
-            ms, results = timing.time_calls(self.fn, sets, buffers if self.dps else [[] for _ in sets], self.device, self.flush,
+            ms, results = timing.time_calls(self.fn, make, len(calls), self.device, self.flush,
                                              lambda r, outs: dict(zip(self.names, outs)) if self.dps else
                                              as_outputs(r, self.names), self.warmup_ms)
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
@@ -256,6 +271,8 @@ def start(header: dict, workdir: Path, loads: int = 0) -> Session | None:
             session.fn = load_reference(header["reference"], header.get("name", "definition"))
         else:
             forget_solutions(workdir)
+            for earlier in workdir.glob("s*"):  # the earlier solution's sources: nothing of it left for this one
+                shutil.rmtree(earlier, ignore_errors=True)
             torch.manual_seed(0)
             folder = workdir / f"s{loads}"
             folder.mkdir(parents=True)

@@ -98,6 +98,12 @@ class Layout:
     def agent_trace_file(self, author: str, solution: str) -> str:
         return self["agent_traces"].path(author=author, solution=solution)
 
+    def solution_author(self, rel: str) -> str:
+        """The author folder of a solution file (who the bench and the site take its author to be, whatever its
+        `author` field claims); '' where the path does not name one (a FlashInfer-Trace layout read in place)."""
+        where = self["solutions"].fields(rel)
+        return where["author"] if where else ""
+
     def trace_author(self, rel: str) -> str:
         """The author folder of a trace file; '' where the path does not name one."""
         where = self["traces"].fields(rel)

@@ -27,11 +27,14 @@ def fmt_spread(spread: Optional[tuple[float, float]]) -> str:
 
 
 UNSTABLE = '<span class="kt-status kt-unstable" title="timing too noisy to rank">unstable</span>'
+UNSANDBOXED = ('<span class="kt-status kt-unstable" title="measured without the bench\'s sandbox: not ranked">'
+               'unsandboxed</span>')
 
 
 def status(r: Result) -> str:
     if r.passed:
-        return '<span class="kt-status kt-ok">passed</span>' + (" " + UNSTABLE if r.unstable else "")
+        return ('<span class="kt-status kt-ok">passed</span>'
+                + (" " + UNSTABLE if r.unstable else " " + UNSANDBOXED if r.unsandboxed else ""))
     if not r.ran:
         return '<span class="kt-status kt-none">not run</span>'
     return f'<span class="kt-status kt-bad">{esc(r.status)}</span>'
@@ -70,9 +73,9 @@ def cell(r: Result) -> str:
     if not r.passed:
         return f'<td class="kt-cell" data-sort="">{status(r)}</td>'
     spread = f' title="p20–p80 {fmt_spread(r.spread)} ms"' if r.spread else ""
-    mark = (" " + UNSTABLE if r.unstable else
+    mark = (" " + UNSTABLE if r.unstable else " " + UNSANDBOXED if r.unsandboxed else
             f' <span class="kt-speedup {trend(r.speedup)}">{fmt_speedup(r.speedup)}</span>')
-    noisy = " kt-noisy" if r.unstable else ""
+    noisy = " kt-noisy" if not r.ranked else ""
     return (f'<td class="kt-cell" data-sort="{sort_key(r.speedup)}"><span class="kt-lat{noisy}"{spread}>'
             f"{fmt_ms(r.latency_ms)}</span>{mark}</td>")
 

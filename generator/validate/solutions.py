@@ -36,9 +36,11 @@ def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
     in_layout = flashinfer_trace.placed_in_layout(s.source.path, expected_type)
     if len(parts) == 5 and parts[3] == s.definition and parts[4] == s.name + ".json" and (
             parts[2] == expected_type or in_layout):
-        if parts[1] != s.author:  # an agent run's folder (gpt-5.2_n/) named apart from its author (gpt-5.2)
-            yield warning(s, "/author", f"solution by '{s.author}' is stored in the folder solutions/{parts[1]}/",
-                          f"move it to {expected} (the author field is what the site shows)")
+        if parts[1] != s.author:  # the folder is who it runs and ranks as (bench.plan.worker_owner): a file cannot claim
+            yield error(s, "/author", f"solution by '{s.author}' is stored in the folder solutions/{parts[1]}/: the "
+                        "bench runs it in that folder's worker and ranks it as that folder's (a file naming another "
+                        "author, such as the baseline, is refused)",
+                        f"move it to {expected}, or set \"author\": \"{parts[1]}\"")
         return
     if len(parts) != 5 and in_layout:
         return  # a FlashInfer-Trace layout, read in place (the loader says so once)

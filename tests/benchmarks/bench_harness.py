@@ -112,7 +112,7 @@ def clock_probe(device: str, warmups=(0.0, 5.0, 15.0, 30.0, 60.0), idle_s: float
     for warm in warmups:
         torch.cuda.synchronize()
         time.sleep(idle_s)
-        ms, _ = time_calls(fn, [[x]] * calls, [[]] * calls, device, flush, lambda r, outs: {"y": r}, warm)
+        ms, _ = time_calls(fn, lambda i: ([x], []), calls, device, flush, lambda r, outs: {"y": r}, warm)
         clock = sm_clock()
         med = statistics.median(ms[1:])
         rows.append({"warmup_ms": warm, "idle_s": idle_s, "median_ms": med, "do_bench_ms": reference,
