@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from dataset_factory import DEFINITION, EINSUM, SOLUTION, TRACE, WORKLOAD, dump, dump_lines, write_dataset
+from dataset_factory import HARDWARE as CPU_SPEC
 
 DEF = "rmsnorm_h128"
 FAST, SLOW = "rmsnorm_h128_fast", "rmsnorm_h128_slow"
@@ -110,7 +111,8 @@ LIBRARY_VERSION = "liger-kernel>=0.5,<0.7"
 
 def contenders_dataset(root: Path) -> Path:
     """browser_dataset with a compiler and a library contender on test_cpu, a second calling record (other-model,
-    whose kernel planted_h128 has prefill workloads at 2,048 and 8,192 tokens around the 4,096 of a prefill step)."""
+    whose kernel planted_h128 has prefill workloads at 2,048 and 8,192 tokens around the 4,096 of a prefill step), an L2
+    size on test_cpu's spec, and a model tag on planted_h128 that names no calling record."""
     browser_dataset(root)
     for name, author, share, deps in ((COMPILED, "torch-compile", 0.5, ["torch>=2.5"]),
                                       (LIBRARY, "liger-kernel", 0.25, ["torch", LIBRARY_VERSION])):
@@ -132,4 +134,10 @@ def contenders_dataset(root: Path) -> Path:
     dump(root / "models/other-model.json", {"model": "other/model", "framework": "SGLang",
                                             "serving": {"hardware": "test_cpu", "gpus": 1, "tensor_parallel": 1},
                                             "kernels": [{"id": "planted_h128", "count": 2}]})
+    dump(root / "hardware/test_cpu.json", dict(CPU_SPEC, l2_cache_bytes=50 * 2 ** 20))
+    # a model tag with no calling record (so no page): the kernels index's Model filter leaves it out
+    path = root / "definitions/norm/planted_h128.json"
+    planted = json.loads(path.read_text(encoding="utf-8"))
+    planted["tags"].append("model:ghost-model")
+    dump(path, planted)
     return root
