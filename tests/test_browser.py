@@ -490,6 +490,8 @@ def test_leaderboard_says_what_kind_each_contender_is_and_filters_by_kind(visit,
     index.select_option("select[name='kind']", "library")  # definitions with a library contender
     assert column(index, "#kt-kernels table", 0)[0] == DEF
     assert index.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
+    solution = open_page(visit, server, f"generated/solutions/{LIBRARY}.html").locator("article").inner_text()
+    assert f"Author: liger-kernel library · {LIBRARY_VERSION}" in solution
     visit.check()
 
 

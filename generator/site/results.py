@@ -24,6 +24,7 @@ from ..analyse.headline import KIND_ORDER, Headline, headlines
 from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
 from ..analyse.rankings import AuthorRanking, author_rankings
 from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
+from ..model.contender_kinds import kind_of, library_requirement
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
 from ..model.status import BASELINE_AUTHOR
@@ -356,7 +357,8 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
         boards.append(SolutionBoard(lb, entry, rows, board_anchor(lb.hardware), hardware_page(lb.hardware)))
     agent = results.agent_traces.get(s.name)
     d = ds.definitions.get(s.definition)
-    return {"s": s, "boards": tuple(boards),
+    return {"s": s, "boards": tuple(boards), "kind": kind_of(s.author),
+            "requirement": library_requirement(s.author, s.dependencies),
             "conversation": conversation(agent) if agent is not None else None,
             "definition_page": definition_page(s.definition) if d is not None else None}
 
