@@ -321,8 +321,12 @@ def test_solution_page_shows_a_trace_detail_view(visit, server):
     detail = page.locator("details.kt-trace[open]").first
     detail.wait_for(timeout=5_000)
     text = detail.inner_text()
-    for shown in ("traces/alice/norm/", "UTC", "H100_SXM", "samples"):
-        assert shown in text, shown
+    assert "Line" in text and "samples" in text
+    # what every trace of the board shares is said once, just above the detail views
+    common = page.locator(".kt-traces .kt-common").first
+    assert common.is_visible()
+    for shown in ("traces/alice/norm/", "UTC", "H100_SXM", "measured"):
+        assert shown in common.inner_text(), shown
     visit.check()
 
 

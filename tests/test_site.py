@@ -410,10 +410,15 @@ def test_solution_page(results_site):
     results = table_rows(re.search(r'<div class="kt-sortable"[^>]*>(.*?)</div>', page, re.S).group(1))
     assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "measured", "details"]
     assert results[3][-3:] == ["RUNTIME_ERROR", "measured", "details"]
-    # Every trace has a detail view: its file and line, when it ran, its timing and its environment.
+    # Every trace has a detail view: its line and timing; what all the board's traces share (their file, when they
+    # ran, how they were produced, their environment) is said once above the views, not in each.
     detail = re.search(r'<details class="kt-trace" id="results-h100_sxm-t1">(.*?)</details>', page, re.S).group(1)
-    for shown in ("traces/alice/norm/", "2026-", "H100_SXM", "samples"):
-        assert shown in text_of(detail), shown
+    assert text_of(detail) == "wl-1 · passed · 0.01 ms Line 1 Timing median 0.01 ms, 50 samples"
+    common = text_of(re.search(r'<dl class="kt-env kt-common">(.*?)</dl>', page, re.S).group(1))
+    assert common.startswith("Trace file ") and "traces/alice/norm/rmsnorm_h128.jsonl" in common
+    for shown in ("Run at 2026-", "Provenance measured", "hardware H100_SXM"):
+        assert shown in common, shown
+    assert "Line" not in common and "Timing" not in common
     assert "Not benchmarked yet" not in text
 
 
