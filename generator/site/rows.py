@@ -41,12 +41,14 @@ PROVENANCE_TITLE = {"measured": "measured by this project's bench", "recorded": 
                     "unknown": "written before traces recorded how they were produced"}
 
 
-def provenance(r: Result) -> str:
-    """How a result was produced, as a badge ("" when it did not run)."""
+def provenance(r: Result, titled: bool = True) -> str:
+    """How a result was produced, as a badge ("" when it did not run); `titled`: with its explanation on hover
+    (a table's column header carries it once instead)."""
     if not r.provenance:
         return ""
     kind = r.provenance if r.provenance in PROVENANCE else "unknown"
-    return (f'<span class="kt-badge kt-prov-{kind}" title="{PROVENANCE_TITLE[kind]}">{PROVENANCE[kind]}</span>')
+    title = f' title="{PROVENANCE_TITLE[kind]}"' if titled else ""
+    return f'<span class="kt-badge kt-prov-{kind}"{title}>{PROVENANCE[kind]}</span>'
 
 
 def provenance_summary(results: Sequence[Result]) -> Markup:
@@ -104,7 +106,7 @@ def solution_rows(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str) -> Ma
             f'<td data-sort="{sort_key(r.speedup)}"><span class="kt-speedup {trend(r.speedup)}">{fmt_speedup(r.speedup)}</span></td>'
             f'<td data-sort="{sort_key(r.max_absolute_error)}">{fmt_err(r.max_absolute_error)}</td>'
             f'<td data-sort="{sort_key(r.max_relative_error)}">{fmt_err(r.max_relative_error)}</td>'
-            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{provenance(r)}</td><td>{detail}</td></tr>')
+            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{provenance(r, titled=False)}</td><td>{detail}</td></tr>')
     return Markup("\n".join(out))
 
 
