@@ -545,6 +545,11 @@ def test_kernel_page_on_a_phone_fits_the_screen(browser, server):
         .filter(t => t.getBoundingClientRect().right > 391 || t.scrollWidth > 391)
         .map(t => t.querySelector('thead').innerText.slice(0, 40))""")
     assert wide == []  # nothing on the page scrolls sideways outside the closed per-workload details
+    workloads = page.locator(".kt-workloads table")  # open: the definition has 4 workloads
+    assert workloads.evaluate("t => t.getBoundingClientRect().right <= 391")
+    heights = workloads.locator("tbody tr").evaluate_all("rows => rows.map(r => r.getBoundingClientRect().height)")
+    assert max(heights) < 100, heights  # no tall rows squeezed beside an empty column
+    assert "Description" not in workloads.locator("thead").inner_text()  # no workload has one
     cards = page.locator("#board-results-test_cpu tbody tr").evaluate_all(
         "rows => rows.map(r => Math.round(r.getBoundingClientRect().height))")
     assert len(cards) == 5 and max(cards) < 160, cards  # a contender is a short card, not a tall stretched row
