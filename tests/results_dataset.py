@@ -11,9 +11,11 @@ On each machine (latencies scale by 1 on H100_SXM and 2 on test_cpu) alice's spe
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 from dataset_factory import DEFINITION, EINSUM, SOLUTION, TRACE, WORKLOAD, dump, dump_lines, write_dataset
+from dataset_factory import HARDWARE as CPU_SPEC
 
 DEF = "rmsnorm_h128"
 FAST, SLOW = "rmsnorm_h128_fast", "rmsnorm_h128_slow"
@@ -97,4 +99,45 @@ def browser_dataset(root: Path) -> Path:
     traces = [dict(trace("planted_h128_torch", w, "test_cpu", 0.08), definition="planted_h128") for w in alone]
     dump_lines(root / "traces/baseline/norm/planted_h128.jsonl", traces)
     (root / "einsums/norm/planted_h128.yaml").write_text(EINSUM, encoding="utf-8")
+    return root
+
+
+# The contenders beside the baseline on rmsnorm_h128, traced on test_cpu only (so the H100_SXM board keeps its three
+# solutions): torch.compile at 0.5x the baseline's time and liger-kernel at 0.25x, so liger-kernel is fastest there,
+# 2x over the compiler. On test_cpu the baseline takes 0.08 ms.
+COMPILED, LIBRARY = "rmsnorm_h128_torch_compile", "rmsnorm_h128_liger"
+LIBRARY_VERSION = "liger-kernel>=0.5,<0.7"
+
+
+def contenders_dataset(root: Path) -> Path:
+    """browser_dataset with a compiler and a library contender on test_cpu, a second calling record (other-model,
+    whose kernel planted_h128 has prefill workloads at 2,048 and 8,192 tokens around the 4,096 of a prefill step), an L2
+    size on test_cpu's spec, and a model tag on planted_h128 that names no calling record."""
+    browser_dataset(root)
+    for name, author, share, deps in ((COMPILED, "torch-compile", 0.5, ["torch>=2.5"]),
+                                      (LIBRARY, "liger-kernel", 0.25, ["torch", LIBRARY_VERSION])):
+        s = copy.deepcopy(SOLUTION)
+        s.update(name=name, author=author, description=f"{author}'s call.")
+        s["spec"]["dependencies"] = deps
+        dump(root / f"solutions/{author}/norm/{DEF}/{name}.json", s)
+        dump_lines(root / f"traces/{author}/norm/{DEF}.jsonl",
+                   [trace(name, w, "test_cpu", 0.08 * share) for w in WORKLOADS])
+    # planted_h128's two workloads become prefill chunks of 2,048 and 8,192 tokens, the baseline 0.04 and 0.16 ms there
+    path = root / "workloads/norm/planted_h128.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    for w, tokens in zip(rows, (2048, 8192)):
+        w["workload"].update(stage="prefill", num_tokens=tokens, axes={"batch_size": tokens})
+    dump_lines(path, rows)
+    traces = [dict(trace("planted_h128_torch", w, "test_cpu", 0.04 * (1 + 3 * i)), definition="planted_h128")
+              for i, w in enumerate(rows)]
+    dump_lines(root / "traces/baseline/norm/planted_h128.jsonl", traces)
+    dump(root / "models/other-model.json", {"model": "other/model", "framework": "SGLang",
+                                            "serving": {"hardware": "test_cpu", "gpus": 1, "tensor_parallel": 1},
+                                            "kernels": [{"id": "planted_h128", "count": 2}]})
+    dump(root / "hardware/test_cpu.json", dict(CPU_SPEC, l2_cache_bytes=50 * 2 ** 20))
+    # a model tag with no calling record (so no page): the kernels index's Model filter leaves it out
+    path = root / "definitions/norm/planted_h128.json"
+    planted = json.loads(path.read_text(encoding="utf-8"))
+    planted["tags"].append("model:ghost-model")
+    dump(path, planted)
     return root

@@ -1,8 +1,8 @@
 """The built site in a real browser: Debian's Chromium driven by Playwright, against the site served on 127.0.0.1.
 
 The site is built once (module fixture) from a small dataset with two solutions besides the
-baseline, traced on two machines, an agent trace, and a definition whose description plants a
-<script>. Every request that leaves 127.0.0.1 is blocked and recorded, so a page that tries to
+baseline, traced on two machines, a compiler and a library contender on one of them, an agent trace,
+two calling records, and a definition whose description plants a <script>. Every request that leaves 127.0.0.1 is blocked and recorded, so a page that tries to
 reach another host fails its test instead of waiting on the network.
 
 Chromium is a system package (`apt-get install -y --no-install-recommends chromium`; .ci/run
@@ -22,7 +22,7 @@ import pytest
 from playwright.sync_api import Page, sync_playwright
 from test_site import build
 
-from results_dataset import DEF, FAST, PLANTED, SLOW, browser_dataset
+from results_dataset import COMPILED, DEF, FAST, LIBRARY, LIBRARY_VERSION, PLANTED, SLOW, contenders_dataset
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run",
@@ -32,7 +32,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     base = tmp_path_factory.mktemp("browser")
-    return build(browser_dataset(base / "dataset"), base)
+    return build(contenders_dataset(base / "dataset"), base)
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -147,7 +147,7 @@ def test_a_board_with_only_the_baseline_is_not_presented_as_a_leaderboard(visit,
     assert page.locator(".kt-leaderboard, .kt-chart").count() == 0  # no rank, no one-step fast_p chart
     assert "Rank" not in page.locator("article").inner_text()
     cells = alone.locator("tbody tr").first.locator("td").all_inner_texts()
-    assert cells[2] == "0.08" and cells[3] not in ("", "—") and cells[4].endswith("%")  # latency, T_SOL, SOL%
+    assert cells[2] == "0.04" and cells[3] not in ("", "—") and cells[4].endswith("%")  # latency, T_SOL, SOL%
     solution = open_page(visit, server, "generated/solutions/planted_h128_torch.html").locator("article").inner_text()
     assert "Only the baseline has run on test_cpu" in solution and "Rank 1 of 1" not in solution
     home = open_page(visit, server, "index.html").locator(".kt-latest").inner_text()
@@ -200,6 +200,24 @@ def test_search_ranks_verified_kernels_before_drafts(visit, server):
     kernels = [h.rsplit("/", 1)[-1] for h in hrefs if "/definitions/" in h]
     assert kernels[:2] == [f"{DEF}.html", "planted_h128.html"]  # planted_h128 is a draft: after, though "p" < "r"
     visit.check()
+
+
+def test_search_from_disk_shows_whole_names(browser, site):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto((site / "index.html").as_uri(), wait_until="load")
+    box = page.locator("input.md-search__input")
+    box.click()
+    box.press_sequentially("rmsnorm", delay=20)
+    page.locator(".kt-file-search a").first.wait_for(timeout=10_000)
+    names = page.locator(".kt-file-search a").all_inner_texts()
+    assert COMPILED in names  # the longest name: it was cut at the search box's width
+    clipped = page.locator(".kt-file-search").evaluate(
+        "list => [...list.querySelectorAll('a')].filter(a => a.getBoundingClientRect().right > "
+        "list.getBoundingClientRect().right - 1 || a.scrollWidth > a.getBoundingClientRect().width + 1)"
+        ".map(a => a.textContent)")
+    assert clipped == [] and page.locator(".kt-file-search").evaluate("l => l.scrollWidth <= l.clientWidth")
+    context.close()
 
 
 def test_search_works_from_disk(browser, site):
@@ -303,8 +321,12 @@ def test_solution_page_shows_a_trace_detail_view(visit, server):
     detail = page.locator("details.kt-trace[open]").first
     detail.wait_for(timeout=5_000)
     text = detail.inner_text()
-    for shown in ("traces/alice/norm/", "UTC", "H100_SXM", "samples"):
-        assert shown in text, shown
+    assert "Line" in text and "samples" in text
+    # what every trace of the board shares is said once, just above the detail views
+    common = page.locator(".kt-traces .kt-common").first
+    assert common.is_visible()
+    for shown in ("traces/alice/norm/", "UTC", "H100_SXM", "measured"):
+        assert shown in common.inner_text(), shown
     visit.check()
 
 
@@ -417,3 +439,119 @@ def test_serve_reloads_an_open_page_after_an_edit(visit, tmp_path):
         stop.set()
         thread.join(timeout=60)
     assert not thread.is_alive()
+
+
+# -- what a reader sees first (issues 35 and 37) ---------------------------------------------------
+
+def test_models_overview_has_a_row_per_record_and_prefill_at_4096_tokens(visit, server):
+    page = open_page(visit, server, "generated/models.html")
+    table = page.locator("#what-dominates ~ .md-typeset__scrollwrap table, #what-dominates ~ table").first
+    assert column(page, "#what-dominates ~ .md-typeset__scrollwrap table", 0) == ["other/model", "test/model"]
+    assert table.locator("tbody tr").count() == 2  # one row per calling record, not one line for all
+    # other/model's prefill: planted_h128 (2 calls) has prefill workloads at 2,048 and 8,192 tokens, 0.04 and 0.16 ms;
+    # at 4,096 tokens a call takes 0.08 ms (log-log between them), not 0.16 (the larger) nor 0.04 (the smaller)
+    assert column(page, "#what-dominates ~ .md-typeset__scrollwrap table", 4)[0].startswith("0.16 ms on test_cpu")
+    model = open_page(visit, server, "generated/models/other-model.html")
+    assert "Prefill at 4096 tokens on test_cpu" in model.locator("article").inner_text()
+    row = model.locator("details.kt-parts table").nth(1).locator("tbody tr td").all_text_contents()  # a closed <details>
+    assert row[:5] == ["planted_h128", "2", "trace", "4096", "0.16"] and "interpolated between 2048 tokens" in row[-1]
+    visit.check()
+
+
+def test_kernel_page_first_screen_shows_the_fastest_per_hardware(visit, server):
+    page = open_page(visit, server, f"generated/definitions/{DEF}.html")
+    assert page.locator(".kt-oneline").inner_text() == "RMSNorm over a hidden size of 128."
+    assert "Models test-model" in page.locator(".kt-facts").inner_text()
+    head = page.locator(".kt-headline table")
+    assert head.bounding_box()["y"] + head.bounding_box()["height"] < 900  # on the first screen
+    assert head.bounding_box()["y"] < page.locator("#axes").bounding_box()["y"]
+    rows = head.locator("tbody tr").evaluate_all("rows => rows.map(r => [...r.cells].map(c => c.innerText.trim()))")
+    (h100, cpu) = rows
+    assert h100[0] == "H100_SXM" and h100[1].startswith(f"{FAST} hand-written") and h100[2:] == ["2.20×", "—", "—"]
+    # test_cpu: liger-kernel 0.02 ms, the baseline 0.08 and torch.compile 0.04: 4x over eager, 2x over the compiler
+    assert cpu[0] == "test_cpu CPU" and cpu[1].startswith(f"{LIBRARY} library · {LIBRARY_VERSION}")
+    assert cpu[2:4] == ["4.00×", "2.00×"] and cpu[4].endswith("%")
+    assert "5 contenders" in cpu[1]
+    visit.check()
+
+
+def test_leaderboard_says_what_kind_each_contender_is_and_filters_by_kind(visit, server):
+    page = open_page(visit, server, f"generated/definitions/{DEF}.html")
+    board = page.locator("#board-results-test_cpu")
+    kinds = dict(board.locator("tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.cells[1].innerText.split(/\\s/)[0], r.querySelector('.kt-kind').innerText])"))
+    assert kinds == {LIBRARY: f"library · {LIBRARY_VERSION}", COMPILED: "compiler", FAST: "hand-written",
+                     "rmsnorm_h128_torch": "baseline", SLOW: "hand-written"}
+    form = page.locator("form[data-target='board-results-test_cpu']")
+    form.locator("select").select_option("compiler")
+    shown = board.locator("tbody tr:not([hidden])")
+    assert shown.count() == 1 and shown.first.locator("td").nth(1).inner_text().startswith(COMPILED)
+    form.locator("select").select_option("hand-written")
+    assert board.locator("tbody tr:not([hidden])").count() == 2
+    form.locator("select").select_option("")
+    assert board.locator("tbody tr:not([hidden])").count() == 5
+    index = open_page(visit, server, "generated/definitions.html")
+    index.select_option("select[name='kind']", "library")  # definitions with a library contender
+    assert column(index, "#kt-kernels table", 0)[0] == DEF
+    assert index.locator("#kt-kernels tbody tr:not([hidden])").count() == 1
+    solution = open_page(visit, server, f"generated/solutions/{LIBRARY}.html").locator("article").inner_text()
+    assert f"Author: liger-kernel library · {LIBRARY_VERSION}" in solution
+    visit.check()
+
+
+def test_authors_page_ranks_people_apart_from_baseline_compiler_and_libraries(visit, server):
+    page = open_page(visit, server, "generated/authors.html")
+    ranked = page.locator(".kt-authors table")
+    references = page.locator(".kt-references table")
+    assert ranked.count() == 2 and references.count() == 2  # one of each per hardware
+    assert column(page, ".kt-authors table >> nth=1", 1) == ["alice", "bob"]  # test_cpu: people only
+    assert column(page, ".kt-authors table >> nth=1", 0) == ["1", "2"]
+    refs = references.nth(1).locator("tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.cells[0].innerText, r.cells[1].innerText])")
+    assert refs == [["baseline", "baseline"], ["torch-compile", "compiler"], ["liger-kernel", "library · liger-kernel"]]
+    assert "baseline" not in column(page, ".kt-authors table >> nth=0", 1)  # never ranked against itself
+    visit.check()
+
+
+def test_pages_say_which_hardware_has_results(visit, server):
+    said = "Results on H100_SXM (no hardware spec), test_cpu (CPU)."
+    for path in ("index.html", "generated/definitions.html", f"generated/definitions/{DEF}.html"):
+        assert said in open_page(visit, server, path).locator("article").inner_text(), path
+    index = open_page(visit, server, "generated/definitions.html")
+    assert "Best on test_cpu (CPU)" in index.locator("#kt-kernels thead").inner_text()
+    assert column(index, "#kt-kernels table", 3)[1] == "—"  # planted_h128 has no H100_SXM result: as everywhere
+    planted = open_page(visit, server, "generated/definitions/planted_h128.html").locator(".kt-machines").inner_text()
+    assert planted.startswith("No GPU results yet.") and "test_cpu (CPU)" in planted  # its only results are CPU ones
+    visit.check()
+
+
+def test_kernels_index_filters_list_models_with_pages_and_no_model_tags(visit, server):
+    page = open_page(visit, server, "generated/definitions.html")
+    models = page.locator("select[name='model'] option").evaluate_all("o => o.map(x => x.value)")
+    assert models == ["", "model:other-model", "model:test-model"]  # not ghost-model: it has no record, no page
+    tags = page.locator("select[name='tag'] option").evaluate_all("o => o.map(x => x.value)")
+    assert tags == ["", "stage:decode", "stage:prefill", "status:draft", "status:verified"]
+    hardware = open_page(visit, server, "generated/hardware/test_cpu.html").locator("article").inner_text()
+    assert "L2 cache: 50 MiB (52,428,800 bytes)" in hardware
+    visit.check()
+
+
+def test_kernel_page_on_a_phone_fits_the_screen(browser, server):
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    v = Visit(context.new_page())
+    page = open_page(v, server, f"generated/definitions/{DEF}.html")
+    wide = page.evaluate("""() => [...document.querySelectorAll(
+        '.kt-headline table, .kt-leaderboard table, article > table, article .md-typeset__table > table')].filter(t => !t.closest('details'))
+        .filter(t => t.getBoundingClientRect().right > 391 || t.scrollWidth > 391)
+        .map(t => t.querySelector('thead').innerText.slice(0, 40))""")
+    assert wide == []  # nothing on the page scrolls sideways outside the closed per-workload details
+    workloads = page.locator(".kt-workloads table")  # open: the definition has 4 workloads
+    assert workloads.evaluate("t => t.getBoundingClientRect().right <= 391")
+    heights = workloads.locator("tbody tr").evaluate_all("rows => rows.map(r => r.getBoundingClientRect().height)")
+    assert max(heights) < 100, heights  # no tall rows squeezed beside an empty column
+    assert "Description" not in workloads.locator("thead").inner_text()  # no workload has one
+    cards = page.locator("#board-results-test_cpu tbody tr").evaluate_all(
+        "rows => rows.map(r => Math.round(r.getBoundingClientRect().height))")
+    assert len(cards) == 5 and max(cards) < 160, cards  # a contender is a short card, not a tall stretched row
+    v.check()
+    context.close()

@@ -294,13 +294,16 @@ def test_author_rankings(ds, boards):
     assert [r.hardware for r in rankings] == [H100, "test_cpu"]
     h100 = rankings[0]
     assert (h100.definitions, h100.workloads) == (1, 4)
-    alice, bob, base = h100.entries
-    assert [e.author for e in h100.entries] == ["alice", "bob", "baseline"] and [e.rank for e in h100.entries] == [1, 2, 3]
+    alice, bob = h100.entries  # people and agents ranked among themselves: the baseline is not ranked against itself
+    assert [e.author for e in h100.entries] == ["alice", "bob"] and [e.rank for e in h100.entries] == [1, 2]
     assert (alice.solved, alice.fast_1) == (3, 0.5) and alice.geomean_speedup == pytest.approx(math.sqrt(8))
     assert (bob.solved, bob.fast_1) == (3, 0.5) and bob.geomean_speedup == pytest.approx(2 ** (1 / 3))
+    (base,) = h100.references
+    assert (base.author, base.kind, base.rank) == ("baseline", "baseline", None)
     assert (base.solved, base.fast_1, base.geomean_speedup) == (3, 0.0, 1.0)
     cpu = rankings[1]
-    assert [(e.author, e.rank, e.solved, e.workloads) for e in cpu.entries] == [("alice", 1, 1, 4), ("baseline", 1, 1, 4)]
+    assert [(e.author, e.rank, e.solved, e.workloads) for e in cpu.entries] == [("alice", 1, 1, 4)]
+    assert [(e.author, e.rank) for e in cpu.references] == [("baseline", None)]
 
 
 def test_author_counts_their_best_solution_per_workload(tmp_path):

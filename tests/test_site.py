@@ -360,16 +360,18 @@ def page_of(site: Path, rel: str) -> str:
 def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     page = page_of(results_site, f"generated/definitions/{DEF}.html")
     assert re.findall(r'<h3 id="(results-[^"]+)"', page) == ["results-h100_sxm", "results-test_cpu"]
-    boards = re.findall(r'<div class="kt-sortable kt-leaderboard">(.*?)</div>', page, re.S)
+    boards = re.findall(r'<div class="kt-sortable kt-leaderboard" id="board-[^"]+">(.*?)</div>', page, re.S)
     assert len(boards) == 2
-    # H100_SXM: baseline 0.04 ms; alice 0.01/0.02/0.03 ms and a failure; bob 0.05 ms (see results_dataset)
+    # H100_SXM: baseline 0.04 ms; alice 0.01/0.02/0.03 ms and a failure; bob 0.05 ms (see results_dataset); each
+    # entry says what kind of contender it is, and how its results were produced
     assert table_rows(boards[0]) == [
-        ["1", f"{FAST} measured", "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR", "150"],
+        ["1", f"{FAST} hand-written measured", "alice", "triton", "2.20×", "75%", "—", "75% (3/4 ran) 1 RUNTIME_ERROR",
+         "150"],
         ["2", "rmsnorm_h128_torch baseline before provenance was recorded", "baseline", "python", "1.00×", "0%", "—",
          "100% (4/4 ran)", "200"],
-        ["3", f"{SLOW} recorded", "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
-    ]  # SOL% "—": the test dataset has no H100_SXM hardware spec; how each solution's results were produced
-    assert table_rows(boards[1])[0][:5] == ["1", f"{FAST} measured", "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
+        ["3", f"{SLOW} hand-written recorded", "bob", "python", "0.80×", "0%", "—", "100% (4/4 ran)", "200"],
+    ]  # SOL% "—": the test dataset has no H100_SXM hardware spec
+    assert table_rows(boards[1])[0][:5] == ["1", f"{FAST} hand-written measured", "alice", "triton", "2.20×"]  # test_cpu: latencies doubled
     assert table_rows(boards[1])[0][6].endswith("%")  # test_cpu has a spec and the definition a cascade: SOL%
     assert f'href="../solutions/{FAST}.html"' in boards[0]
 
@@ -408,10 +410,15 @@ def test_solution_page(results_site):
     results = table_rows(re.search(r'<div class="kt-sortable"[^>]*>(.*?)</div>', page, re.S).group(1))
     assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "measured", "details"]
     assert results[3][-3:] == ["RUNTIME_ERROR", "measured", "details"]
-    # Every trace has a detail view: its file and line, when it ran, its timing and its environment.
+    # Every trace has a detail view: its line and timing; what all the board's traces share (their file, when they
+    # ran, how they were produced, their environment) is said once above the views, not in each.
     detail = re.search(r'<details class="kt-trace" id="results-h100_sxm-t1">(.*?)</details>', page, re.S).group(1)
-    for shown in ("traces/alice/norm/", "2026-", "H100_SXM", "samples"):
-        assert shown in text_of(detail), shown
+    assert text_of(detail) == "wl-1 · passed · 0.01 ms Line 1 Timing median 0.01 ms, 50 samples"
+    common = text_of(re.search(r'<dl class="kt-env kt-common">(.*?)</dl>', page, re.S).group(1))
+    assert common.startswith("Trace file ") and "traces/alice/norm/rmsnorm_h128.jsonl" in common
+    for shown in ("Run at 2026-", "Provenance measured", "hardware H100_SXM"):
+        assert shown in common, shown
+    assert "Line" not in common and "Timing" not in common
     assert "Not benchmarked yet" not in text
 
 
@@ -420,8 +427,10 @@ def test_authors_hardware_and_home_pages(results_site):
     boards = re.findall(r'<div class="kt-sortable kt-authors">(.*?)</div>', authors, re.S)
     assert len(boards) == 2 and '<div class="kt-chart"' in authors
     assert [row[:2] + row[4:] for row in table_rows(boards[0])] == [
-        ["1", "alice", "3 of 4", "2.20×", "75%"], ["2", "baseline", "4 of 4", "1.00×", "0%"],
-        ["3", "bob", "4 of 4", "0.80×", "0%"]]
+        ["1", "alice", "3 of 4", "2.20×", "75%"], ["2", "bob", "4 of 4", "0.80×", "0%"]]  # people and agents
+    references = re.findall(r'<div class="kt-sortable kt-references">(.*?)</div>', authors, re.S)
+    assert [row[:2] + row[4:] for row in table_rows(references[0])] == [  # the baseline apart, not ranked
+        ["baseline", "baseline", "4 of 4", "1.00×", "0%"]]
 
     index = page_of(results_site, "generated/hardware.html")
     assert text_of(index).count("H100_SXM") == 1 and 'href="hardware/test_cpu.html"' in index
@@ -594,3 +603,27 @@ def test_the_unstable_rule_is_stated_as_stability_py_has_it(results_site):
     assert f"(p80 − p20 over {spread} the median) or its fastest sample is under {fastest} of the median" in readme
     page = text_of(page_of(results_site, f"generated/definitions/{DEF}.html"))
     assert f"the middle of its samples wider than {spread} their median, or its fastest sample under {fastest} of it" in page
+
+
+def test_pages_say_plainly_when_no_gpu_has_results(tmp_path):
+    """Home, kernels index and kernel page: while every result is from a CPU they say so loudly; once a GPU
+    (a hardware spec of kind gpu) has results they list the hardware plainly."""
+    from generator.site.render import render_pages
+
+    from dataset_factory import HARDWARE as CPU_SPEC
+    from dataset_factory import TRACE, dump, dump_lines, write_dataset
+
+    def said(root: Path) -> list[str]:
+        pages, plan = render_pages(load(root))
+        kernel = next(item for item in plan.render() if item.path.endswith("definitions/rmsnorm_h128.html"))
+        return [text_of(page) for page in (pages["home.txt"], pages["definitions.md"], kernel.body)]
+
+    root = write_dataset(tmp_path / "cpu")  # its one trace ran on test_cpu, a CPU
+    for text in said(root):
+        assert "No GPU results yet. Every number here was measured on test_cpu (CPU)" in text, text[:400]
+    dump(root / "hardware/h100.json", dict(CPU_SPEC, name="H100", kind="gpu"))
+    gpu = json.loads(json.dumps(TRACE))
+    gpu["evaluation"]["environment"]["hardware"] = "H100"
+    dump_lines(root / "traces/baseline/norm/rmsnorm_h128.jsonl", [TRACE, gpu])
+    for text in said(root):
+        assert "Results on H100 (GPU), test_cpu (CPU)." in text and "No GPU results yet" not in text, text[:400]

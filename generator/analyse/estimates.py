@@ -6,7 +6,10 @@ The serving point: a stage and the tokens one step of it processes (DECODE_TOKEN
 token each; a PREFILL_TOKENS-token prefill chunk), on the hardware the calling record is served on (its
 `serving.hardware`) and on every other hardware where the step's kernels have traces. Each kernel of the
 step stands at one workload: the workload of that stage whose tokens are nearest the serving point's (ties:
-the larger, then the first by uuid); its context is the one that workload states. (A kernel a step calls in
+the larger, then the first by uuid); its context is the one that workload states. Where the stage's workloads lie
+on both sides of the serving point (prefill chunks of 2,048 and 8,192 tokens around 4,096), the time per call is
+interpolated between the nearest on each side (log-log, exact for a kernel linear in tokens) rather than taken
+at either, which would be half or twice the step's. (A kernel a step calls in
 two roles, such as one transform over index keys and over query heads, stands at one of them.) The kernel's
 time per call is then
 
@@ -126,28 +129,62 @@ def _traced(lb: Optional[Leaderboard], uuid: str) -> Optional[tuple[float, float
     return base, min([base, *(r.latency_ms for r in row.results if r.ranked and r.latency_ms)])
 
 
+def _bracket(ds: Dataset, kernel: str, stage: str, target: int) -> Optional[tuple[Any, Any]]:
+    """The workloads of `stage` nearest below and above `target` tokens (first by uuid on equal tokens); None
+    unless there is one on each side and none at `target` itself."""
+    ws = sorted((w for w in ds.workloads_by_definition.get(kernel, []) if w.stage == stage and w.num_tokens),
+                key=lambda w: (w.num_tokens, w.uuid))
+    below = [w for w in ws if w.num_tokens < target]
+    above = [w for w in ws if w.num_tokens > target]
+    if not below or not above or any(w.num_tokens == target for w in ws):
+        return None
+    return min(below, key=lambda w: (-w.num_tokens, w.uuid)), above[0]
+
+
+def _per_call(ds: Dataset, lb: Optional[Leaderboard], d: Any, w: Any, hardware: str,
+              cache: dict) -> tuple[str, float, float, str]:
+    """(source, baseline ms, best ms, why when NONE) of one call of the kernel at workload `w` on `hardware`."""
+    traced = _traced(lb, w.uuid)
+    if traced is not None:
+        return TRACE, traced[0], traced[1], ""
+    spec = ds.hardware_spec(hardware)
+    if spec is None or d.name not in ds.einsums:
+        why = "no Einsum cascade" if spec is not None else f"no spec for {hardware}"
+        return NONE, 0.0, 0.0, f"no trace there, {why}"
+    try:
+        t_ms = speed_of_light(workload_counts(ds, d, w.axes, cache), spec).t_sol_s * 1e3
+    except Exception:  # noqa: BLE001 - a bad cascade or a dtype the spec lacks: validate reports it
+        return NONE, 0.0, 0.0, "no trace there, the cascade does not count"
+    return SOL, t_ms, t_ms, ""
+
+
+def _describe(w: Any) -> str:
+    return w.data["workload"].get("description") or " ".join(f"{k}={v}" for k, v in w.axes.items())
+
+
 def _part(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]], kernel: str, calls: int, stage: str,
           target: int, hardware: str, cache: dict) -> EstimatePart:
+    """The kernel at the serving point: where its workloads of the stage lie on both sides of `target` (2,048 and
+    8,192 around a 4,096-token prefill), its time per call interpolated between them on a log-log scale (exact for
+    a kernel linear in tokens), when both take their numbers from the same source; else at its nearest workload."""
     d = ds.definitions.get(kernel)
     if d is None:
         return EstimatePart(kernel, calls, NONE, description="no definition yet")
     w = _pick(ds, kernel, stage, target)
     if w is None:
         return EstimatePart(kernel, calls, NONE, description=f"no {stage} workload")
-    desc = w.data["workload"].get("description") or " ".join(f"{k}={v}" for k, v in w.axes.items())
     lb = next((b for b in boards.get(kernel, ()) if b.hardware == hardware), None)
-    traced = _traced(lb, w.uuid)
-    if traced is not None:
-        return EstimatePart(kernel, calls, TRACE, w.uuid, w.num_tokens, desc, calls * traced[0], calls * traced[1])
-    spec = ds.hardware_spec(hardware)
-    if spec is None or kernel not in ds.einsums:
-        why = "no Einsum cascade" if spec is not None else f"no spec for {hardware}"
-        return EstimatePart(kernel, calls, NONE, w.uuid, w.num_tokens, f"no trace there, {why}")
-    try:
-        t_ms = speed_of_light(workload_counts(ds, d, w.axes, cache), spec).t_sol_s * 1e3
-    except Exception:  # noqa: BLE001 - a bad cascade or a dtype the spec lacks: validate reports it
-        return EstimatePart(kernel, calls, NONE, w.uuid, w.num_tokens, "no trace there, the cascade does not count")
-    return EstimatePart(kernel, calls, SOL, w.uuid, w.num_tokens, desc, calls * t_ms, calls * t_ms)
+    pair = _bracket(ds, kernel, stage, target)
+    if pair is not None:
+        (lo, hi), (a, b) = pair, [_per_call(ds, lb, d, x, hardware, cache) for x in pair]
+        if a[0] == b[0] != NONE:
+            at = math.log(target / lo.num_tokens) / math.log(hi.num_tokens / lo.num_tokens)
+            base, best = (x * (y / x) ** at if x > 0 and y > 0 else (x + y) / 2 for x, y in ((a[1], b[1]), (a[2], b[2])))
+            desc = (f"interpolated between {lo.num_tokens} tokens ({_describe(lo)}) and {hi.num_tokens} tokens "
+                    f"({hi.uuid[:8]}: {_describe(hi)})")
+            return EstimatePart(kernel, calls, a[0], lo.uuid, target, desc, calls * base, calls * best)
+    source, base, best, why = _per_call(ds, lb, d, w, hardware, cache)
+    return EstimatePart(kernel, calls, source, w.uuid, w.num_tokens, why or _describe(w), calls * base, calls * best)
 
 
 def step_estimates(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) -> dict[str, tuple[StepEstimate, ...]]:

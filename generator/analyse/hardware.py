@@ -29,3 +29,20 @@ def hardware_summaries(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]])
     every = sorted(set(ds.hardware) | set(traces))
     return tuple(HardwareSummary(hw, ds.hardware.get(hw), traces.get(hw, 0), tuple(by_hw.get(hw, ())))
                  for hw in every)
+
+
+@dataclass(frozen=True)
+class Machines:
+    """The hardware with results and what kind each is (its spec's kind: gpu, cpu; "" without a spec)."""
+
+    with_results: tuple[tuple[str, str], ...]  # (name, kind), by name
+
+    @property
+    def gpu(self) -> bool:
+        return any(kind == "gpu" for _, kind in self.with_results)
+
+
+def machines(summaries: Sequence[HardwareSummary], names: Optional[Sequence[str]] = None) -> Machines:
+    """Of `summaries`, those with results (only those in `names`, when given)."""
+    return Machines(tuple((h.name, h.spec.kind if h.spec is not None else "") for h in summaries
+                          if h.leaderboards and (names is None or h.name in names)))

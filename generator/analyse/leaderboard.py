@@ -41,7 +41,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
 
-from ..model.contender_kinds import BASELINE, kind_of
+from ..model.contender_kinds import BASELINE, kind_of, library_requirement
 from ..model.dataset import Dataset
 from ..model.layout import CANONICAL
 from ..model.records import Trace
@@ -217,8 +217,10 @@ def _entry_fields(ds: Dataset, solution: str, rs: Sequence[Result], first_trace:
         if r.failed:
             kinds[r.status] += 1
     found = ds.solutions.get(solution)
+    author = _author(ds, solution, first_trace)
     return dict(
-        solution=solution, author=_author(ds, solution, first_trace), language=found.language if found else "",
+        solution=solution, author=author, language=found.language if found else "", kind=kind_of(author),
+        requirement=library_requirement(author, found.dependencies if found else ()),
         known=found is not None, workloads=total, passed=len(passed), failed=sum(kinds.values()),
         not_run=total - ran, pass_rate=len(passed) / ran if ran else None, failures=tuple(sorted(kinds.items())),
         unstable=len(passed) - len(ranked), geomean_speedup=geomean(x for x in speedups if x is not None),

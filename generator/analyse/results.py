@@ -82,6 +82,8 @@ class Entry:
     updated: str  # timestamp of its newest trace on this hardware
     curve: tuple[tuple[float, float], ...]
     recorded_speedups: int = 0  # speedups taken from the traces' own speedup_factor (no baseline result)
+    kind: str = ""  # model.contender_kinds: baseline, compiler, library or hand-written (by the author)
+    requirement: str = ""  # a library's requirement from spec.dependencies, "liger-kernel>=0.5" ("" otherwise)
 
 
 @dataclass(frozen=True)

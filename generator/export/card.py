@@ -302,7 +302,8 @@ def _step_estimate(repo: str) -> str:
 The Models pages' estimate: one decode step with 64 requests running (one new token each) and one prefill
 chunk of 4096 tokens, on the hardware the calling record is served on and on every other hardware where its
 kernels have traces. Each kernel stands at its workload of that stage (else of no stated stage) whose
-`num_tokens` is nearest the step's (log scale; ties: the larger, then the first by uuid); its time per call is
+`num_tokens` is nearest the step's (log scale; ties: the larger, then the first by uuid), or where the stage's
+workloads lie on both sides of the step's tokens, between the nearest on each side (log-log); its time per call is
 the baseline's latest stable passing latency on that very workload and hardware (and the best stable passing
 one there), else that workload's speed of light (`roofline`, a lower bound), else nothing (counted apart):
 
@@ -334,6 +335,30 @@ def pick(kernel, stage, tokens):
                      else (math.inf, 0, w.uuid))
     return min(ws.itertuples(), key=key).uuid if len(ws) else ""
 
+def per_call(uuid, hw):
+    key = (uuid, hw)
+    if key in base.index:
+        return "trace", base[key], min(base[key], best[key])
+    if key in sol_ms:
+        return "speed of light", sol_ms[key], sol_ms[key]
+    return "none", 0.0, 0.0
+
+def at_tokens(kernel, stage, tokens, hw):
+    # workloads of the stage on both sides of the step's tokens (2048 and 8192 around 4096): interpolated
+    # log-log between the nearest on each side when both have a number from the same source
+    ws = workloads[(workloads["definition"] == kernel) & (workloads["stage"] == stage) & (workloads["num_tokens"] > 0)]
+    ws = ws.sort_values(["num_tokens", "uuid"])
+    below, above = ws[ws["num_tokens"] < tokens], ws[ws["num_tokens"] > tokens]
+    if len(below) and len(above) and not (ws["num_tokens"] == tokens).any():
+        lo = below[below["num_tokens"] == below["num_tokens"].max()].iloc[0]
+        hi = above.iloc[0]
+        a, b = per_call(lo.uuid, hw), per_call(hi.uuid, hw)
+        if a[0] == b[0] != "none":
+            at = math.log(tokens / lo.num_tokens) / math.log(hi.num_tokens / lo.num_tokens)
+            mix = lambda x, y: x * (y / x) ** at if x > 0 and y > 0 else (x + y) / 2
+            return a[0], mix(a[1], b[1]), mix(a[2], b[2])
+    return per_call(pick(kernel, stage, tokens), hw)
+
 for model in table("models").itertuples():
     serving = hw_name.get((model.serving or {{}}).get("hardware"), (model.serving or {{}}).get("hardware"))
     ids = {{k["id"] for k in model.kernels}}
@@ -347,13 +372,8 @@ for model in table("models").itertuples():
             base_ms = best_ms = 0.0
             by = {{"trace": 0, "speed of light": 0, "none": 0}}  # calls per source
             for kernel, n in calls.items():
-                key = (pick(kernel, stage, tokens), hw)
-                if key in base.index:
-                    base_ms, best_ms, source = base_ms + n * base[key], best_ms + n * min(base[key], best[key]), "trace"
-                elif key in sol_ms:
-                    base_ms, best_ms, source = base_ms + n * sol_ms[key], best_ms + n * sol_ms[key], "speed of light"
-                else:
-                    source = "none"
+                source, b_ms, t_ms = at_tokens(kernel, stage, tokens, hw)
+                base_ms, best_ms = base_ms + n * b_ms, best_ms + n * t_ms
                 by[source] += n
             print(model.name, stage, hw, f"{{best_ms:.6g}} {{base_ms:.6g}}", by["trace"], by["speed of light"], by["none"])
 ```"""

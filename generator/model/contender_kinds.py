@@ -6,6 +6,8 @@ kind follows from the author's folder (model/layout.py), never from a field a fi
 
 from __future__ import annotations
 
+import re
+
 BASELINE = "baseline"
 COMPILER = "compiler"
 LIBRARY = "library"
@@ -27,3 +29,16 @@ def kind_of(author: str) -> str:
     if author in LIBRARY_AUTHORS:
         return LIBRARY
     return HAND_WRITTEN
+
+
+def library_requirement(author: str, dependencies) -> str:
+    """The requirement (e.g. "liger-kernel>=0.5,<0.7") among a library author's solution's spec.dependencies that
+    names the library it calls; "" for any other author or when the solution does not declare it."""
+    package = LIBRARY_AUTHORS.get(author)
+    if package is None:
+        return ""
+    for dep in dependencies:
+        name = re.split(r"[<>=!~\[;@ ]", str(dep), maxsplit=1)[0].strip().lower().replace("_", "-")
+        if name == package:
+            return str(dep).strip()
+    return ""

@@ -17,6 +17,7 @@ from typing import Optional
 from ..analyse.coverage import model_coverage
 from ..analyse.roofline import sol_sections
 from ..analyse.estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
+from ..model.contender_kinds import kind_of
 from ..model.dataset import Dataset
 from ..model.records import Definition
 from .items import ItemPlan
@@ -43,6 +44,7 @@ class DefinitionRow:
     draft: bool  # Definition.is_draft (not tagged status:verified): listed after verified kernels, marked, ranked low in search
     summary: str  # first sentence of the description
     best: tuple["KernelBest", ...] = ()  # per hardware with results
+    kinds: tuple[str, ...] = ()  # the kinds of contender among its solutions (model/contender_kinds.py)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[Definiti
             workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
             trace_count=len(traces.get(name, ())), draft=d.is_draft, summary=summary(d.description),
             best=kernel_best((boards or {}).get(name, ()), representative_workload(ds, name)),
+            kinds=tuple(sorted({kind_of(s.author) for s in solutions.get(name, ())})),
         )
         for name, d in sorted(ds.definitions.items())
     ]
@@ -113,6 +116,7 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     pages = {
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),
                                                                        filters=kernel_filters(ds, rows),
+                                                                       machines=results.machines,
                                                                        decode_tokens=DECODE_TOKENS,
                                                                        prefill_tokens=PREFILL_TOKENS),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),

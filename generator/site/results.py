@@ -16,12 +16,15 @@ from datetime import datetime, timezone
 from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
+from markupsafe import Markup
 
 from ..analyse.estimates import StepEstimate, step_estimates
-from ..analyse.hardware import HardwareSummary, hardware_summaries
+from ..analyse.hardware import HardwareSummary, Machines, hardware_summaries, machines
+from ..analyse.headline import KIND_ORDER, Headline, headlines
 from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
 from ..analyse.rankings import AuthorRanking, author_rankings
 from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
+from ..model.contender_kinds import kind_of, library_requirement
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
 from ..model.status import BASELINE_AUTHOR
@@ -31,6 +34,7 @@ from .urls import board_anchor, definition_page, hardware_page, solution_page
 LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
 MESSAGE_LIMIT = 20000  # characters of one agent-trace message shown
 LATEST = 10  # results on the home page
+MODEL_TAGS = ("model:", "model-alt:")  # tags the kernels index's Model filter stands for
 
 
 # -- formatting (filters) -----------------------------------------------------------------------
@@ -61,6 +65,38 @@ def fmt_err(value: Optional[float]) -> str:
     if value is None:
         return "—"
     return "0" if value == 0 else f"{value:.1e}"
+
+
+MACHINE = {"gpu": "GPU", "cpu": "CPU"}
+
+
+def machines_note(m: Machines) -> Markup:
+    """One sentence saying plainly which hardware has results, and that none is a GPU when none is."""
+    if not m.with_results:
+        return Markup('<strong>No benchmark results yet</strong> on any hardware.')
+    named = ", ".join(f"{escape_html(name)} ({MACHINE.get(kind, 'no hardware spec')})" for name, kind in m.with_results)
+    if not all(kind == "cpu" for _, kind in m.with_results):
+        return Markup(f"Results on {named}.")
+    return Markup(f"<strong>No GPU results yet.</strong> Every number here was measured on {named}: it says how "
+                  "solutions compare on that machine, not how fast they run on a GPU.")
+
+
+def kind_label(kind: str, requirement: str = "") -> Markup:
+    """A contender's kind as a badge; a library's with the requirement it declares."""
+    text = escape_html(kind) + (f" · {escape_html(requirement)}" if requirement else "")
+    return Markup(f'<span class="kt-kind kt-kind-{escape_html(kind)}" title="kind of contender">{text}</span>')
+
+
+def fmt_bytes(value: Optional[int]) -> str:
+    """A size in binary units with its exact count: "50 MiB (52,428,800 bytes)"."""
+    if value is None:
+        return "—"
+    size, unit = float(value), "bytes"
+    for next_unit in ("KiB", "MiB", "GiB", "TiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, next_unit
+    return f"{value:,} bytes" if unit == "bytes" else f"{size:.3g} {unit} ({value:,} bytes)"
 
 
 def trend(speedup: Optional[float]) -> str:
@@ -187,6 +223,8 @@ class SiteResults:
     latest: tuple[LatestResult, ...]
     agent_traces: Mapping[str, AgentTrace]  # by solution name
     models: Mapping[str, tuple[StepEstimate, ...]]  # by calling record name: per stage and hardware
+    headlines: Mapping[str, tuple[Headline, ...]]  # by definition: its first screen, per hardware with results
+    machines: Machines  # the hardware with results, and whether any is a GPU
 
 
 def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]] = None) -> SiteResults:
@@ -197,8 +235,9 @@ def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]]
         s = ds.solutions.get(t.solution)
         if t.solution not in agent or (s is not None and s.author == t.author):
             agent[t.solution] = t
-    return SiteResults(boards, author_rankings(ds, boards), hardware_summaries(ds, boards),
-                       latest_results(boards, LATEST), agent, step_estimates(ds, boards))
+    summaries = hardware_summaries(ds, boards)
+    return SiteResults(boards, author_rankings(ds, boards), summaries, latest_results(boards, LATEST), agent,
+                       step_estimates(ds, boards), headlines(ds, boards), machines(summaries))
 
 
 def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:
@@ -214,7 +253,9 @@ def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str
     links = tuple(
         SolutionLink(s, solution_page(s.name), tuple(lb.hardware for lb in boards if lb.entry(s.name) is not None))
         for s in sorted(ds.solutions_by_definition.get(name, ()), key=lambda s: (s.author != BASELINE_AUTHOR, s.name)))
-    return {"boards": board_views(boards), "solution_links": links, "workloads": workload_views(ds, name)}
+    heads = results.headlines.get(name, ())
+    return {"boards": board_views(boards), "solution_links": links, "workloads": workload_views(ds, name),
+            "headlines": heads, "machines": Machines(tuple((h.hardware, h.machine) for h in heads))}
 
 
 def _clip(text: str) -> tuple[str, int]:
@@ -316,7 +357,8 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
         boards.append(SolutionBoard(lb, entry, rows, board_anchor(lb.hardware), hardware_page(lb.hardware)))
     agent = results.agent_traces.get(s.name)
     d = ds.definitions.get(s.definition)
-    return {"s": s, "boards": tuple(boards),
+    return {"s": s, "boards": tuple(boards), "kind": kind_of(s.author),
+            "requirement": library_requirement(s.author, s.dependencies),
             "conversation": conversation(agent) if agent is not None else None,
             "definition_page": definition_page(s.definition) if d is not None else None}
 
@@ -333,21 +375,25 @@ def hardware_context(ds: Dataset, summary: HardwareSummary) -> dict[str, Any]:
 def author_views(rankings: Sequence[AuthorRanking]) -> tuple[tuple[AuthorRanking, str, str, str], ...]:
     """(ranking, anchor, hardware page, chart JSON) per hardware."""
     return tuple((r, board_anchor(r.hardware), hardware_page(r.hardware),
-                  fastp_chart([(e.author, e.curve) for e in r.entries], r.curve_end, f"authors on {r.hardware}"))
+                  fastp_chart([(e.author, e.curve) for e in (*r.entries, *r.references)], r.curve_end, f"authors on {r.hardware}"))
                  for r in rankings)
 
 
 def kernel_filters(ds: Dataset, rows: Sequence = ()) -> dict[str, Any]:
-    """The choices of the kernels index's filters: every type (with its count), model and tag, sorted;
-    and every hardware with results (a best-latency and SOL% column each)."""
+    """The choices of the kernels index's filters: every type (with its count); each model with a calling record
+    (and so a page) that some definition names; every tag but the model tags (the Model filter has those); the
+    kinds of contender; and every hardware with results (a best-latency and SOL% column each, with its kind)."""
     ds_defs = ds.definitions.values()
     types: dict[str, int] = {}
     for d in ds_defs:
         types[d.type] = types.get(d.type, 0) + 1
+    shown = {b.hardware for r in rows for b in r.best}
     return {"types": tuple(sorted(types.items())),
-            "hardware": tuple(sorted({b.hardware for r in rows for b in r.best})),
-            "models": tuple(sorted({m for d in ds_defs for m in d.models})),
-            "tags": tuple(sorted({t for d in ds_defs for t in d.tags}))}
+            "hardware": tuple((hw, MACHINE.get(spec.kind, "") if (spec := ds.hardware_spec(hw)) else "")
+                              for hw in sorted(shown)),
+            "models": tuple(sorted({m for d in ds_defs for m in d.models} & set(ds.models))),
+            "tags": tuple(sorted({t for d in ds_defs for t in d.tags if not t.startswith(MODEL_TAGS)})),
+            "kinds": tuple(k for k in KIND_ORDER if any(k in r.kinds for r in rows))}
 
 
 # -- pages ---------------------------------------------------------------------------------------
@@ -361,5 +407,5 @@ def result_pages(ds: Dataset, env: jinja2.Environment, results: SiteResults) -> 
     counts = {"definitions": len(ds.definitions), "workloads": len(ds.workloads), "solutions": len(ds.solutions),
               "traces": len(ds.traces), "hardware": len(results.hardware)}
     pages["home.txt"] = env.get_template("home.md.j2").render(
-        counts=counts, latest=results.latest, prefix="generated/")
+        counts=counts, latest=results.latest, prefix="generated/", machines=results.machines)
     return pages

@@ -8,7 +8,6 @@ goes through `esc`; the numbers are formatted by the same filters the templates 
 
 from __future__ import annotations
 
-from functools import lru_cache
 from html import escape
 from typing import Optional, Sequence
 
@@ -45,12 +44,14 @@ PROVENANCE_TITLE = {"measured": "measured by this project's bench", "recorded": 
                     "unknown": "written before traces recorded how they were produced"}
 
 
-def provenance(r: Result) -> str:
-    """How a result was produced, as a badge ("" when it did not run)."""
+def provenance(r: Result, titled: bool = True) -> str:
+    """How a result was produced, as a badge ("" when it did not run); `titled`: with its explanation on hover
+    (a table's column header carries it once instead)."""
     if not r.provenance:
         return ""
     kind = r.provenance if r.provenance in PROVENANCE else "unknown"
-    return (f'<span class="kt-badge kt-prov-{kind}" title="{PROVENANCE_TITLE[kind]}">{PROVENANCE[kind]}</span>')
+    title = f' title="{PROVENANCE_TITLE[kind]}"' if titled else ""
+    return f'<span class="kt-badge kt-prov-{kind}"{title}>{PROVENANCE[kind]}</span>'
 
 
 def provenance_summary(results: Sequence[Result]) -> Markup:
@@ -108,25 +109,40 @@ def solution_rows(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str) -> Ma
             f'<td data-sort="{sort_key(r.speedup)}"><span class="kt-speedup {trend(r.speedup)}">{fmt_speedup(r.speedup)}</span></td>'
             f'<td data-sort="{sort_key(r.max_absolute_error)}">{fmt_err(r.max_absolute_error)}</td>'
             f'<td data-sort="{sort_key(r.max_relative_error)}">{fmt_err(r.max_relative_error)}</td>'
-            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{provenance(r)}</td><td>{detail}</td></tr>')
+            f'<td data-sort="{esc(r.status)}">{status(r)}</td><td>{provenance(r, titled=False)}</td><td>{detail}</td></tr>')
     return Markup("\n".join(out))
 
 
-@lru_cache(maxsize=1024)
-def _environment(environment: tuple[tuple[str, str], ...]) -> str:
-    """A trace's environment as <dt>/<dd> pairs (most traces share one: rendered once)."""
-    return "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in environment)
+TRACE_FACTS = ("Trace file", "Line", "Run at", "Provenance")
+
+
+def _facts(r: Result, dataset: str) -> dict[str, str]:
+    """What a trace's detail view says besides its timing and log, by label (its environment flattened)."""
+    file, _, line = r.trace_path.rpartition(":")
+    facts = {"Trace file": f"<code>{esc(dataset)}/{esc(file)}</code>", "Line": esc(line),
+             "Run at": esc(fmt_when(r.timestamp)), "Provenance": provenance(r)}
+    facts.update((esc(k), esc(v)) for k, v in r.environment)
+    return facts
 
 
 def trace_details(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str, dataset: str) -> Markup:
-    """A closed detail view per trace: its file and line, when it ran, its timing, its environment, its log."""
+    """A closed detail view per trace: its file and line, when it ran, its timing, its environment, its log.
+
+    What every trace on the board shares (most often its file, provenance and environment) is said once above
+    them, not in each of 50 views: at the field's scale the repeats were two fifths of a solution page."""
+    ran = [(i, row, r) for i, (row, r) in enumerate(rows, 1) if r.ran]
+    facts = {i: _facts(r, dataset) for i, _, r in ran}
+    first = next(iter(facts.values()), {})
+    shared = {k: v for k, v in first.items() if k != "Line" and all(f.get(k) == v for f in facts.values())}
     out = []
-    for i, (row, r) in enumerate(rows, 1):
-        if not r.ran:
-            continue
+    if len(ran) > 1 and shared:
+        out.append('<p class="kt-common-title">Every trace below:</p><dl class="kt-env kt-common">'
+                   + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in shared.items()) + "</dl>")
+    else:
+        shared = {}
+    for i, row, r in ran:
         latency = f" · {fmt_ms(r.latency_ms)} ms" if r.latency_ms is not None else ""
-        facts = [("Trace", f"<code>{esc(dataset)}/{esc(r.trace_path)}</code>"), ("Run at", esc(fmt_when(r.timestamp))),
-                 ("Provenance", provenance(r))]
+        own = [(k, v) for k, v in facts[i].items() if k not in shared]
         if r.passed:
             timing = f"median {fmt_ms(r.latency_ms)} ms"
             if r.spread:
@@ -135,7 +151,8 @@ def trace_details(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str, datas
                 timing += f", {r.samples} samples"
             if r.timer:
                 timing += f", timer {esc(r.timer)}"
-            facts.append(("Timing", timing))
+            head = sum(1 for k, _ in own if k in TRACE_FACTS)  # after the trace's own facts, before its environment
+            own.insert(head, ("Timing", timing))
         log = ""
         if r.log:
             cut = max(0, len(r.log) - LOG_LIMIT)
@@ -147,6 +164,5 @@ def trace_details(rows: Sequence[tuple[WorkloadRow, Result]], anchor: str, datas
         out.append(
             f'<details class="kt-trace{kind}" id="{esc(anchor)}-t{i}"><summary><code>{esc(r.workload)}</code> · '
             f'{status(r)}{latency}</summary><dl class="kt-env">'
-            + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + _environment(r.environment)
-            + f"</dl>{log}</details>")
+            + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in own) + f"</dl>{log}</details>")
     return Markup("\n".join(out))

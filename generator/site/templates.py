@@ -19,7 +19,8 @@ from ..model.records import TensorSpec
 from ..model.stability import MAX_SPREAD, MIN_OVER_MEDIAN
 from .escape import escape_block, escape_html, escape_inline, fence_for, highlight_html
 from .prose import anchor_id, blocks, paragraphs
-from .results import (fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, sort_key, trend)
+from .results import (fmt_bytes, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, kind_label,
+                      machines_note, sort_key, trend)
 from .rows import board_rows, fmt_spread, provenance_summary, solution_rows, trace_details
 from .urls import board_anchor, hardware_page, html_link
 
@@ -42,7 +43,9 @@ FILTERS = {
     "url": lambda path: quote(str(path)), "hwpage": hardware_page, "html_page": html_link, "anchor": board_anchor,
     # numbers
     "shape": _shape, "ms": fmt_ms, "speedup": fmt_speedup, "pct": fmt_pct, "solpct": fmt_sol_pct, "err": fmt_err,
-    "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread,
+    "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread, "bytes": fmt_bytes,
+    # what a contender is, which machines have results
+    "kind": kind_label, "machines": machines_note,
     # result tables of the HTML pages (rows.py builds them as Markup)
     "board_rows": board_rows, "solution_rows": solution_rows, "trace_details": trace_details,
     "zip": lambda a, b: zip(a, b), "provenance": provenance_summary,
