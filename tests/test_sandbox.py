@@ -23,6 +23,7 @@ def test_the_sandbox_runs_the_python_of_a_virtual_environment_under_tmp():
     if mode != "bwrap":
         pytest.skip(f"no working bubblewrap here: {why}")
     venv = Path(tempfile.mkdtemp(prefix="kt-venv-", dir="/tmp"))
+    venv.chmod(0o755)  # as `python -m venv` leaves it (mkdtemp's 0700 would shut the worker's own user out)
     try:
         subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
         probe = ("import subprocess, sys\n"

@@ -2,9 +2,12 @@
 
 Inside the sandbox (`bwrap`): its own PID, network, IPC and mount namespaces; a root holding only
 /usr, the few files of /etc a Python process needs (ETC), the Python installation and the `generator`
-package, all read-only; a private /tmp (tmpfs of TMP_BYTES, gone with the process); /dev, /proc, and
-on CUDA the GPU device nodes; limits on file size, processes and (CPU) memory; no environment of the
-bench's, not even in its PID 1 (bwrap itself). It cannot see the
+package, all read-only; a private /tmp and /dev/shm (tmpfs of TMP_BYTES and SHM_BYTES, gone with the
+process: the only places it can write); /dev, /proc, and on CUDA the GPU device nodes; limits on file
+size, processes, System V shared memory and (CPU) memory; no environment of the bench's, not even in
+its PID 1 (bwrap itself). A bench running as root hands each worker a host user of its own
+(WORKER_UIDS, no capabilities): the kernel never enforces the process limit for root, and a worker
+that is root inside could write /dev. enter.py sets the limits and drops to that user. It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
 (--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import json
 import os
 import shutil
 import signal
@@ -48,13 +52,13 @@ def _pdeathsig() -> None:
 
 
 def _limits(device: str, processes: int) -> None:
-    """In the child before exec (inherited by the sandbox and the worker): file size, processes, and on
-    the CPU the address space. A worker over them fails its own call (MemoryError, EAGAIN, EFBIG)."""
+    """In an unsandboxed worker's child before exec: file size, processes (never enforced for root),
+    and on the CPU the address space. A worker over them fails its own call (MemoryError, EAGAIN, EFBIG)."""
     import resource
 
     wanted = [(resource.RLIMIT_FSIZE, FILE_BYTES), (resource.RLIMIT_NPROC, processes + PROCESSES)]
     if device == "cpu":
-        wanted.append((resource.RLIMIT_AS, MEMORY_BYTES))
+        wanted.append((resource.RLIMIT_AS, memory_bytes()))
     for which, value in wanted:
         try:
             soft, hard = resource.getrlimit(which)
@@ -85,9 +89,81 @@ def _user_processes() -> int:
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
        "localtime")
 TMP_BYTES = 256 << 20  # the private /tmp of a worker (a tmpfs: memory; Triton's cache fits)
-MEMORY_BYTES = 32 << 30  # address space of a CPU worker (RLIMIT_AS; not on GPUs: CUDA reserves far more)
+SHM_BYTES = 64 << 20  # its /dev/shm (a tmpfs) and, apart, its System V shared memory (Docker's default size)
 FILE_BYTES = 1 << 30  # largest file a worker may write (RLIMIT_FSIZE)
 PROCESSES = 4096  # processes and threads of the worker's user beyond those running when it starts
+WORKER_UIDS = range(0x7FFF0000, 0x7FFF0000 + 65536)  # host users for workers of a root bench (no names)
+
+
+def memory_bytes() -> int:
+    """Address space of a CPU worker (RLIMIT_AS; not on GPUs, where CUDA reserves far more than it uses).
+    Derived from the memory this bench may use (the machine's, or its cgroup's limit when lower): an
+    eighth (at least 2 GiB) stays the bench's, and the rest is halved because two workers live at once
+    (the next starts while one runs); each worker's tmpfs pages are memory too and come off its share."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    total = min([total] + _cgroup_memory_limits())
+    share = (total - max(2 << 30, total // 8)) // 2 - TMP_BYTES - SHM_BYTES
+    return max(share, 1 << 30)
+
+
+def _cgroup_memory_limits() -> list[int]:
+    """The memory limits of this process's cgroup (v1 and v2, where they are mounted where they say)."""
+    found = []
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            files = [f"/sys/fs/cgroup{path}/memory.max", f"/sys/fs/cgroup/unified{path}/memory.max"]
+        elif "memory" in controllers.split(","):
+            files = [f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"]
+        else:
+            continue
+        for name in files:
+            try:
+                found.append(int(Path(name).read_text().strip()))
+            except (OSError, ValueError):  # absent, unreadable, or "max"
+                pass
+    return found
+
+
+def _worker_user() -> Optional[int]:
+    """A host uid for the next worker where the bench runs as root (None otherwise): one no process
+    has now and this bench has not handed out, so its process limit counts that worker alone."""
+    if os.geteuid() != 0:
+        return None
+    busy = set(_HANDED_OUT)
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            uids = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
+        except (OSError, StopIteration):
+            continue
+        busy.update(int(u) for u in uids.split()[1:])
+    uid = next(u for u in WORKER_UIDS if u not in busy)
+    _HANDED_OUT.add(uid)
+    return uid
+
+
+_HANDED_OUT: set = set()
+
+
+def _device_groups(device: str) -> list[int]:
+    """Groups of the GPU's device nodes that the world may not open (a driver set to mode 0660): the
+    worker's user joins them, or CUDA finds no device."""
+    if not device.startswith("cuda"):
+        return []
+    nodes = list(Path("/dev").glob("nvidia*")) + list(Path("/dev/dri").glob("*"))
+    gids = set()
+    for node in nodes:
+        try:
+            st = node.stat()
+        except OSError:
+            continue
+        if st.st_mode & 0o006 != 0o006:
+            gids.add(st.st_gid)
+    return sorted(gids)
 
 
 def _binds(device: str) -> list[str]:
@@ -103,13 +179,17 @@ def _binds(device: str) -> list[str]:
             args += ["--ro-bind", str(p), str(p)]
     # The private /tmp comes before the Python binds: bwrap mounts in order, so a tmpfs laid later would
     # hide a virtual environment that lives under /tmp (the interpreter then fails to exec).
-    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
+    made = {Path("/"), Path("/tmp")}
     for prefix in sorted(prefixes):
         if not str(prefix).startswith("/usr"):
-            args += ["--ro-bind", str(prefix), str(prefix)]
-    args += ["--ro-bind", str(PACKAGE_ROOT / "generator"), f"{INSIDE_PACKAGE}/generator"]
-    args += ["--dev", "/dev", "--proc", "/proc"]
+            args += _parents(prefix, made) + ["--ro-bind", str(prefix), str(prefix)]
+    inside = Path(INSIDE_PACKAGE) / "generator"
+    args += _parents(inside, made) + ["--ro-bind", str(PACKAGE_ROOT / "generator"), str(inside)]
+    # bwrap's /dev is an unsized tmpfs, writable only by the sandbox's root (not the worker's user);
+    # its /dev/shm is a folder on it, so a sized tmpfs replaces it.
+    args += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc"]
     if device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             args += ["--dev-bind", str(node), str(node)]
@@ -120,15 +200,47 @@ def _binds(device: str) -> list[str]:
     return args
 
 
+def _parents(path: Path, made: set) -> list[str]:
+    """Folders above a bind point, made traversable: bwrap makes missing ones 0700, which the worker's
+    own user could not enter (a Python under /root, the package at /kt)."""
+    args = []
+    for folder in reversed(path.parents):
+        if folder not in made:
+            args += ["--perms", "0755", "--dir", str(folder)]
+        made.add(folder)
+    return args
+
+
+def _entry(device: str) -> list[str]:
+    """enter.py and its SPEC: the limits, and the user to become (see enter.py)."""
+    uid = _worker_user()
+    # A worker of its own uid starts with no process of it; an unprivileged bench's user already runs some.
+    processes = PROCESSES if uid is not None else _user_processes() + PROCESSES
+    limits = {"RLIMIT_FSIZE": FILE_BYTES, "RLIMIT_NPROC": processes}
+    if device == "cpu":
+        limits["RLIMIT_AS"] = memory_bytes()
+    spec = {"limits": limits, "uid": uid, "gid": uid, "groups": _device_groups(device),
+            "sysctl": {"/proc/sys/kernel/shmmax": SHM_BYTES, "/proc/sys/kernel/shmall": SHM_BYTES // os.sysconf("SC_PAGE_SIZE")}}
+    return [sys.executable, "-I", "-S", f"{INSIDE_PACKAGE}/generator/bench/enter.py", json.dumps(spec)]
+
+
 def bwrap_command(argv: list[str], device: str) -> list[str]:
+    # A root bench creates no user namespace: enter.py must be able to become a host user other than root
+    # (in a namespace of bwrap's making only root is mapped). Unprivileged, bwrap needs one.
+    if os.geteuid() == 0:
+        namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    else:
+        namespaces = ["--unshare-all"]
     # The absolute path: the sandbox is started with an environment of its own, whose PATH may not hold it.
-    return ([shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"] + _binds(device)
+    return ([shutil.which("bwrap") or "bwrap", *namespaces, "--die-with-parent", "--new-session", "--clearenv"]
+            + _binds(device)
             + ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+               "--setenv", "USER", "kt-worker", "--setenv", "LOGNAME", "kt-worker",  # getpass.getuser(): no passwd entry
                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "PYTHONPATH", INSIDE_PACKAGE,
                "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "PYTHONHASHSEED", "0"]
             + [a for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET")
                if k in os.environ for a in ("--setenv", k, os.environ[k])]
-            + ["--", *argv])
+            + ["--", *_entry(device), *argv])
 
 
 @lru_cache(maxsize=None)
@@ -142,12 +254,15 @@ def sandbox_mode(device: str = "cpu") -> tuple[str, str]:
         why = "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     else:
         try:
-            probe = subprocess.run(bwrap_command(["/usr/bin/true"], device), capture_output=True, timeout=60)
+            # The bench's interpreter importing the package, as the worker's user: a Python it cannot read
+            # (a folder of mode 0700) is found here, with enter.py's reason, not at the first solution.
+            probe = subprocess.run(bwrap_command([sys.executable, "-S", "-c", "import generator"], device),
+                                   capture_output=True, timeout=60)
             if probe.returncode != 0:
-                why = ("bwrap is installed but refused to start a sandbox here ("
-                       + probe.stderr.decode("utf-8", "replace").strip()[:300]
-                       + "); this host does not allow user namespaces (a container without them, or "
-                         "kernel.apparmor_restrict_unprivileged_userns=1)")
+                said = probe.stderr.decode("utf-8", "replace").strip()[:600]
+                why = (f"bwrap is installed but the sandbox did not start here ({said})" if "kerneltrace sandbox:" in said
+                       else f"bwrap is installed but refused to start a sandbox here ({said}); this host does not "
+                            "allow user namespaces (a container without them, or kernel.apparmor_restrict_unprivileged_userns=1)")
         except (OSError, subprocess.SubprocessError) as exc:
             why = f"bwrap could not be run ({exc})"
     if why and forced == "bwrap":
@@ -211,11 +326,13 @@ class Worker:
         # The child sees the two message pipes as fds 3 and 4 whatever their numbers are here.
         fds = {3: to_child_r, 4: from_child_w}
 
-        processes = _user_processes()
+        # Sandboxed, the command sets the limits itself (enter.py, after bwrap as root has laid it out).
+        processes = None if self.sandboxed else _user_processes()
 
         def setup() -> None:
             _pdeathsig()
-            _limits(device, processes)
+            if processes is not None:
+                _limits(device, processes)
             for target, source in fds.items():
                 os.dup2(source, target + 100)
             for target in fds:
