@@ -68,18 +68,22 @@ def _limits(device: str, processes: int) -> None:
             pass
 
 
+def _statuses():
+    """The status files of the processes now running (one that ends while read is left out)."""
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/status") as f:
+                    yield dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+            except OSError:
+                continue
+
+
 def _user_processes() -> int:
     """Threads of this user now (RLIMIT_NPROC counts them all, across the machine)."""
-    uid, n = os.getuid(), 0
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            text = status.read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            n += int(fields.get("Threads", "1").strip() or 1)
-    return n
+    uid = str(os.getuid())
+    return sum(int(fields.get("Threads", "1").strip() or 1) for fields in _statuses()
+               if fields.get("Uid", "").split()[:1] == [uid])
 
 
 # What a worker needs of /etc: the dynamic linker's cache (torch's and the driver's libraries, and
@@ -135,12 +139,8 @@ def _worker_user() -> Optional[int]:
     if os.geteuid() != 0:
         return None
     busy = set(_HANDED_OUT)
-    for status in Path("/proc").glob("[0-9]*/status"):
-        try:
-            uids = next(line for line in status.read_text().splitlines() if line.startswith("Uid:"))
-        except (OSError, StopIteration):
-            continue
-        busy.update(int(u) for u in uids.split()[1:])
+    for fields in _statuses():
+        busy.update(int(u) for u in fields.get("Uid", "").split())
     uid = next(u for u in WORKER_UIDS if u not in busy)
     _HANDED_OUT.add(uid)
     return uid
