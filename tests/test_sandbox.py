@@ -208,3 +208,18 @@ def test_the_cuda_sandbox_keeps_the_gpu_binds_and_no_address_space_limit():
         pytest.skip(f"bubblewrap is missing or refused here, so the CUDA sandbox cannot start: {why}")
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
+
+
+def test_a_root_bench_in_a_container_picks_a_user_its_namespace_maps(monkeypatch):
+    """A container's root often maps only 0..65535: the worker's user comes from there; a namespace
+    mapping root alone leaves the worker root (the process limit cannot hold then, and nothing fails)."""
+    from generator.bench import sandbox
+
+    if os.geteuid() != 0:
+        assert sandbox._worker_user() is None
+        return
+    monkeypatch.setattr(sandbox, "_mapped", lambda name: [(0, 65536)])
+    uid = sandbox._worker_user()
+    assert 1000 <= uid < 65536 and uid != sandbox._worker_user()
+    monkeypatch.setattr(sandbox, "_mapped", lambda name: [(0, 1)])
+    assert sandbox._worker_user() is None

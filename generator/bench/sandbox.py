@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import itertools
 import json
 import os
 import shutil
@@ -68,15 +69,14 @@ def _limits(device: str, processes: int) -> None:
             pass
 
 
-def _statuses():
-    """The status files of the processes now running (one that ends while read is left out)."""
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                with open(f"/proc/{pid}/status") as f:
-                    yield dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
-            except OSError:
-                continue
+def _statuses(*paths: str):
+    """The status files of the processes now running, or of those paths (one that ends while read is left out)."""
+    for path in paths or (f"/proc/{pid}/status" for pid in os.listdir("/proc") if pid.isdigit()):
+        try:
+            with open(path) as f:
+                yield dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
+        except OSError:
+            continue
 
 
 def _user_processes() -> int:
@@ -135,15 +135,37 @@ def _cgroup_memory_limits() -> list[int]:
 
 def _worker_user() -> Optional[int]:
     """A host uid for the next worker where the bench runs as root (None otherwise): one no process
-    has now and this bench has not handed out, so its process limit counts that worker alone."""
+    has now and this bench has not handed out, so its process limit counts that worker alone; in a
+    container whose user namespace maps few ids, the highest free one it maps. A root without
+    CAP_SETUID/CAP_SETGID, or mapping only itself, leaves the worker root: its process limit then does
+    not hold (the kernel's rule for root)."""
     if os.geteuid() != 0:
+        return None
+    me = next(_statuses(f"/proc/{os.getpid()}/status"), {})
+    if int(me.get("CapEff", "0").strip() or 0, 16) & 0xC0 != 0xC0:  # CAP_SETGID (6) and CAP_SETUID (7)
         return None
     busy = set(_HANDED_OUT)
     for fields in _statuses():
         busy.update(int(u) for u in fields.get("Uid", "").split())
-    uid = next(u for u in WORKER_UIDS if u not in busy)
-    _HANDED_OUT.add(uid)
+    uids, gids = _mapped("uid_map"), _mapped("gid_map")
+    candidates = itertools.chain(WORKER_UIDS, (u for lo, hi in uids for u in range(hi - 1, max(lo, 1000) - 1, -1)))
+    uid = next((u for u in candidates if u not in busy and _inside(uids, u) and _inside(gids, u)), None)
+    if uid is not None:
+        _HANDED_OUT.add(uid)
     return uid
+
+
+def _mapped(name: str) -> list[tuple[int, int]]:
+    """The ids this process's user namespace maps, as [low, high) ranges (all of them outside any namespace)."""
+    try:
+        rows = [line.split() for line in Path(f"/proc/self/{name}").read_text().splitlines()]
+        return [(int(r[0]), int(r[0]) + int(r[2])) for r in rows if len(r) == 3]
+    except (OSError, ValueError):
+        return [(0, 1 << 32)]
+
+
+def _inside(ranges: list[tuple[int, int]], n: int) -> bool:
+    return any(lo <= n < hi for lo, hi in ranges)
 
 
 _HANDED_OUT: set = set()
