@@ -223,3 +223,57 @@ def test_a_root_bench_in_a_container_picks_a_user_its_namespace_maps(monkeypatch
     assert 1000 <= uid < 65536 and uid != sandbox._worker_user()
     monkeypatch.setattr(sandbox, "_mapped", lambda name: [(0, 1)])
     assert sandbox._worker_user() is None
+
+
+MEMFD_PROBE = r'''
+import os, sys
+held, total, chunk = [], 0, b"x" * (16 << 20)
+while total < int(sys.argv[1]):
+    fd = os.memfd_create("kt"); os.write(fd, chunk); held.append(fd); total += len(chunk)
+print("held", total)
+'''
+
+
+def test_memory_outside_the_address_space_is_capped_by_the_workers_cgroup(monkeypatch):
+    """memfds hold memory no address space counts (and on GPUs there is no RLIMIT_AS at all): where a
+    memory cgroup can be made, the worker lives in one capped at its share, and passing it kills the
+    worker. The planted counterpart, the same sandbox outside the cgroup, holds it all."""
+    from generator.bench import cgroup, sandbox
+
+    mode, why = sandbox_mode()
+    if mode != "bwrap":
+        pytest.skip(f"bubblewrap is missing or refused here, so the sandbox's limits cannot be tried: {why}")
+    group, why = cgroup.make(128 << 20)
+    if group is None:
+        pytest.skip(f"no memory cgroup can be made here, so the worker runs with rlimits alone: {why}")
+    monkeypatch.setattr(sandbox, "memory_bytes", lambda: MEMORY)
+    cmd = sandbox.bwrap_command([sys.executable, "-c", MEMFD_PROBE, str(256 << 20)], "cpu")
+    try:
+        capped = subprocess.run(cmd, capture_output=True, text=True, timeout=120, preexec_fn=lambda: cgroup.join(group))
+    finally:
+        cgroup.remove(group)
+    assert not group.exists()
+    assert capped.returncode != 0 and "held" not in capped.stdout
+    free = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert free.stdout.strip() == f"held {256 << 20}", free.stderr[-2000:]
+
+
+def test_a_workers_cgroup_is_made_and_removed_with_it():
+    """The Worker the bench starts joins its cgroup, and kill() leaves no cgroup behind."""
+    from generator.bench import sandbox
+
+    mode, why = sandbox_mode()
+    if mode != "bwrap":
+        pytest.skip(f"bubblewrap is missing or refused here: {why}")
+    w = sandbox.Worker("cpu", mode)
+    group = w.cgroup
+    try:
+        if group is None:
+            pytest.skip(f"no memory cgroup can be made here: {w.cgroup_why}")
+        assert str(w.proc.pid) in (group / "cgroup.procs").read_text().split()
+        name = "memory.limit_in_bytes" if (group / "memory.limit_in_bytes").exists() else "memory.max"
+        limit = int((group / name).read_text())
+        assert limit <= sandbox.memory_bytes() + sandbox.TMP_BYTES + sandbox.SHM_BYTES
+    finally:
+        w.kill()
+    assert not group.exists()

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..model.errors import KernelTraceError
+from . import cgroup
 
 LOG_TAIL = 4000
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding generator/
@@ -100,8 +101,8 @@ WORKER_UIDS = range(0x7FFF0000, 0x7FFF0000 + 65536)  # host users for workers of
 
 
 def memory_bytes() -> int:
-    """Address space of a CPU worker (RLIMIT_AS; not on GPUs, where CUDA reserves far more than it uses).
-    Derived from the memory this bench may use (the machine's, or its cgroup's limit when lower): an
+    """A worker's memory: its address space on the CPU (RLIMIT_AS; not on GPUs, where CUDA reserves far
+    more than it uses), and with its tmpfs its memory cgroup's limit where one can be made. Derived from the memory this bench may use (the machine's, or its cgroup's limit when lower): an
     eighth (at least 2 GiB) stays the bench's, and the rest is halved because two workers live at once
     (the next starts while one runs); each worker's tmpfs pages are memory too and come off its share."""
     total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -350,9 +351,13 @@ class Worker:
 
         # Sandboxed, the command sets the limits itself (enter.py, after bwrap as root has laid it out).
         processes = None if self.sandboxed else _user_processes()
+        # Where a memory cgroup can be made, it caps every page of the worker, its tmpfs included.
+        self.cgroup, self.cgroup_why = cgroup.make(memory_bytes() + TMP_BYTES + SHM_BYTES)
 
         def setup() -> None:
             _pdeathsig()
+            if self.cgroup is not None:
+                cgroup.join(self.cgroup)
             if processes is not None:
                 _limits(device, processes)
             for target, source in fds.items():
@@ -362,9 +367,15 @@ class Worker:
                 os.close(target + 100)
                 os.set_inheritable(target, True)
 
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, env=env,
-                                     cwd=self.tmp or "/", start_new_session=True, preexec_fn=setup,
-                                     pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, env=env,
+                                         cwd=self.tmp or "/", start_new_session=True, preexec_fn=setup,
+                                         pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
+        except BaseException:
+            cgroup.remove(self.cgroup)
+            for fd in (to_child_r, self.to_child, self.from_child, from_child_w, log_r, log_w):
+                os.close(fd)
+            raise
         for fd in (to_child_r, from_child_w, log_w):
             os.close(fd)
         os.set_blocking(self.to_child, False)  # the trusted side's writes have deadlines (protocol.send)
@@ -382,6 +393,8 @@ class Worker:
             except OSError:
                 pass
         self.log.thread.join(timeout=5)
+        cgroup.remove(self.cgroup)
+        self.cgroup = None
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
