@@ -7,7 +7,9 @@ process: the only places it can write); /dev, /proc, and on CUDA the GPU device 
 size, processes, System V shared memory and (CPU) memory; no environment of the bench's, not even in
 its PID 1 (bwrap itself). A bench running as root hands each worker a host user of its own
 (WORKER_UIDS, no capabilities): the kernel never enforces the process limit for root, and a worker
-that is root inside could write /dev. enter.py sets the limits and drops to that user. It cannot see the
+that is root inside could write /dev and the sandbox's root. enter.py sets the limits and drops to
+that user. Where a memory cgroup can be made (cgroup.py), the worker lives in one capped at its share
+of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
 (--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
@@ -29,6 +31,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -173,18 +176,17 @@ _HANDED_OUT: set = set()
 
 
 def _device_groups(device: str) -> list[int]:
-    """Groups of the GPU's device nodes that the world may not open (a driver set to mode 0660): the
-    worker's user joins them, or CUDA finds no device."""
+    """Groups of the GPU's device nodes that the world may not open (a driver set to mode 0660, group
+    video): the worker's user joins them, or CUDA finds no device. Never root's group."""
     if not device.startswith("cuda"):
         return []
-    nodes = list(Path("/dev").glob("nvidia*")) + list(Path("/dev/dri").glob("*"))
     gids = set()
-    for node in nodes:
+    for node in list(Path("/dev").glob("nvidia*")) + list(Path("/dev/dri").glob("*")):
         try:
             st = node.stat()
         except OSError:
             continue
-        if st.st_mode & 0o006 != 0o006:
+        if stat.S_ISCHR(st.st_mode) and st.st_mode & 0o006 != 0o006 and st.st_gid != 0:
             gids.add(st.st_gid)
     return sorted(gids)
 
