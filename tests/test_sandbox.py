@@ -259,14 +259,20 @@ def test_memory_outside_the_address_space_is_capped_by_the_workers_cgroup(monkey
 
 
 def test_a_workers_cgroup_is_made_and_removed_with_it():
-    """The Worker the bench starts joins its cgroup, and kill() leaves no cgroup behind."""
-    from generator.bench import sandbox
+    """The Worker the bench starts joins its cgroup, kill() leaves no cgroup behind, and those of a
+    bench killed with -9 are swept when the next worker's is made."""
+    from generator.bench import cgroup, sandbox
 
     mode, why = sandbox_mode()
     if mode != "bwrap":
         pytest.skip(f"bubblewrap is missing or refused here: {why}")
+    parent = cgroup._own_memory_cgroup()[0]
+    stale = Path(parent or "/nonexistent") / "kt-worker-999999999-0"  # a bench killed with -9 left it
+    if parent is not None:
+        stale.mkdir()
     w = sandbox.Worker("cpu", mode)
     group = w.cgroup
+    assert not stale.exists()
     try:
         if group is None:
             pytest.skip(f"no memory cgroup can be made here: {w.cgroup_why}")

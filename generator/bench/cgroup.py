@@ -51,6 +51,7 @@ def make(limit: int) -> tuple[Optional[Path], str]:
     parent, version = _own_memory_cgroup()
     if parent is None:
         return None, version
+    _sweep(parent)
     group = parent / f"kt-worker-{os.getpid()}-{next(_SERIAL)}"
     try:
         group.mkdir()
@@ -67,6 +68,18 @@ def make(limit: int) -> tuple[Optional[Path], str]:
             remove(group)
             return None, f"cannot set {group / name} ({exc.strerror})"
     return group, ""
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the empty cgroups a bench killed with -9 left (it never reached Worker.kill): those
+    named for a process that no longer runs. One still holding a process stays."""
+    for group in parent.glob("kt-worker-*-*"):
+        pid = group.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            try:
+                group.rmdir()
+            except OSError:
+                pass
 
 
 def join(group: Path) -> None:
