@@ -283,3 +283,37 @@ def test_a_workers_cgroup_is_made_and_removed_with_it():
     finally:
         w.kill()
     assert not group.exists()
+
+
+def test_an_unprivileged_bench_gets_the_same_limits(monkeypatch):
+    """A bench run by an ordinary user: bwrap makes a user namespace, the worker keeps that user (whose
+    process limit the kernel enforces), and the sandbox's root and /dev, which that user owns there,
+    are read-only. Tried here as uid 65534 with the system's Python (the probe needs only its stdlib)."""
+    from generator.bench import sandbox
+
+    python = Path("/usr/bin/python3")
+    if os.geteuid() != 0 or not shutil.which("setpriv") or not python.exists() or not shutil.which("bwrap"):
+        pytest.skip("needs root (to become uid 65534), setpriv, /usr/bin/python3 and bwrap")
+    for name, value in SMALL.items():
+        monkeypatch.setattr(sandbox, name, value)
+    monkeypatch.setattr(sandbox, "memory_bytes", lambda: MEMORY)
+    monkeypatch.setattr(sys, "executable", str(python))
+    monkeypatch.setattr(sys, "prefix", "/usr")
+    monkeypatch.setattr(sys, "base_prefix", "/usr")
+    nobody = sum(int(f.get("Threads", "1")) for f in sandbox._statuses() if f.get("Uid", "").split()[:1] == ["65534"])
+    monkeypatch.setattr(sandbox, "_user_processes", lambda: nobody)
+    with monkeypatch.context() as m:
+        m.setattr(os, "geteuid", lambda: 65534)
+        cmd = sandbox.bwrap_command([str(python), "-c", PROBE, str(CAP), str(MEMORY + (256 << 20)),
+                                     str(SMALL["SHM_BYTES"]), "all"], "cpu")
+    out = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--", *cmd],
+                         capture_output=True, text=True, timeout=120)
+    if out.returncode != 0 and "kerneltrace sandbox" not in out.stderr:
+        pytest.skip(f"this host refuses bwrap to an unprivileged user: {out.stderr.strip()[-300:]}")
+    assert out.returncode == 0, out.stderr[-2000:]
+    import json
+
+    got = json.loads(out.stdout)
+    assert got["uid"] == 65534 and got["threads"] < SMALL["PROCESSES"] and got["processes"] < SMALL["PROCESSES"]
+    assert set(got["written"]) == {"/tmp", "/dev/shm"}, got["written"]
+    assert got["allocated"] is False

@@ -222,7 +222,9 @@ def _binds(device: str) -> list[str]:
             args += ["--dev-bind", "/dev/dri", "/dev/dri"]
         if Path("/sys").is_dir():
             args += ["--ro-bind", "/sys", "/sys"]
-    return args
+    # Last (nothing can be mounted under them after): the sandbox's root and /dev are unsized tmpfs of
+    # bwrap's, which the worker owns where bwrap runs unprivileged. Device nodes stay writable.
+    return args + ["--remount-ro", "/dev", "--remount-ro", "/"]
 
 
 def _parents(path: Path, made: set) -> list[str]:
