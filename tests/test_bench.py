@@ -1263,16 +1263,16 @@ def test_a_gpu_run_refuses_to_run_without_the_sandbox_unless_told_to(tmp_path, m
 def test_the_sandbox_sizes_every_writable_filesystem_and_stays_under_the_machines_memory():
     """/tmp and /dev/shm are tmpfs of TMP_BYTES, /dev is read-only (bwrap's own /dev is an unsized tmpfs: 300 MiB
     were written to /dev/shm before), and a CPU worker's address space is under this machine's memory."""
-    from generator.bench.sandbox import MEMORY_BYTES, TMP_BYTES, bwrap_command, sandbox_mode
+    from generator.bench.sandbox import SHM_BYTES, TMP_BYTES, bwrap_command, memory_bytes, sandbox_mode
 
     total = next(int(x.split()[1]) * 1024 for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
-    assert MEMORY_BYTES < total
+    assert memory_bytes() < total
     if sandbox_mode("cpu")[0] != "bwrap":
         pytest.skip("bubblewrap is missing or refused here")
     probe = "df -B1 --output=size,target /tmp /dev/shm | tail -2; (echo x > /dev/planted) 2>&1 || true"
     out = subprocess.run(bwrap_command(["/bin/sh", "-c", probe], "cpu"), capture_output=True, text=True, timeout=60).stdout
     sizes = {target: int(size) for size, target in (line.split() for line in out.splitlines()[:2])}
-    assert sizes == {"/tmp": TMP_BYTES, "/dev/shm": TMP_BYTES} and "Read-only file system" in out, out
+    assert sizes == {"/tmp": TMP_BYTES, "/dev/shm": SHM_BYTES} and "Read-only file system" in out, out
 
 
 WRITER = r"""

@@ -2,10 +2,14 @@
 
 Inside the sandbox (`bwrap`): its own PID, network, IPC and mount namespaces; a root holding only
 /usr, the few files of /etc a Python process needs (ETC), the Python installation and the `generator`
-package, all read-only; a private /tmp and /dev/shm (tmpfs of TMP_BYTES each, gone with the process); /dev
-read-only, /proc, and on CUDA the GPU device nodes; limits on file size, processes (an rlimit: root is not
-bound by it) and (CPU) memory under the machine's; no environment of the
-bench's, not even in its PID 1 (bwrap itself). It cannot see the
+package, all read-only; a private /tmp and /dev/shm (tmpfs of TMP_BYTES and SHM_BYTES, gone with the
+process: the only places it can write); /dev, /proc, and on CUDA the GPU device nodes; limits on file
+size, processes, System V shared memory and (CPU) memory; no environment of the bench's, not even in
+its PID 1 (bwrap itself). A bench running as root hands each worker a host user of its own
+(WORKER_UIDS, no capabilities): the kernel never enforces the process limit for root, and a worker
+that is root inside could write /dev and the sandbox's root. enter.py sets the limits and drops to
+that user. Where a memory cgroup can be made (cgroup.py), the worker lives in one capped at its share
+of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
 (--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
@@ -22,9 +26,12 @@ from __future__ import annotations
 
 import collections
 import ctypes
+import itertools
+import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -34,6 +41,7 @@ from pathlib import Path
 from typing import Optional
 
 from ..model.errors import KernelTraceError
+from . import cgroup
 from .protocol import printable
 
 LOG_TAIL = 4000
@@ -50,13 +58,13 @@ def _pdeathsig() -> None:
 
 
 def _limits(device: str, processes: int) -> None:
-    """In the child before exec (inherited by the sandbox and the worker): file size, processes, and on
-    the CPU the address space. A worker over them fails its own call (MemoryError, EAGAIN, EFBIG)."""
+    """In an unsandboxed worker's child before exec: file size, processes (never enforced for root),
+    and on the CPU the address space. A worker over them fails its own call (MemoryError, EAGAIN, EFBIG)."""
     import resource
 
     wanted = [(resource.RLIMIT_FSIZE, FILE_BYTES), (resource.RLIMIT_NPROC, processes + PROCESSES)]
     if device == "cpu":
-        wanted.append((resource.RLIMIT_AS, MEMORY_BYTES))
+        wanted.append((resource.RLIMIT_AS, memory_bytes()))
     for which, value in wanted:
         try:
             soft, hard = resource.getrlimit(which)
@@ -66,18 +74,21 @@ def _limits(device: str, processes: int) -> None:
             pass
 
 
-def _user_processes() -> int:
-    """Threads of this user now (RLIMIT_NPROC counts them all, across the machine)."""
-    uid, n = os.getuid(), 0
-    for status in Path("/proc").glob("[0-9]*/status"):
+def _statuses(*paths: str):
+    """The status files of the processes now running, or of those paths (one that ends while read is left out)."""
+    for path in paths or (f"/proc/{pid}/status" for pid in os.listdir("/proc") if pid.isdigit()):
         try:
-            text = status.read_text()
+            with open(path) as f:
+                yield dict(line.split(":", 1) for line in f.read().splitlines() if ":" in line)
         except OSError:
             continue
-        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("Uid", "").split()[:1] == [str(uid)]:
-            n += int(fields.get("Threads", "1").strip() or 1)
-    return n
+
+
+def _user_processes() -> int:
+    """Threads of this user now (RLIMIT_NPROC counts them all, across the machine)."""
+    uid = str(os.getuid())
+    return sum(int(fields.get("Threads", "1").strip() or 1) for fields in _statuses()
+               if fields.get("Uid", "").split()[:1] == [uid])
 
 
 # What a worker needs of /etc: the dynamic linker's cache (torch's and the driver's libraries, and
@@ -87,28 +98,103 @@ def _user_processes() -> int:
 ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "passwd", "group", "nsswitch.conf",
        "localtime")
 TMP_BYTES = 256 << 20  # the private /tmp of a worker (a tmpfs: memory; Triton's cache fits)
-def _memory_bytes(most: int = 32 << 30) -> int:
-    """Address space of a CPU worker (RLIMIT_AS; not on GPUs: CUDA reserves far more): at most `most`, and three
-    quarters of this machine's memory, so that a worker runs out before the machine does."""
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return min(most, int(line.split()[1]) * 1024 * 3 // 4)
-    except (OSError, ValueError, IndexError):
-        pass
-    return most
-
-
-MEMORY_BYTES = _memory_bytes()
+SHM_BYTES = 64 << 20  # its /dev/shm (a tmpfs) and, apart, its System V shared memory (Docker's default size)
 FILE_BYTES = 1 << 30  # largest file a worker may write (RLIMIT_FSIZE)
 PROCESSES = 4096  # processes and threads of the worker's user beyond those running when it starts
-
-
 # A pair's two workers take turns: the one waiting for its next batch must not keep cores busy. OpenMP's worker
 # threads spin after a parallel region (libgomp: about a millisecond to a whole time slice; Intel's: 200 ms) and on a
 # host with few cores they starve the other worker's threads, whose parallel regions then wait for a time slice at
 # each barrier: calls 30x to 300x slower in whole batches, seen on the 2-core CPU host (issue 37's disturbed traces).
 QUIET_THREADS = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+WORKER_UIDS = range(0x7FFF0000, 0x7FFF0000 + 65536)  # host users for workers of a root bench (no names)
+
+
+def memory_bytes() -> int:
+    """A worker's memory: its address space on the CPU (RLIMIT_AS; not on GPUs, where CUDA reserves far
+    more than it uses), and with its tmpfs its memory cgroup's limit where one can be made. Derived from the memory this bench may use (the machine's, or its cgroup's limit when lower): an
+    eighth (at least 2 GiB) stays the bench's, and the rest is halved because two workers live at once
+    (the next starts while one runs); each worker's tmpfs pages are memory too and come off its share."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    total = min([total] + _cgroup_memory_limits())
+    share = (total - max(2 << 30, total // 8)) // 2 - TMP_BYTES - SHM_BYTES
+    return max(share, 1 << 30)
+
+
+def _cgroup_memory_limits() -> list[int]:
+    """The memory limits of this process's cgroup (v1 and v2, where they are mounted where they say)."""
+    found = []
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            files = [f"/sys/fs/cgroup{path}/memory.max", f"/sys/fs/cgroup/unified{path}/memory.max"]
+        elif "memory" in controllers.split(","):
+            files = [f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes"]
+        else:
+            continue
+        for name in files:
+            try:
+                found.append(int(Path(name).read_text().strip()))
+            except (OSError, ValueError):  # absent, unreadable, or "max"
+                pass
+    return found
+
+
+def _worker_user() -> Optional[int]:
+    """A host uid for the next worker where the bench runs as root (None otherwise): one no process
+    has now and this bench has not handed out, so its process limit counts that worker alone; in a
+    container whose user namespace maps few ids, the highest free one it maps. A root without
+    CAP_SETUID/CAP_SETGID, or mapping only itself, leaves the worker root: its process limit then does
+    not hold (the kernel's rule for root)."""
+    if os.geteuid() != 0:
+        return None
+    me = next(_statuses(f"/proc/{os.getpid()}/status"), {})
+    if int(me.get("CapEff", "0").strip() or 0, 16) & 0xC0 != 0xC0:  # CAP_SETGID (6) and CAP_SETUID (7)
+        return None
+    busy = set(_HANDED_OUT)
+    for fields in _statuses():
+        busy.update(int(u) for u in fields.get("Uid", "").split())
+    uids, gids = _mapped("uid_map"), _mapped("gid_map")
+    candidates = itertools.chain(WORKER_UIDS, (u for lo, hi in uids for u in range(hi - 1, max(lo, 1000) - 1, -1)))
+    uid = next((u for u in candidates if u not in busy and _inside(uids, u) and _inside(gids, u)), None)
+    if uid is not None:
+        _HANDED_OUT.add(uid)
+    return uid
+
+
+def _mapped(name: str) -> list[tuple[int, int]]:
+    """The ids this process's user namespace maps, as [low, high) ranges (all of them outside any namespace)."""
+    try:
+        rows = [line.split() for line in Path(f"/proc/self/{name}").read_text().splitlines()]
+        return [(int(r[0]), int(r[0]) + int(r[2])) for r in rows if len(r) == 3]
+    except (OSError, ValueError):
+        return [(0, 1 << 32)]
+
+
+def _inside(ranges: list[tuple[int, int]], n: int) -> bool:
+    return any(lo <= n < hi for lo, hi in ranges)
+
+
+_HANDED_OUT: set = set()
+
+
+def _device_groups(device: str) -> list[int]:
+    """Groups of the GPU's device nodes that the world may not open (a driver set to mode 0660, group
+    video): the worker's user joins them, or CUDA finds no device. Never root's group."""
+    if not device.startswith("cuda"):
+        return []
+    gids = set()
+    for node in list(Path("/dev").glob("nvidia*")) + list(Path("/dev/dri").glob("*")):
+        try:
+            st = node.stat()
+        except OSError:
+            continue
+        if stat.S_ISCHR(st.st_mode) and st.st_mode & 0o006 != 0o006 and st.st_gid != 0:
+            gids.add(st.st_gid)
+    return sorted(gids)
 
 
 def _binds(device: str) -> list[str]:
@@ -124,15 +210,17 @@ def _binds(device: str) -> list[str]:
             args += ["--ro-bind", str(p), str(p)]
     # The private /tmp comes before the Python binds: bwrap mounts in order, so a tmpfs laid later would
     # hide a virtual environment that lives under /tmp (the interpreter then fails to exec).
-    args += ["--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    args += ["--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     prefixes = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent.parent}
+    made = {Path("/"), Path("/tmp")}
     for prefix in sorted(prefixes):
         if not str(prefix).startswith("/usr"):
-            args += ["--ro-bind", str(prefix), str(prefix)]
-    args += ["--ro-bind", str(PACKAGE_ROOT / "generator"), f"{INSIDE_PACKAGE}/generator"]
-    # Every writable filesystem is sized: bwrap's /dev is an unsized tmpfs holding /dev/shm, so /dev/shm gets a sized
-    # tmpfs of its own and /dev is made read-only (its device nodes still work).
-    args += ["--dev", "/dev", "--size", str(TMP_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc"]
+            args += _parents(prefix, made) + ["--ro-bind", str(prefix), str(prefix)]
+    inside = Path(INSIDE_PACKAGE) / "generator"
+    args += _parents(inside, made) + ["--ro-bind", str(PACKAGE_ROOT / "generator"), str(inside)]
+    # bwrap's /dev is an unsized tmpfs, writable only by the sandbox's root (not the worker's user);
+    # its /dev/shm is a folder on it, so a sized tmpfs replaces it.
+    args += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc"]
     if device.startswith("cuda"):
         for node in sorted(Path("/dev").glob("nvidia*")):
             args += ["--dev-bind", str(node), str(node)]
@@ -140,19 +228,53 @@ def _binds(device: str) -> list[str]:
             args += ["--dev-bind", "/dev/dri", "/dev/dri"]
         if Path("/sys").is_dir():
             args += ["--ro-bind", "/sys", "/sys"]
-    return args + ["--remount-ro", "/dev"]
+    # Last (nothing can be mounted under them after): the sandbox's root and /dev are unsized tmpfs of
+    # bwrap's, which the worker owns where bwrap runs unprivileged. Device nodes stay writable.
+    return args + ["--remount-ro", "/dev", "--remount-ro", "/"]
+
+
+def _parents(path: Path, made: set) -> list[str]:
+    """Folders above a bind point, made traversable: bwrap makes missing ones 0700, which the worker's
+    own user could not enter (a Python under /root, the package at /kt)."""
+    args = []
+    for folder in reversed(path.parents):
+        if folder not in made:
+            args += ["--perms", "0755", "--dir", str(folder)]
+        made.add(folder)
+    return args
+
+
+def _entry(device: str) -> list[str]:
+    """enter.py and its SPEC: the limits, and the user to become (see enter.py)."""
+    uid = _worker_user()
+    # A worker of its own uid starts with no process of it; an unprivileged bench's user already runs some.
+    processes = PROCESSES if uid is not None else _user_processes() + PROCESSES
+    limits = {"RLIMIT_FSIZE": FILE_BYTES, "RLIMIT_NPROC": processes}
+    if device == "cpu":
+        limits["RLIMIT_AS"] = memory_bytes()
+    spec = {"limits": limits, "uid": uid, "gid": uid, "groups": _device_groups(device),
+            "sysctl": {"/proc/sys/kernel/shmmax": SHM_BYTES, "/proc/sys/kernel/shmall": SHM_BYTES // os.sysconf("SC_PAGE_SIZE")}}
+    return [sys.executable, "-I", "-S", f"{INSIDE_PACKAGE}/generator/bench/enter.py", json.dumps(spec)]
 
 
 def bwrap_command(argv: list[str], device: str) -> list[str]:
+    # A root bench creates no user namespace: enter.py must be able to become a host user other than root
+    # (in a namespace of bwrap's making only root is mapped). Unprivileged, bwrap needs one.
+    if os.geteuid() == 0:
+        namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    else:
+        namespaces = ["--unshare-all"]
     # The absolute path: the sandbox is started with an environment of its own, whose PATH may not hold it.
-    return ([shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"] + _binds(device)
+    return ([shutil.which("bwrap") or "bwrap", *namespaces, "--die-with-parent", "--new-session", "--clearenv"]
+            + _binds(device)
             + ["--chdir", "/tmp", "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp",
+               "--setenv", "USER", "kt-worker", "--setenv", "LOGNAME", "kt-worker",  # getpass.getuser(): no passwd entry
                "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "PYTHONPATH", INSIDE_PACKAGE,
                "--setenv", "PYTHONUNBUFFERED", "1", "--setenv", "PYTHONHASHSEED", "0"]
             + [a for k in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "TRITON_INTERPRET")
                if k in os.environ for a in ("--setenv", k, os.environ[k])]
             + [a for k, v in QUIET_THREADS.items() for a in ("--setenv", k, v)]
-            + ["--", *argv])
+            + ["--", *_entry(device), *argv])
 
 
 @lru_cache(maxsize=None)
@@ -166,12 +288,15 @@ def sandbox_mode(device: str = "cpu") -> tuple[str, str]:
         why = "bubblewrap (bwrap) is not installed (Debian/Ubuntu: apt-get install bubblewrap)"
     else:
         try:
-            probe = subprocess.run(bwrap_command(["/usr/bin/true"], device), capture_output=True, timeout=60)
+            # The bench's interpreter importing the package, as the worker's user: a Python it cannot read
+            # (a folder of mode 0700) is found here, with enter.py's reason, not at the first solution.
+            probe = subprocess.run(bwrap_command([sys.executable, "-S", "-c", "import generator"], device),
+                                   capture_output=True, timeout=60)
             if probe.returncode != 0:
-                why = ("bwrap is installed but refused to start a sandbox here ("
-                       + probe.stderr.decode("utf-8", "replace").strip()[:300]
-                       + "); this host does not allow user namespaces (a container without them, or "
-                         "kernel.apparmor_restrict_unprivileged_userns=1)")
+                said = probe.stderr.decode("utf-8", "replace").strip()[:600]
+                why = (f"bwrap is installed but the sandbox did not start here ({said})" if "kerneltrace sandbox:" in said
+                       else f"bwrap is installed but refused to start a sandbox here ({said}); this host does not "
+                            "allow user namespaces (a container without them, or kernel.apparmor_restrict_unprivileged_userns=1)")
         except (OSError, subprocess.SubprocessError) as exc:
             why = f"bwrap could not be run ({exc})"
     if why and forced == "bwrap":
@@ -235,11 +360,17 @@ class Worker:
         # The child sees the two message pipes as fds 3 and 4 whatever their numbers are here.
         fds = {3: to_child_r, 4: from_child_w}
 
-        processes = _user_processes()
+        # Sandboxed, the command sets the limits itself (enter.py, after bwrap as root has laid it out).
+        processes = None if self.sandboxed else _user_processes()
+        # Where a memory cgroup can be made, it caps every page of the worker, its tmpfs included.
+        self.cgroup, self.cgroup_why = cgroup.make(memory_bytes() + TMP_BYTES + SHM_BYTES)
 
         def setup() -> None:
             _pdeathsig()
-            _limits(device, processes)
+            if self.cgroup is not None:
+                cgroup.join(self.cgroup)
+            if processes is not None:
+                _limits(device, processes)
             for target, source in fds.items():
                 os.dup2(source, target + 100)
             for target in fds:
@@ -247,9 +378,15 @@ class Worker:
                 os.close(target + 100)
                 os.set_inheritable(target, True)
 
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, env=env,
-                                     cwd=self.tmp or "/", start_new_session=True, preexec_fn=setup,
-                                     pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_w, stderr=log_w, env=env,
+                                         cwd=self.tmp or "/", start_new_session=True, preexec_fn=setup,
+                                         pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
+        except BaseException:
+            cgroup.remove(self.cgroup)
+            for fd in (to_child_r, self.to_child, self.from_child, from_child_w, log_r, log_w):
+                os.close(fd)
+            raise
         for fd in (to_child_r, from_child_w, log_w):
             os.close(fd)
         os.set_blocking(self.to_child, False)  # the trusted side's writes have deadlines (protocol.send)
@@ -267,6 +404,8 @@ class Worker:
             except OSError:
                 pass
         self.log.thread.join(timeout=5)
+        cgroup.remove(self.cgroup)
+        self.cgroup = None
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
