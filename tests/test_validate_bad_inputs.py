@@ -486,6 +486,22 @@ CASES = [
                put(TR, "/0/evaluation/performance/speedup_factor", 0.05 / 1e-06)), TR, 1,
          "/evaluation/performance/latency_ms",
          "latency_ms 1e-06 is below this workload's speed-of-light time on test_cpu, 4.616e-05 ms"),
+    # Numbers no measurement gives: a call past the bench's timeout, statistics of one sample set out of order,
+    # Infinity (JSON allows it in Python; one such number must never make the dataset unreadable).
+    Case("tr-latency-past-timeout",
+         chain(put(TR, "/0/evaluation/performance/latency_ms", 5e6),
+               put(TR, "/0/evaluation/performance/speedup_factor", 0.05 / 5e6)), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms 5e+06 is past the bench's timeout of 300 s"),
+    Case("tr-min-above-median-above-max",
+         edit(TR, lambda lines: [{**lines[0], "evaluation": {**lines[0]["evaluation"], "performance": {
+             **lines[0]["evaluation"]["performance"], "min_ms": 0.03, "max_ms": 0.01}}}]), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms 0.02 is below min_ms 0.03"),
+    Case("tr-p20-above-p80",
+         edit(TR, lambda lines: [{**lines[0], "evaluation": {**lines[0]["evaluation"], "performance": {
+             **lines[0]["evaluation"]["performance"], "p20_ms": 0.019, "p80_ms": 0.018}}}]), TR, 1,
+         "/evaluation/performance/p80_ms", "p80_ms 0.018 is below latency_ms 0.02"),
+    Case("tr-latency-overflows", text_replace(TR, '"latency_ms": 0.02', '"latency_ms": 1e400'), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms is inf: a measurement is a finite number"),
     # Provenance: measured means by this project's bench, which names its version and run.
     Case("tr-provenance-measured-by-other-tool",
          put(TR, "/0/evaluation/environment/provenance", {"kind": "measured", "tool": "my-script", "version": "1",

@@ -22,6 +22,7 @@ class AuthorEntry:
     geomean_speedup: Optional[float]  # over the solved workloads, best solution per workload
     fast_1: float
     curve: tuple[tuple[float, float], ...]
+    unknown_provenance: int = 0  # their ranked results whose traces do not say how they were produced
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,10 @@ def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
         best: dict[str, dict[tuple[str, str], Optional[float]]] = defaultdict(dict)
         solutions: dict[str, set[str]] = defaultdict(set)
         definitions: dict[str, set[str]] = defaultdict(set)
+        unknown: dict[str, int] = defaultdict(int)
         for lb in lbs:
+            for e in lb.entries:
+                unknown[e.author] += e.unknown_provenance
             for author, (theirs, speedups) in lb.author_best.items():
                 solutions[author].update(theirs)
                 definitions[author].add(lb.definition)
@@ -58,7 +62,8 @@ def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
                 author=author, solutions=len(solutions[author]), definitions=len(definitions[author]),
                 solved=len(speedups), workloads=total,
                 geomean_speedup=geomean(s for s in speedups if s is not None),
-                fast_1=fast_p(speedups, total, 1.0), curve=fast_p_curve(speedups, total, end)))
+                fast_1=fast_p(speedups, total, 1.0), curve=fast_p_curve(speedups, total, end),
+                unknown_provenance=unknown[author]))
         unranked.sort(key=lambda e: (-e["fast_1"], e["geomean_speedup"] is None, -(e["geomean_speedup"] or 0.0),
                                      e["author"]))
         ranks = competition_ranks([(e["fast_1"], e["geomean_speedup"]) for e in unranked])

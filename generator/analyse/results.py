@@ -81,6 +81,9 @@ class Entry:
     updated: str  # timestamp of its newest trace on this hardware
     curve: tuple[tuple[float, float], ...]
     recorded_speedups: int = 0  # speedups taken from the traces' own speedup_factor (no baseline result)
+    # Ranked results whose trace does not say how it was produced (Trace.provenance "unknown"): readable and
+    # ranked, but the board must say so beside the entry.
+    unknown_provenance: int = 0
 
 
 @dataclass(frozen=True)
