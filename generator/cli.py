@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence
 
 from . import __version__
 from .model.errors import KernelTraceError
+from .model.evaluation import BENCH_TIMEOUT_S
 from .model.layout import CANONICAL
 from .model.repo_id import DEFAULT_REPO_ID
 
@@ -254,8 +255,9 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                    help="skip workloads whose Einsum cascade counts more than GFLOP per call "
                         "(default on the CPU: 5; no limit on GPUs). Samplers, whose cost no Einsum counts, "
                         "run on the CPU up to batch 8 (2.1M probabilities per call)")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                   help="seconds one workload (or building a solution) may take (default: 300)")
+    p.add_argument("--timeout", type=float, default=BENCH_TIMEOUT_S, metavar="S",
+                   help=f"seconds one workload (or building a solution) may take (default: {BENCH_TIMEOUT_S:g}; "
+                        "validate refuses a timing past the default)")
     p.add_argument("--breadth-first", action="store_true",
                    help="first every selected solution on one representative workload of its definition (those "
                         "of definitions with several solutions first), then the other workloads (a run cut short "
