@@ -244,6 +244,9 @@ CASES = [
     Case("def-short-dtype-bf16", put(DEF, "/inputs/weight/dtype", "bf16"), DEF, At('"weight"', '"dtype"'),
          "/inputs/weight/dtype", "'bf16' is not an allowed value of 'dtype'"),
     # Any namespace is allowed (arch:hopper, fi_api:...); a tag with a space is not a tag.
+    # model:<name> means models/<name>.json calls it: a tag naming no record is caught (the guide's other direction).
+    Case("def-model-tag-without-record", put(DEF, "/tags/1", "model:test-modle"), DEF, At('"model:test-modle"'),
+         "/tags/1", "tagged model:test-modle but the dataset has no calling record models/test-modle.json"),
     Case("def-bad-tag-namespace", put(DEF, "/tags/1", "arch: hopper"), DEF, At('"arch: hopper"'), "/tags/1",
          "'arch: hopper' is not a valid value of item 1 of 'tags'"),
     Case("def-bad-known-tag-value", put(DEF, "/tags/1", "stage:(decode)"), DEF, At('"stage:(decode)"'), "/tags/1",
@@ -685,6 +688,8 @@ def test_hints_name_the_fix(tmp_path: Path) -> None:
     assert "float32" in diag("hw-bad-peak-dtype").hint
     assert "identifier" in diag("def-axis-name-not-identifier").hint
     assert "'namespace:value'" in diag("def-bad-tag-namespace").hint
+    assert "did you mean 'test-model'?" in diag("def-model-tag-without-record").hint
+    assert "model-alt:test-modle" in diag("def-model-tag-without-record").hint
 
 
 def test_one_diagnostic_per_problem(tmp_path: Path) -> None:
