@@ -689,6 +689,7 @@ def test_hints_name_the_fix(tmp_path: Path) -> None:
     assert "identifier" in diag("def-axis-name-not-identifier").hint
     assert "'namespace:value'" in diag("def-bad-tag-namespace").hint
     assert "did you mean 'test-model'?" in diag("def-model-tag-without-record").hint
+    assert diag("wl-blob-missing").hint.startswith("run `kerneltrace workloads`")
     assert "model-alt:test-modle" in diag("def-model-tag-without-record").hint
 
 
