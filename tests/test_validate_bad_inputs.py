@@ -699,3 +699,14 @@ def test_one_diagnostic_per_problem(tmp_path: Path) -> None:
     put(DEF, "/axes/batch_size/type", "variable")(root)
     at_type = [d for d in validate_path(root) if d.pointer == "/axes/batch_size/type"]
     assert len(at_type) == 1, at_type
+
+
+def test_a_definition_named_unlike_its_file_is_one_error(tmp_path: Path) -> None:
+    """The workloads, solution, trace, cascade and calling record beside it name it by its file's name: they are
+    not orphans, the one error says how many name it, and no completeness or tag finding follows from it."""
+    root = write_dataset(tmp_path / "ds")
+    put(DEF, "/name", "rmsnorm_h128_v2")(root)
+    errors = [d for d in validate_path(root) if d.severity == ERROR]
+    assert [(d.file, d.pointer) for d in errors] == [(DEF, "/name")], "\n".join(d.format_human() for d in errors)
+    assert "which 5 workloads, 1 solution, 1 trace, 1 Einsum cascade, 1 calling record name" in errors[0].message
+    assert not [d for d in validate_path(root) if "has no workloads" in d.message or "orphan" in d.message]

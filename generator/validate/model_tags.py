@@ -23,7 +23,10 @@ from .common import error
 
 def check_model_tags(ds: Dataset) -> Iterator[Diagnostic]:
     called = {name: {k.id for k in m.kernels} for name, m in ds.models.items()}
+    misnamed = {d.name for d in ds.misnamed_definitions.values()}  # the records name its file: said once there
     for d in ds.definitions.values():
+        if d.name in misnamed:
+            continue
         tags = list(d.data.get("tags") or ())
         for i, tag in enumerate(tags):
             if not tag.startswith("model:"):
