@@ -63,6 +63,15 @@ class Dataset:
         return None
 
     @cached_property
+    def callers(self) -> dict[str, tuple[str, ...]]:
+        """Definition name -> the calling records (by name, sorted) whose kernels call it."""
+        out: dict[str, set[str]] = defaultdict(set)
+        for name, m in self.models.items():
+            for k in m.kernels:
+                out[k.id].add(name)
+        return {d: tuple(sorted(names)) for d, names in out.items()}
+
+    @cached_property
     def misnamed_definitions(self) -> dict[str, Definition]:
         """File stem -> the definition in that file, where its `name` is another: the records beside it name it
         by the file's name, and its name error is the one thing to report (validate's check_location)."""
