@@ -503,6 +503,8 @@ CASES = [
          edit(TR, lambda lines: [{**lines[0], "evaluation": {**lines[0]["evaluation"], "performance": {
              **lines[0]["evaluation"]["performance"], "p20_ms": 0.019, "p80_ms": 0.018}}}]), TR, 1,
          "/evaluation/performance/p80_ms", "p80_ms 0.018 is below latency_ms 0.02"),
+    Case("tr-latency-below-any-call", text_replace(TR, '"latency_ms": 0.02', '"latency_ms": 5e-324'), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms 4.94066e-324 is below 0.0001 ms: no kernel call completes"),
     Case("tr-latency-overflows", text_replace(TR, '"latency_ms": 0.02', '"latency_ms": 1e400'), TR, 1,
          "/evaluation/performance/latency_ms", "latency_ms is inf: a measurement is a finite number"),
     # Provenance: measured means by this project's bench, which names its version and run.

@@ -14,7 +14,7 @@ from ..einsum.speed_of_light import speed_of_light
 from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
-from ..model.evaluation import BENCH_TIMEOUT_S, ORDERED_STATISTICS
+from ..model.evaluation import BENCH_TIMEOUT_S, MIN_CALL_MS, ORDERED_STATISTICS
 from ..model.layout import CANONICAL
 from ..model.records import BENCH_TOOL, Definition, Trace
 from .common import error, orphan_error, path_parts, warning
@@ -107,7 +107,8 @@ _PERF = "/evaluation/performance/"
 
 
 def check_statistics(t: Trace) -> Iterator[Diagnostic]:
-    """Numbers no measurement can give: not finite (JSON's Infinity, NaN), a call longer than the bench's timeout
+    """Numbers no measurement can give: not finite (JSON's Infinity, NaN), a median call faster than any kernel
+    (MIN_CALL_MS: 5e-324 made an infinite speedup), a call longer than the bench's timeout
     for a whole workload, statistics of one set of samples out of order (min <= p20 <= median <= p80 <= max,
     min <= mean <= max). One error per field, at the field."""
     perf = t.evaluation.performance
@@ -121,6 +122,11 @@ def check_statistics(t: Trace) -> Iterator[Diagnostic]:
             bad.add(k)
             yield error(t, _PERF + k, f"{k} is {v}: a measurement is a finite number",
                         "measure it again with 'kerneltrace bench'; never edit a trace's numbers")
+        elif k in ("latency_ms", "reference_latency_ms") and v < MIN_CALL_MS:
+            bad.add(k)
+            yield error(t, _PERF + k, f"{k} {v:g} is below {MIN_CALL_MS:g} ms: no kernel call completes that fast "
+                        "on any hardware", "measure it again with 'kerneltrace bench'; a result of another tool in "
+                        "other units (seconds, microseconds) must be converted to milliseconds")
         elif k != "speedup_factor" and v > BENCH_TIMEOUT_S * 1e3:
             bad.add(k)
             yield error(t, _PERF + k, f"{k} {v:g} is past the bench's timeout of {BENCH_TIMEOUT_S:g} s for a whole "
