@@ -11,6 +11,7 @@ from typing import Callable, Optional, Sequence
 
 from . import __version__
 from .model.errors import KernelTraceError
+from .model.evaluation import BENCH_TIMEOUT_S
 from .model.layout import CANONICAL
 from .model.repo_id import DEFAULT_REPO_ID
 
@@ -109,11 +110,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     where = "checked, no traces written" if args.correctness_only else f"traces in {(args.out or args.dataset) / CANONICAL['traces'].name}"
     print(f"{len(summary.outcomes)} pair(s) on {summary.hardware}: "
           + (", ".join(f"{n} {k}" for k, n in sorted(counts.items())) or "nothing to do") + f"; {where}")
-    for o in summary.outcomes:
-        if not o.passed:
-            reason = _failure_reason(o)
-            print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
-                  + (f": {reason}" if reason else ""))
     if summary.outcomes:
         spent = sum(o.seconds for o in summary.outcomes)
         slowest = sorted(summary.outcomes, key=lambda o: -o.seconds)[:5]
@@ -124,11 +120,28 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if left:
         print(f"{left} pair(s) not started: the --budget-s of {args.budget_s:g} s was spent; "
               "`kerneltrace bench --resume` with the same selection goes on from here")
-    if any(o.status == "NOT_MEASURED" for o in summary.outcomes):
+    return _failures(summary.outcomes, strict=args.strict or args.correctness_only)
+
+
+def _failures(outcomes, strict: bool) -> int:
+    """End the run's report with every pair that ran and did not pass (skips are listed above, with their
+    reasons); the exit status: 1 for any NOT_MEASURED pair, and for any failed pair when `strict` (a
+    correctness-only run is the contributor's check, so a failure must fail it)."""
+    failed = [o for o in outcomes if not o.passed]
+    if not failed:
+        if outcomes:
+            print(f"all {len(outcomes)} pair(s) passed")
+        return 0
+    print(f"{len(failed)} of {len(outcomes)} pair(s) did not pass:")
+    for o in failed:
+        reason = _failure_reason(o)
+        print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
+              + (f": {reason}" if reason else ""))
+    if any(o.status == "NOT_MEASURED" for o in failed):
         print("NOT_MEASURED pairs have no trace: their definition's reference failed, not the solution; "
               "fix the reference (kerneltrace validate, tests/test_references.py) and run them again")
         return 1
-    return 1 if any(not o.passed for o in summary.outcomes) and args.strict else 0
+    return 1 if strict else 0
 
 
 def _failure_reason(outcome) -> str:
@@ -233,7 +246,7 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--authors", nargs="+", metavar="NAME", help="only solutions by these authors")
     p.add_argument("--shard", metavar="K/N", help="run shard K of N (1-based): N machines cover every pair once")
     p.add_argument("--resume", action="store_true", help="skip pairs that already have a trace on this hardware")
-    p.add_argument("--correctness-only", action="store_true", help="check correctness only; write no traces")
+    p.add_argument("--correctness-only", action="store_true", help="check correctness only; write no traces; exit 1 if any pair did not pass")
     p.add_argument("--out", type=Path, metavar="DIR", help="write traces under DIR/traces/ (default: the dataset)")
     p.add_argument("--max-mib", type=float, metavar="MIB",
                    help="skip workloads whose inputs and outputs exceed MIB per call "
@@ -242,15 +255,16 @@ def _bench_args(p: argparse.ArgumentParser) -> None:
                    help="skip workloads whose Einsum cascade counts more than GFLOP per call "
                         "(default on the CPU: 5; no limit on GPUs). Samplers, whose cost no Einsum counts, "
                         "run on the CPU up to batch 8 (2.1M probabilities per call)")
-    p.add_argument("--timeout", type=float, default=300.0, metavar="S",
-                   help="seconds one workload (or building a solution) may take (default: 300)")
+    p.add_argument("--timeout", type=float, default=BENCH_TIMEOUT_S, metavar="S",
+                   help=f"seconds one workload (or building a solution) may take (default: {BENCH_TIMEOUT_S:g}; "
+                        "validate refuses a timing past the default)")
     p.add_argument("--breadth-first", action="store_true",
                    help="first every selected solution on one representative workload of its definition (those "
                         "of definitions with several solutions first), then the other workloads (a run cut short "
                         "has covered every definition once)")
     p.add_argument("--budget-s", type=float, metavar="S",
                    help="start no new pair after S seconds; --resume goes on where the run stopped")
-    p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass")
+    p.add_argument("--strict", action="store_true", help="exit 1 if any pair did not pass (always so with --correctness-only)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 

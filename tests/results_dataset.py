@@ -88,6 +88,9 @@ def browser_dataset(root: Path) -> Path:
     evil = dict(copy.deepcopy(DEFINITION), name="planted_h128", description=f"Planted {PLANTED} here.",
                 tags=["stage:prefill", "model:other-model", "status:draft"])
     dump(root / "definitions/norm/planted_h128.json", evil)
+    # model:<name> means that calling record calls it (validate checks both directions)
+    dump(root / "models/other-model.json", {"model": "other/model", "framework": "SGLang",
+                                            "kernels": [{"id": "planted_h128", "count": 1}]})
     # planted_h128 has only its baseline's results, on test_cpu: a board with nothing to rank
     alone = [copy.deepcopy(w) for w in WORKLOADS[:2]]
     for w in alone:

@@ -1565,25 +1565,40 @@ def test_a_run_on_hardware_without_a_spec_warns_that_no_floor_bounds_it(tmp_path
     for spec in (root / "hardware").glob("*.json"):  # whatever the factory wrote: this host's spec is gone
         spec.unlink()
     from generator.bench import floors_ms
+    from generator.model.evaluation import MIN_CALL_MS
 
     ds = load(root)
-    assert floors_ms(ds, make_plan(ds, "cpu"), "CPU_NOWHERE_1T", {}) == {}
+    # Still bounded by the time no call beats: a reported 5e-324 ms made an infinite speedup, written as Infinity.
+    assert floors_ms(ds, make_plan(ds, "cpu"), "CPU_NOWHERE_1T", {}) == {("rmsnorm_h128", "wl-0000"): MIN_CALL_MS}
     err = capsys.readouterr().err
     assert "no hardware spec named" in err and "no speed-of-light floor" in err and "hardware/" in err
 
 
-def test_correctness_only_run_says_why_a_pair_failed(tmp_path, capsys):
-    """No trace is written in a correctness-only run, so the reason must come with the outcome and be printed."""
+def test_correctness_only_run_fails_and_ends_naming_the_pairs_that_did_not_pass(tmp_path, capsys):
+    """The check a contributor runs before a pull request: no trace is written, so the reason comes with the
+    outcome; a pair that did not pass makes it exit 1 (without --strict), and the report ends with them."""
     from generator import cli
 
     root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(1))
     add_solution(root, "raises", CORRECT + "def run(input, weight, eps):\n"
                  "    raise ValueError('planted failure 4711')\n")
     code = cli.main(["bench", "--dataset", str(root), "--device", "cpu", "--correctness-only", "--quiet",
-                     "--solutions", "raises", "--timeout", "60"])
+                     "--solutions", "raises", "rmsnorm_h128_torch", "--timeout", "60"])
     out = capsys.readouterr().out
-    assert code == 0, out
-    assert "RUNTIME_ERROR: raises on workload wl-0000" in out and "planted failure 4711" in out, out
+    assert code == 1, out
+    tail = out.strip().splitlines()[-2:]
+    assert tail[0] == "1 of 2 pair(s) did not pass:", out
+    assert tail[1].startswith("  RUNTIME_ERROR: raises on workload wl-0000") and "planted failure 4711" in tail[1], out
+
+
+def test_a_strict_run_whose_pairs_all_passed_exits_0_and_says_so(capsys):
+    from types import SimpleNamespace
+
+    from generator.cli import _failures
+
+    passed = [SimpleNamespace(passed=True, status="PASSED")] * 3
+    assert _failures(passed, strict=True) == 0 and capsys.readouterr().out == "all 3 pair(s) passed\n"
+    assert _failures([], strict=True) == 0
 
 
 def test_a_reference_that_fails_is_not_the_solutions_failure(tmp_path, capsys):

@@ -154,7 +154,8 @@ def test_json_columns_keep_each_rows_own_shape(exports, load_offline):
         d = ds.definitions[row["name"]]
         assert row["axes"] == d.data["axes"]
         assert list(row["inputs"]) == list(d.inputs)  # call order kept
-        assert row["type"] == d.type and row["models"] == list(d.models) and row["stages"] == list(d.stages)
+        assert row["type"] == d.type and row["stages"] == list(d.stages)
+        assert row["models"] == sorted(d.models) == list(ds.callers.get(d.name, ()))  # the tags say what records do
     workloads = load_offline(out, "workloads")
     assert len({tuple(r["axes"]) for r in workloads}) > 1  # each row keeps its own axis names
 
@@ -173,6 +174,29 @@ def test_convenience_columns_of_traces(exports, load_offline):
     (solution,) = load_offline(out, "solutions")
     assert solution["language"] == "python" and solution["destination_passing_style"] is False
     assert solution["sources"][0]["path"] == "main.py"
+
+
+def test_traces_count_their_samples_in_integers_and_say_their_provenance(exports, load_offline):
+    """One failed trace (no timing) made `samples` a float column in pandas; the provenance column says how each
+    result was produced, as the site marks it."""
+    root, out = exports["bundled"]
+    frame = load_offline(out, "traces").to_pandas()
+    assert (frame["status"] != "PASSED").any()  # the case that made it float
+    assert frame["samples"].dtype == "int64" and (frame.loc[frame["status"] != "PASSED", "samples"] == 0).all()
+    traces = {(t.source.path, t.source.line): t for t in load(root).traces}
+    assert [traces[(p, n)].provenance for p, n in zip(frame["source_path"], frame["source_line"])] == \
+        frame["provenance"].tolist()
+    assert set(frame["provenance"]) <= {"measured", "recorded", "unknown"}
+
+
+def test_the_models_column_names_only_rows_of_the_models_config(tmp_path, load_offline):
+    """A folder read in place may tag model:<name> without any calling record (flashinfer-bench's tags): the
+    definitions' `models` column names calling records, the models config's rows, never a bare tag."""
+    root = write_dataset(tmp_path / "ds")
+    (root / "models/test-model.json").unlink()
+    export_dataset(root, tmp_path / "hub")
+    (row,) = load_offline(tmp_path / "hub", "definitions")
+    assert "model:test-model" in row["tags"] and row["models"] == []
 
 
 @pytest.mark.parametrize("name", ["bundled", "factory"])
@@ -292,6 +316,32 @@ def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[tuple[
         exec(compile(code, "<card>", "exec"), namespace)
         printed.append((block, capsys.readouterr().out))
     return printed
+
+
+def test_the_readme_shows_the_export_and_loading_it_from_disk(exports, load_offline, monkeypatch, capsys):
+    """A consumer reading the repository's README finds `kerneltrace export` and the local-folder `load_dataset`
+    route, and its snippet runs against an export (the bundled dataset's), printing the columns it names."""
+    import re
+
+    import datasets
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Using the data", 1)[1].split("\n## ", 1)[0]
+    assert "kerneltrace export --out kerneltrace-export" in section
+    (block,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    _, out = exports["bundled"]
+    monkeypatch.setattr(datasets, "load_dataset", lambda repo, cfg, split: load_offline(Path(repo), cfg))
+    capsys.readouterr()
+    exec(compile(block.replace('"kerneltrace-export"', repr(str(out))), "<README>", "exec"), {})
+    printed = capsys.readouterr().out
+    assert all(word in printed for word in ("latency_ms", "samples", "provenance", "unknown")), printed
+
+
+def test_the_cards_contributing_section_follows_the_guide(exports):
+    """Workloads are written by `kerneltrace workloads` from a recipe, never by hand (site_src/contributing.md)."""
+    _, text = read_card(exports["factory"][1])
+    section = text.split("## Contributing", 1)[1].split("\n## ", 1)[0]
+    assert "kerneltrace workloads" in section and "never written by hand" in section and "recipes/<model>.yaml" in section
 
 
 def output_of(printed: list[tuple[str, str]], marker: str) -> str:

@@ -323,6 +323,25 @@ def test_author_counts_their_best_solution_per_workload(tmp_path):
     assert alice.fast_1 == 0.5
 
 
+def test_ranked_results_without_provenance_are_counted_where_they_are_ranked(tmp_path):
+    """A trace that does not say how it was produced stays readable and ranked, but its board entry and its
+    author's ranking say how many of their ranked results are such (the site marks them)."""
+    root = write_dataset(tmp_path / "d", workloads=WORKLOADS, traces=[])
+    dump(root / f"solutions/alice/norm/{DEF}/{ALICE}.json", solution(ALICE, "alice"))
+    measured = {"kind": "measured", "tool": "kerneltrace bench", "version": "0.1.0", "run_id": "r1"}
+    known = [trace(ALICE, wl, H100, 0.5) for wl in ("w1", "w2")]
+    for t in known:
+        t["evaluation"]["environment"]["provenance"] = measured
+    dump_lines(root / f"traces/baseline/norm/{DEF}.jsonl", H100_TRACES["baseline"])
+    dump_lines(root / f"traces/alice/norm/{DEF}.jsonl", known + [trace(ALICE, "w4", H100, 0.1)])
+    loaded = load(root)
+    boards = all_leaderboards(loaded)
+    entries = {e.solution: e for e in board(boards, H100).entries}
+    assert (entries[ALICE].unknown_provenance, entries[BASE].unknown_provenance) == (1, 3)
+    (ranking,) = author_rankings(loaded, boards)
+    assert {e.author: e.unknown_provenance for e in ranking.entries} == {"alice": 1, "baseline": 3}
+
+
 def test_hardware_summaries_and_latest_results(ds, boards):
     summaries = hardware_summaries(ds, boards)
     assert [(h.name, h.spec is not None, h.traces, len(h.leaderboards)) for h in summaries] == [

@@ -244,6 +244,9 @@ CASES = [
     Case("def-short-dtype-bf16", put(DEF, "/inputs/weight/dtype", "bf16"), DEF, At('"weight"', '"dtype"'),
          "/inputs/weight/dtype", "'bf16' is not an allowed value of 'dtype'"),
     # Any namespace is allowed (arch:hopper, fi_api:...); a tag with a space is not a tag.
+    # model:<name> means models/<name>.json calls it: a tag naming no record is caught (the guide's other direction).
+    Case("def-model-tag-without-record", put(DEF, "/tags/1", "model:test-modle"), DEF, At('"model:test-modle"'),
+         "/tags/1", "tagged model:test-modle but the dataset has no calling record models/test-modle.json"),
     Case("def-bad-tag-namespace", put(DEF, "/tags/1", "arch: hopper"), DEF, At('"arch: hopper"'), "/tags/1",
          "'arch: hopper' is not a valid value of item 1 of 'tags'"),
     Case("def-bad-known-tag-value", put(DEF, "/tags/1", "stage:(decode)"), DEF, At('"stage:(decode)"'), "/tags/1",
@@ -486,6 +489,24 @@ CASES = [
                put(TR, "/0/evaluation/performance/speedup_factor", 0.05 / 1e-06)), TR, 1,
          "/evaluation/performance/latency_ms",
          "latency_ms 1e-06 is below this workload's speed-of-light time on test_cpu, 4.616e-05 ms"),
+    # Numbers no measurement gives: a call past the bench's timeout, statistics of one sample set out of order,
+    # Infinity (JSON allows it in Python; one such number must never make the dataset unreadable).
+    Case("tr-latency-past-timeout",
+         chain(put(TR, "/0/evaluation/performance/latency_ms", 5e6),
+               put(TR, "/0/evaluation/performance/speedup_factor", 0.05 / 5e6)), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms 5e+06 is past the bench's timeout of 300 s"),
+    Case("tr-min-above-median-above-max",
+         edit(TR, lambda lines: [{**lines[0], "evaluation": {**lines[0]["evaluation"], "performance": {
+             **lines[0]["evaluation"]["performance"], "min_ms": 0.03, "max_ms": 0.01}}}]), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms 0.02 is below min_ms 0.03"),
+    Case("tr-p20-above-p80",
+         edit(TR, lambda lines: [{**lines[0], "evaluation": {**lines[0]["evaluation"], "performance": {
+             **lines[0]["evaluation"]["performance"], "p20_ms": 0.019, "p80_ms": 0.018}}}]), TR, 1,
+         "/evaluation/performance/p80_ms", "p80_ms 0.018 is below latency_ms 0.02"),
+    Case("tr-latency-below-any-call", text_replace(TR, '"latency_ms": 0.02', '"latency_ms": 5e-324'), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms 4.94066e-324 is below 0.0001 ms: no kernel call completes"),
+    Case("tr-latency-overflows", text_replace(TR, '"latency_ms": 0.02', '"latency_ms": 1e400'), TR, 1,
+         "/evaluation/performance/latency_ms", "latency_ms is inf: a measurement is a finite number"),
     # Provenance: measured means by this project's bench, which names its version and run.
     Case("tr-provenance-measured-by-other-tool",
          put(TR, "/0/evaluation/environment/provenance", {"kind": "measured", "tool": "my-script", "version": "1",
@@ -669,6 +690,9 @@ def test_hints_name_the_fix(tmp_path: Path) -> None:
     assert "float32" in diag("hw-bad-peak-dtype").hint
     assert "identifier" in diag("def-axis-name-not-identifier").hint
     assert "'namespace:value'" in diag("def-bad-tag-namespace").hint
+    assert "did you mean 'test-model'?" in diag("def-model-tag-without-record").hint
+    assert diag("wl-blob-missing").hint.startswith("run `kerneltrace workloads`")
+    assert "model-alt:test-modle" in diag("def-model-tag-without-record").hint
 
 
 def test_one_diagnostic_per_problem(tmp_path: Path) -> None:
@@ -677,3 +701,14 @@ def test_one_diagnostic_per_problem(tmp_path: Path) -> None:
     put(DEF, "/axes/batch_size/type", "variable")(root)
     at_type = [d for d in validate_path(root) if d.pointer == "/axes/batch_size/type"]
     assert len(at_type) == 1, at_type
+
+
+def test_a_definition_named_unlike_its_file_is_one_error(tmp_path: Path) -> None:
+    """The workloads, solution, trace, cascade and calling record beside it name it by its file's name: they are
+    not orphans, the one error says how many name it, and no completeness or tag finding follows from it."""
+    root = write_dataset(tmp_path / "ds")
+    put(DEF, "/name", "rmsnorm_h128_v2")(root)
+    errors = [d for d in validate_path(root) if d.severity == ERROR]
+    assert [(d.file, d.pointer) for d in errors] == [(DEF, "/name")], "\n".join(d.format_human() for d in errors)
+    assert "which 5 workloads, 1 solution, 1 trace, 1 Einsum cascade, 1 calling record name" in errors[0].message
+    assert not [d for d in validate_path(root) if "has no workloads" in d.message or "orphan" in d.message]

@@ -228,6 +228,7 @@ def _entry_fields(ds: Dataset, solution: str, rs: Sequence[Result], first_trace:
         median_latency_ms=median(latencies), samples=sum(r.samples or 1 for r in ranked),
         sol_percent=geomean(r.sol_percent for r in ranked if r.sol_percent), curve=fast_p_curve(speedups, total, end),
         recorded_speedups=sum(1 for r in ranked if r.speedup_recorded),
+        unknown_provenance=sum(1 for r in ranked if r.provenance == "unknown"),
     )
 
 

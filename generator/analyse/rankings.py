@@ -30,6 +30,7 @@ class AuthorEntry:
     geomean_speedup: Optional[float]  # over the solved workloads, best solution per workload
     fast_1: float
     curve: tuple[tuple[float, float], ...]
+    unknown_provenance: int = 0  # their ranked results whose traces do not say how they were produced
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,10 @@ def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
         best: dict[str, dict[tuple[str, str], Optional[float]]] = defaultdict(dict)
         solutions: dict[str, set[str]] = defaultdict(set)
         definitions: dict[str, set[str]] = defaultdict(set)
+        unknown: dict[str, int] = defaultdict(int)
         for lb in lbs:
+            for e in lb.entries:
+                unknown[e.author] += e.unknown_provenance
             for author, (theirs, speedups) in lb.author_best.items():
                 solutions[author].update(theirs)
                 definitions[author].add(lb.definition)
@@ -67,7 +71,8 @@ def author_rankings(ds: Dataset, boards: Mapping[str, Sequence[Leaderboard]]) ->
                 author=author, solutions=len(solutions[author]), definitions=len(definitions[author]),
                 solved=len(speedups), workloads=total,
                 geomean_speedup=geomean(s for s in speedups if s is not None),
-                fast_1=fast_p(speedups, total, 1.0), curve=fast_p_curve(speedups, total, end)))
+                fast_1=fast_p(speedups, total, 1.0), curve=fast_p_curve(speedups, total, end),
+                unknown_provenance=unknown[author]))
         for e in unranked:
             e.update(kind=kind_of(e["author"]), package=LIBRARY_AUTHORS.get(e["author"], ""))
         people = [e for e in unranked if e["kind"] == HAND_WRITTEN]

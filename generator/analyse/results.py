@@ -84,6 +84,9 @@ class Entry:
     recorded_speedups: int = 0  # speedups taken from the traces' own speedup_factor (no baseline result)
     kind: str = ""  # model.contender_kinds: baseline, compiler, library or hand-written (by the author)
     requirement: str = ""  # a library's requirement from spec.dependencies, "liger-kernel>=0.5" ("" otherwise)
+    # Ranked results whose trace does not say how it was produced (Trace.provenance "unknown"): readable and
+    # ranked, but the board must say so beside the entry.
+    unknown_provenance: int = 0
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from ..model.errors import KernelTraceError
+from ..model.evaluation import MIN_CALL_MS
 from ..model.status import TraceStatus
 from .plan import (
     DEFAULT_CPU_MAX_BYTES,
@@ -48,26 +49,32 @@ class BenchSummary:
 
 def floors_ms(ds, plan: Plan, hardware: str, cache: dict) -> dict:
     """(definition, workload uuid) -> the workload's speed-of-light time on `hardware`, in ms: the physical
-    floor no reported latency may go below. Empty where the dataset has no spec of this hardware. `cache`: the
+    floor no reported latency may go below; MIN_CALL_MS where the dataset has no spec of this hardware or the
+    workload's cascade does not count. `cache`: the
     Einsum counts the plan already made (its CPU FLOP limit counts the same workloads)."""
     from ..einsum import workload_counts
     from ..einsum.speed_of_light import speed_of_light
 
     spec = ds.hardware_spec(hardware)
-    floors: dict = {}
+    # Where no speed of light is known, the physical minimum of any call: a reported 5e-324 ms made an infinite
+    # speedup, written as Infinity, and no later run could read the dataset.
+    floors: dict = {(p.definition.name, p.workload.uuid): MIN_CALL_MS for p in plan.pairs}
     if spec is None:
         if plan.pairs:  # the traces will name this hardware, and validate warns about it too
             print(f"kerneltrace bench: WARNING: no hardware spec named {hardware!r} in {ds.root / 'hardware'}: no "
-                  "speed-of-light floor bounds this run's latencies, and the site shows no SOL% for them. Add "
-                  f"hardware/{hardware}.json (peaks measured with tests/benchmarks/measure_cpu_peaks.py on a CPU), or "
-                  "an alias in an existing spec.", file=sys.stderr)
+                  f"speed-of-light floor bounds this run's latencies (only the {MIN_CALL_MS:g} ms no call beats), and "
+                  f"the site shows no SOL% for them. Add hardware/{hardware}.json (peaks measured with "
+                  "tests/benchmarks/measure_cpu_peaks.py on a CPU), or an alias in an existing spec.", file=sys.stderr)
         return floors
+    done: set = set()
     for pair in plan.pairs:
         d, w = pair.definition, pair.workload
-        if (d.name, w.uuid) in floors or d.name not in ds.einsums:
+        if (d.name, w.uuid) in done or d.name not in ds.einsums:
             continue
+        done.add((d.name, w.uuid))
         try:
-            floors[(d.name, w.uuid)] = speed_of_light(workload_counts(ds, d, w.axes, cache), spec).t_sol_s * 1e3
+            sol_ms = speed_of_light(workload_counts(ds, d, w.axes, cache), spec).t_sol_s * 1e3
+            floors[(d.name, w.uuid)] = max(sol_ms, MIN_CALL_MS)
         except Exception:  # noqa: BLE001 - a cascade that does not count is the validator's to report
             continue
     return floors

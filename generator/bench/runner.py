@@ -111,7 +111,10 @@ def run_plan(plan: Plan, opts: Options, dataset_root: Path, environment: dict,
             record = make_trace(pair, result, {**environment, "outputs": output_mode(opts)})
             s = pair.solution
             write_trace(trace_path(opts.out, s.author, pair.definition.type, pair.definition.name), record)
-        outcome = Outcome(pair, result["status"], record, result.get("log") or "", seconds, setup_s)
+        status, log = result["status"], result.get("log") or ""
+        if record is not None:  # what was stored (store.storable may have refused a timing as a measurement)
+            status, log = record["evaluation"]["status"], record["evaluation"]["log"]
+        outcome = Outcome(pair, status, record, log, seconds, setup_s)
         outcomes.append(outcome)
         on_outcome(outcome)
 

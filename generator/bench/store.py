@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+from ..model.errors import KernelTraceError
 from ..model.fileio import dump_line, write_atomic
 from ..model.layout import CANONICAL
 from ..model.status import TraceStatus
@@ -88,7 +89,7 @@ def append_line(path: Path, record: dict) -> int:
 
 def write_trace(path: Path, record: dict) -> str:
     """Write one trace under the lock: "added", or "replaced" when its key was already in the file."""
-    line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"
+    line = json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n"  # never a line no reader can load
     key = trace_key(record)
     needle = json.dumps(key[1]).encode("utf-8")  # the workload uuid as it appears in a line
     with locked(path):
@@ -252,5 +253,40 @@ def make_trace(pair: "Pair", result: dict, environment: dict) -> dict:
         evaluation["performance"] = None
     if not status.carries_correctness:
         evaluation["correctness"] = None
-    return {"definition": pair.definition.name, "workload": dict(pair.workload.data["workload"]),
-            "solution": pair.solution.name, "evaluation": evaluation}
+    return storable({"definition": pair.definition.name, "workload": dict(pair.workload.data["workload"]),
+                     "solution": pair.solution.name, "evaluation": evaluation})
+
+
+def storable(record: dict) -> dict:
+    """`record`, or, where its performance holds a number JSON or the trace schema refuses (not finite, not
+    positive: what a solution's own clock could report), the record as a RUNTIME_ERROR saying so: one record never
+    makes the trace store unloadable. A problem anywhere else is the bench's own (KernelTraceError, nothing
+    written)."""
+    from ..model.records import Source
+    from ..model.schema_check import schema_diagnostics
+
+    ev = record["evaluation"]
+    try:
+        json.dumps(record, allow_nan=False)
+        found = schema_diagnostics("trace", record, Source("<bench>"))
+    except ValueError:
+        found = None  # NaN or an infinity somewhere
+    if found == []:
+        return record
+    rest = {**record, "evaluation": {**ev, "performance": None}}
+    try:
+        json.dumps(rest, allow_nan=False)
+    except ValueError:
+        found = [None]
+    if found is None:
+        why = "a time that is not a finite number"
+    elif all(d is not None and d.pointer.startswith("/evaluation/performance") for d in found):
+        why = "; ".join(f"{d.pointer.rsplit('/', 1)[-1]}: {d.message}" for d in found[:3])
+    else:
+        raise KernelTraceError(f"kerneltrace bench made a trace of {record['solution']} that cannot be stored "
+                               f"({[d.message for d in found if d is not None] or 'a number that is not finite'}): "
+                               "a bug of the bench; nothing was written")
+    return {**record, "evaluation": {**ev, "status": TraceStatus.RUNTIME_ERROR, "correctness": None,
+                                     "performance": None, "log": protocol.text(
+        f"its reported timing cannot be a measurement ({why}); the result is not stored as PASSED\n{ev['log']}",
+        16000)}}

@@ -405,10 +405,13 @@ The source of truth is the `dataset/` folder of the KernelTrace repository; this
 files are generated from it by `kerneltrace export`, so change the dataset, not this repository.
 
 1. Add or fix records: `definitions/<type>/<name>.json` (with a PyTorch reference that defines
-   `run(<inputs in order>)` and returns a dict of every output), workloads in
-   `workloads/<type>/<name>.jsonl`, solutions in `solutions/<author>/<type>/<definition>/<name>.json`.
+   `run(<inputs in order>)` and returns a dict of every output), solutions in
+   `solutions/<author>/<type>/<definition>/<name>.json`. Workloads are never written by hand: add
+   the definition's serving shapes to its model's recipe, `recipes/<model>.yaml`, and run
+   `kerneltrace workloads`, which writes `workloads/<type>/<name>.jsonl` (CI checks it with `--check`).
 2. Run `kerneltrace validate`: it names the file, line and field of every problem and how to fix it.
-3. Open a pull request; CI runs the same checks. Benchmark traces are produced by `kerneltrace bench`."""
+3. Open a pull request; CI runs the same checks. Benchmark traces are produced by `kerneltrace bench`;
+   the repository's contributing guide has the details."""
 
 
 def _license_and_citation(card: CardInput) -> str:

@@ -71,6 +71,13 @@ def _performance(name: str) -> Callable[[Any, Dataset], Any]:
     return get
 
 
+def _samples(t: Any, ds: Dataset) -> Any:  # noqa: ARG001 - a column's derive signature
+    """Timed calls: 0 for a result without a timing (so the column stays an integer column in pandas, where one
+    null makes it float), null only for a PASSED one that did not record its count."""
+    p = t.evaluation.performance
+    return 0 if p is None else p.samples
+
+
 def _correctness(name: str) -> Callable[[Any, Dataset], Any]:
     """A field of the trace's typed evaluation.correctness; None without one."""
     def get(t: Any, ds: Dataset) -> Any:  # noqa: ARG001 - a column's derive signature
@@ -103,8 +110,9 @@ DEFINITIONS = Config(
         Column("status", pa.string(), "draft or verified (the `status:` tag; untagged counts as draft). Verified: "
                                       "the reference passed an independent check and a model's calling record "
                                       "calls it.", derive=lambda d, ds: d.status),
-        Column("models", STRING_LIST, "Models that call the kernel (values of the `model:` tags).",
-               derive=lambda d, ds: list(d.models)),
+        Column("models", STRING_LIST, "Calling records that call the kernel (the `name` of rows of the models "
+                                      "config; validate keeps the `model:` tags the same).",
+               derive=lambda d, ds: list(ds.callers.get(d.name, ()))),
         Column("stages", STRING_LIST, "Inference stages that call it (values of the `stage:` tags).",
                derive=lambda d, ds: list(d.stages)),
         Column("axes", JSON, "Axis name -> `{type: const, value}` or `{type: var}`.", ("axes",)),
@@ -211,7 +219,8 @@ TRACES = Config(
                derive=_correctness("matched_ratio")),
         Column("input_sets", pa.int64(), "Input sets the outputs were checked on.",
                derive=_correctness("input_sets")),
-        Column("samples", pa.int64(), "Timed calls behind the latency.", derive=_performance("samples")),
+        Column("samples", pa.int64(), "Timed calls behind the latency: 0 where nothing was timed (not PASSED), "
+                                       "null only for a PASSED result that did not record it.", derive=_samples),
         Column("mean_ms", pa.float64(), "Mean of the timed calls, ms.", derive=_performance("mean_ms")),
         Column("min_ms", pa.float64(), "Fastest timed call, ms.", derive=_performance("min_ms")),
         Column("max_ms", pa.float64(), "Slowest timed call, ms.", derive=_performance("max_ms")),
@@ -222,6 +231,10 @@ TRACES = Config(
         Column("unstable", pa.bool_(), "Timing too noisy to rank (the bench's mark, else the spread; the site's "
                                         "rule): such a PASSED trace is correct but gives no speedup.",
                derive=lambda t, ds: t.evaluation.performance is not None and t.evaluation.performance.unstable),
+        Column("provenance", pa.string(), "How the result was produced: measured (by this project's bench), "
+                                          "recorded (imported from another tool's records) or unknown (written "
+                                          "before traces recorded it); `evaluation.environment.provenance` has "
+                                          "the details.", derive=lambda t, ds: t.provenance),
         Column("timer", pa.string(), "What timed the calls (`host_perf_counter` on a CPU, device events on a GPU).",
                derive=_performance("timer")),
         Column("seed", pa.int64(), "Seed the run's inputs came from (traces of the earlier bench; null since "

@@ -62,6 +62,28 @@ class Dataset:
                 return spec
         return None
 
+    @cached_property
+    def callers(self) -> dict[str, tuple[str, ...]]:
+        """Definition name -> the calling records (by name, sorted) whose kernels call it."""
+        out: dict[str, set[str]] = defaultdict(set)
+        for name, m in self.models.items():
+            for k in m.kernels:
+                out[k.id].add(name)
+        return {d: tuple(sorted(names)) for d, names in out.items()}
+
+    @cached_property
+    def misnamed_definitions(self) -> dict[str, Definition]:
+        """File stem -> the definition in that file, where its `name` is another: the records beside it name it
+        by the file's name, and its name error is the one thing to report (validate's check_location)."""
+        out = {}
+        for d in self.definitions.values():
+            stem = d.source.path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+            if stem != d.name and stem not in self.definitions:
+                out[stem] = d
+        return out
+
     def is_known(self, kind: str, name: str) -> bool:
-        """True if a record of this kind and name exists, valid or rejected by its schema."""
-        return name in getattr(self, KIND[kind].folder) or name in self.rejected[kind]
+        """True if a record of this kind and name exists, valid or rejected by its schema (or, for a definition,
+        in a file of that name whose `name` says another)."""
+        return (name in getattr(self, KIND[kind].folder) or name in self.rejected[kind]
+                or (kind == "definition" and name in self.misnamed_definitions))

@@ -33,6 +33,16 @@ class Correctness(NamedTuple):
         return cls._make(map(c.get, cls._fields))  # the fields are the schema's keys
 
 
+# The bench's default limit for one workload, all of its calls on both sides included (bench --timeout): no call of
+# a result it passed took longer. validate refuses timings past it (an LLM-inference kernel's call takes far less).
+BENCH_TIMEOUT_S = 300.0
+# No kernel call completes faster, on any hardware (a GPU kernel takes microseconds from launch to finish, a CPU
+# call through Python longer): the floor of reported times where no hardware spec gives a speed of light.
+MIN_CALL_MS = 1e-4
+# The orders the bench's statistics of one set of samples always keep (timing.summarize): each at most the next.
+ORDERED_STATISTICS = (("min_ms", "p20_ms", "latency_ms", "p80_ms", "max_ms"), ("min_ms", "mean_ms", "max_ms"))
+
+
 class Performance(NamedTuple):
     """The timing (schema/trace.json#/$defs/performance); every field but latency_ms may be absent."""
 

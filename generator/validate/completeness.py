@@ -24,7 +24,10 @@ VERIFIED_TAG = DefinitionStatus.VERIFIED.tag
 def check_completeness(ds: Dataset) -> Iterator[Diagnostic]:
     workloads = Counter(w.definition for w in ds.workloads)
     baselines = {s.definition for s in ds.solutions.values() if s.author == BASELINE_AUTHOR}
+    misnamed = {d.name for d in ds.misnamed_definitions.values()}  # their one error says why nothing names them
     for d in ds.definitions.values():
+        if d.name in misnamed:
+            continue
         if not workloads[d.name]:
             yield warning(d, ptr("name"), f"{d.name} has no workloads: nothing can be benchmarked",
                           f"add at least 5 to {CANONICAL.workload_file(d.type, d.name)}: entries in its model's recipe, "

@@ -27,7 +27,7 @@ def _tag_example(namespace: str) -> str:
 
 def check_definitions(ds: Dataset) -> Iterator[Diagnostic]:
     for d in ds.definitions.values():
-        yield from check_location(d)
+        yield from check_location(d, ds)
         yield from check_name(d)
         yield from check_axes(d)
         yield from check_constraints(d)
@@ -35,14 +35,28 @@ def check_definitions(ds: Dataset) -> Iterator[Diagnostic]:
         yield from check_tags(d)
 
 
-def check_location(d: Definition) -> Iterator[Diagnostic]:
+def check_location(d: Definition, ds: Dataset) -> Iterator[Diagnostic]:
     parts = path_parts(d)
-    if parts[-1][: -len(".json")] != d.name:
-        yield error(d, "/name", f"name '{d.name}' does not match the file name '{parts[-1]}'",
+    stem = parts[-1][: -len(".json")]
+    if stem != d.name:
+        # Said once: the records that name the file's name are not reported as orphans (Dataset.is_known).
+        named = _named_by(ds, stem) if ds.misnamed_definitions.get(stem) is d else ""
+        yield error(d, "/name", f"name '{d.name}' does not match the file name '{parts[-1]}'{named}",
                     f"rename the file to {d.name}.json or change the name")
     if parts[1] != d.type and not flashinfer_trace.placed_in_layout(d.source.path, d.type):
         yield error(d, "/type", f"type '{d.type}' does not match the folder definitions/{parts[1]}/",
                     f"move the file to definitions/{d.type}/{d.name}.json")
+
+
+def _named_by(ds: Dataset, stem: str) -> str:
+    """', which N workloads, ... name' for the records that name a definition by `stem`; '' if none do."""
+    counts = {"workload": sum(w.definition == stem for w in ds.workloads),
+              "solution": sum(s.definition == stem for s in ds.solutions.values()),
+              "trace": sum(t.definition == stem for t in ds.traces_by_definition.get(stem, ())),
+              "Einsum cascade": int(stem in ds.einsums),
+              "calling record": sum(any(k.id == stem for k in m.kernels) for m in ds.models.values())}
+    named = [f"{n} {kind}{'s' if n > 1 else ''}" for kind, n in counts.items() if n]
+    return f", which {', '.join(named)} name" if named else ""
 
 
 def check_name(d: Definition) -> Iterator[Diagnostic]:

@@ -6,6 +6,7 @@ This runs on up to millions of lines: each check is a few dict lookups.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Iterator
 
 from ..einsum import workload_counts
@@ -13,6 +14,7 @@ from ..einsum.speed_of_light import speed_of_light
 from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
+from ..model.evaluation import BENCH_TIMEOUT_S, MIN_CALL_MS, ORDERED_STATISTICS
 from ..model.layout import CANONICAL
 from ..model.records import BENCH_TOOL, Definition, Trace
 from .common import error, orphan_error, path_parts, warning
@@ -53,6 +55,7 @@ def check_traces(ds: Dataset) -> Iterator[Diagnostic]:
                             "a trace's solution must implement its definition")
             yield from check_location(t, s.author, d.type if d else None)
         yield from check_evaluation(t)
+        yield from check_statistics(t)
         yield from check_provenance(t)
 
 
@@ -97,6 +100,47 @@ def check_evaluation(t: Trace) -> Iterator[Diagnostic]:
             yield error(t, "/evaluation/performance/speedup_factor",
                         f"speedup_factor {t.speedup_factor:g} is not reference_latency_ms / latency_ms = {expected:g}",
                         "store speedup_factor = reference_latency_ms / latency_ms")
+
+
+_TIMES = ("latency_ms", "reference_latency_ms", "mean_ms", "min_ms", "max_ms", "p20_ms", "p80_ms", "stderr_ms")
+_PERF = "/evaluation/performance/"
+
+
+def check_statistics(t: Trace) -> Iterator[Diagnostic]:
+    """Numbers no measurement can give: not finite (JSON's Infinity, NaN), a median call faster than any kernel
+    (MIN_CALL_MS: 5e-324 made an infinite speedup), a call longer than the bench's timeout
+    for a whole workload, statistics of one set of samples out of order (min <= p20 <= median <= p80 <= max,
+    min <= mean <= max). One error per field, at the field."""
+    perf = t.evaluation.performance
+    if perf is None:
+        return
+    values = {k: getattr(perf, k) for k in (*_TIMES, "speedup_factor")}
+    values = {k: v for k, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    bad: set = set()
+    for k, v in values.items():
+        if not math.isfinite(v):
+            bad.add(k)
+            yield error(t, _PERF + k, f"{k} is {v}: a measurement is a finite number",
+                        "measure it again with 'kerneltrace bench'; never edit a trace's numbers")
+        elif k in ("latency_ms", "reference_latency_ms") and v < MIN_CALL_MS:
+            bad.add(k)
+            yield error(t, _PERF + k, f"{k} {v:g} is below {MIN_CALL_MS:g} ms: no kernel call completes that fast "
+                        "on any hardware", "measure it again with 'kerneltrace bench'; a result of another tool in "
+                        "other units (seconds, microseconds) must be converted to milliseconds")
+        elif k != "speedup_factor" and v > BENCH_TIMEOUT_S * 1e3:
+            bad.add(k)
+            yield error(t, _PERF + k, f"{k} {v:g} is past the bench's timeout of {BENCH_TIMEOUT_S:g} s for a whole "
+                        f"workload: no call it passed took that long",
+                        "measure it again with 'kerneltrace bench'; a result of another tool in other units "
+                        "(seconds, microseconds) must be converted to milliseconds")
+    for order in ORDERED_STATISTICS:
+        present = [k for k in order if k in values and k not in bad]  # neighbours among those recorded
+        for low, high in zip(present, present[1:]):
+            if values[low] > values[high] * (1 + 1e-9):  # imported results may be rounded
+                yield error(t, _PERF + high, f"{high} {values[high]:g} is below {low} {values[low]:g}: statistics of one "
+                            "set of samples keep min <= p20 <= latency (median) <= p80 <= max and min <= mean <= max",
+                            "store the statistics as the bench computed them from the samples; never edit a trace's "
+                            "numbers")
 
 
 def check_provenance(t: Trace) -> Iterator[Diagnostic]:

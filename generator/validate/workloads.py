@@ -14,6 +14,7 @@ from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic
 from ..model.diagnostics import make_pointer as ptr
 from ..model.dtypes import FLOAT_MAX, INT_RANGE, SAFETENSORS_DTYPES
+from ..model.layout import CANONICAL
 from ..model.records import Definition, Workload
 from .common import bad_relative_path, error, orphan_error, path_parts
 from .pycode import evaluate_constraint, parse_constraint
@@ -149,7 +150,10 @@ def check_blob(ds: Dataset, w: Workload, d: Definition, name: str, spec: dict) -
         return
     header, problem = read_safetensors_header(ds.root / spec["path"])
     if header is None:
-        yield error(w, where + "/path", f"blob {spec['path']} {problem}", "add the file, or fix the path (relative to the dataset root)")
+        yield error(w, where + "/path", f"blob {spec['path']} {problem}",
+                    f"run `kerneltrace workloads`: it writes the blobs the model's recipe "
+                    f"({CANONICAL.recipe_file('<model>')}) generates; a blob captured elsewhere is copied in by "
+                    "`kerneltrace import`. Else fix the path (relative to the dataset root)")
         return
     key = spec["tensor_key"]
     entry = header.get(key)

@@ -79,7 +79,7 @@ MODELS = {
         "Llama-4-Maverick-17B-128E", "meta-llama/Llama-4-Maverick-17B-128E-Instruct config.json (text_config): "
         "num_local_experts 128, num_experts_per_tok 1, hidden_size 5120, intermediate_size 8192 (the experts'; "
         "intermediate_size_mlp 16384 is the dense layers')", 128, 5120, 8192, 1, "llama4",
-        ("model:llama-4-maverick", "ep:1"), "verified",
+        ("model-alt:llama-4-maverick", "ep:1"), "verified",
         "All 128 experts at full width: the whole routed-expert computation of one MoE layer (about 16 GB of FP8 or "
         "8 GB of MXFP4 per layer; the model does not fit one GPU, so served, each EP rank runs this kernel over its "
         "share of the experts and the ranks' outputs are summed). The dataset has no calling record for Maverick "

@@ -91,11 +91,11 @@ MODELS = {
                             "256^-0.5 = 0.0625 and gate its output afterwards; the dataset's qwen3-next-80b-a3b "
                             "record serves the model at TP4 (4 / 1 heads)."),
     "mixtral-8x22b-tp1": Heads("Mixtral-8x22B at TP1", "mistralai/Mixtral-8x22B-v0.1 config.json", 48, 8, 128, 1,
-                               ("model:mixtral-8x22b",),
+                               ("model-alt:mixtral-8x22b",),
                                "head_dim = hidden_size 6144 / 48; sliding_window is null (full attention). At TP1 "
                                "the 141B parameters need FP8 weights on a 192 GB GPU; attention stays bfloat16."),
     "mixtral-8x22b-tp2": Heads("Mixtral-8x22B at TP2", "mistralai/Mixtral-8x22B-v0.1 config.json", 48, 8, 128, 2,
-                               ("model:mixtral-8x22b",),
+                               ("model-alt:mixtral-8x22b",),
                                "head_dim = hidden_size 6144 / 48; sliding_window is null (full attention)."),
     "llama-4-scout-tp8": Heads("Llama-4-Scout-17B-16E at TP8",
                                "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)", 40, 8, 128, 8,
@@ -124,10 +124,10 @@ MODELS = {
     "glm-4.5-tp8": Heads("GLM-4.5 at TP8", "zai-org/GLM-4.5 config.json", 96, 8, 128, 8, ("model:glm-4.5",),
                          "The dataset's glm-4.5 record (the FP8 release on SGLang --tp-size 8, 8 H200, the "
                          "FlashAttention-3 backend; attention stays bfloat16) calls it in all 92 layers of its steps."),
-    "phi-4": Heads("Phi-4 at TP1", "microsoft/phi-4 config.json", 40, 10, 128, 1, ("model:phi-4",),
+    "phi-4": Heads("Phi-4 at TP1", "microsoft/phi-4 config.json", 40, 10, 128, 1, ("model-alt:phi-4",),
                    "head_dim = hidden_size 5120 / 40."),
     "qwen3-235b-a22b-tp4": Heads("Qwen3-235B-A22B at TP4", "Qwen/Qwen3-235B-A22B config.json", 64, 4, 128, 4,
-                                 ("model:qwen3-235b-a22b",)),
+                                 ("model-alt:qwen3-235b-a22b",)),
 }
 
 PAGE_SIZES = {
@@ -370,7 +370,7 @@ def _ssu(tp: int) -> Substituted:
          ("for NemotronHForCausalLM to", "for NemotronHForCausalLM (Nemotron-H-8B's architecture too) to"),
          ("NVIDIA's and vLLM's serving recipe for this model passes", "NVIDIA's and vLLM's serving recipe for "
           "NVIDIA-Nemotron-Nano-9B-v2 passes")),
-        ("stage:decode", "model:nemotron-h-8b", f"tp:{tp}", "quantization:bf16", "status:draft"))
+        ("stage:decode", "model-alt:nemotron-h-8b", f"tp:{tp}", "quantization:bf16", "status:draft"))
 
 
 DSA_PS1 = Substituted(
