@@ -429,8 +429,9 @@ def test_authors_hardware_and_home_pages(results_site):
     assert [row[:2] + row[4:] for row in table_rows(boards[0])] == [
         ["1", "alice", "3 of 4", "2.20×", "75%"], ["2", "bob", "4 of 4", "0.80×", "0%"]]  # people and agents
     references = re.findall(r'<div class="kt-sortable kt-references">(.*?)</div>', authors, re.S)
-    assert [row[:2] + row[4:] for row in table_rows(references[0])] == [  # the baseline apart, not ranked
-        ["baseline", "baseline", "4 of 4", "1.00×", "0%"]]
+    # the baseline apart, not ranked; its results' traces record no provenance, and the page says so where it lists them
+    assert [row[:2] + row[4:] for row in table_rows(references[0])] == [
+        ["baseline 4 of unknown provenance", "baseline", "4 of 4", "1.00×", "0%"]]
 
     index = page_of(results_site, "generated/hardware.html")
     assert text_of(index).count("H100_SXM") == 1 and 'href="hardware/test_cpu.html"' in index
