@@ -537,10 +537,15 @@ PLANTED = [
     ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "torch.sort(logits[:n], descending", "torch.sort(logits, descending",
      [0, 1, 2, 3]),
     # The indexer's head-weight scaling (reference_cases/dsa_indexer_extras.py): softmax_scale missing, the head
-    # factor squared (64^-1), q_scale left out.
+    # factor squared (64^-1), q_scale left out, the float32 weights rounded to bfloat16.
     ("dsa_indexer_weights_scale_h64", "    w = w * head_dim ** -0.5  # softmax_scale\n", "", [0, 1, 2]),
     ("dsa_indexer_weights_scale_h64", "w * n_heads ** -0.5", "w * n_heads ** -1.0", [0, 1, 2]),
     ("dsa_indexer_weights_scale_h64", "w * q_scale.to(torch.float32)", "w", [0, 1, 2]),
+    # DeepSeek-V3.2's weights_proj rounding its float32 result to bfloat16 (SGLang keeps it float32).
+    ("gemm_n64_k7168", '    return {"C": C}', '    return {"C": C.to(torch.bfloat16).to(torch.float32)}', [0, 1, 2]),
+    # The weights rounded to bfloat16 before the scaling (issue 40: neither SGLang nor DeepSeek's code rounds them).
+    ("dsa_indexer_weights_scale_h64", "w = weights.to(torch.float32)", "w = weights.to(torch.bfloat16).to(torch.float32)",
+     [0, 1, 2]),
     # The prefill key gather: pages read in reverse order, scales read in pool order instead of moving with
     # their keys, every sequence read through the first sequence's page table.
     ("dsa_indexer_k_gather_d128_ps64", "block_table[b, pos // page_size]", "block_table[b, pos // page_size].flip(0)",
