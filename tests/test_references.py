@@ -422,6 +422,19 @@ PLANTED = [
     # The bonus token drawn from the last draft's target row: every set has a request that accepts all its drafts.
     ("chain_speculative_sampling_v128256", "weights = target_probs[b, num_speculative_tokens]",
      "weights = target_probs[b, num_speculative_tokens - 1]", [0, 1, 2]),
+    # The greedy-draft sampler (reference_cases/specdec_greedy.py): the probabilistic residual with the draft
+    # probabilities absent (read as 0, max(0, p_t - 0)): the rejected draft kept in the recovered token's row, which
+    # every set's first request (a rejected draft holding 0.99 of its row) draws back.
+    ("greedy_draft_speculative_sampling_v128256", "weights[int(draft_token_ids[b, pos])] = 0.0",
+     "weights = torch.clamp(weights - 0.0, min=0.0)", [0, 1, 2]),
+    # The probabilistic acceptance with those absent draft probabilities (p_d = 0 rejects every draft).
+    ("greedy_draft_speculative_sampling_v128256", "p_draft = 1.0", "p_draft = 0.0", [0, 1, 2]),
+    # The strict test (p_t > u): each set's second request has a draft probability exactly u.
+    ("greedy_draft_speculative_sampling_v128256", "bool(p_target / p_draft >= u)", "bool(p_target / p_draft > u)",
+     [0, 1, 2]),
+    # The bonus token drawn from the last draft's row: each set's last request accepts every draft.
+    ("greedy_draft_speculative_sampling_v128256", "weights = target_probs[b, pos]",
+     "weights = target_probs[b, min(pos, num_speculative_tokens - 1)]", [0, 1, 2]),
     # The kernels of the minimax-m2, llama-4-scout and glm-4.5 records (reference_cases/{minimax_m2,llama4_scout,glm45}.py).
     # MiniMax-M2's TP q/k norm taking the mean over the rank's own slice (tp 1): the mean of squares is over 8 slices.
     ("qk_rmsnorm_tp8_apply_q768_k128", "tp, eps = 8, 1e-6", "tp, eps = 1, 1e-6", [0, 1, 2]),
