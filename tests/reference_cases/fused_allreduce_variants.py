@@ -31,8 +31,10 @@ TEMPLATE_EPS = "    eps = 1e-5  # rms_norm_eps of meta-llama/Llama-3.3-70B-Instr
 BASELINE_EPS = "keepdim=True) + 1e-5)"
 
 VLLM = ("vLLM replaces the pattern all-reduce -> fused_add_rms_norm by it when its AllReduceFusionPass is on "
-        "(--compilation-config '{{\"pass_config\": {{\"fuse_allreduce_rms\": true}}}}', enable_fi_allreduce_fusion in "
-        "earlier releases; AllReduceFusedAddRMSNormPattern, pattern kARResidualRMSNorm), and only for steps of at "
+        "(pass_config fuse_allreduce_rms; AllReduceFusedAddRMSNormPattern, pattern kARResidualRMSNorm), which vLLM "
+        "0.33 turns on by default at its default optimisation level -O2 for TP > 1 on SM90/SM100 with FlashInfer "
+        "installed (vllm/config/vllm.py enable_allreduce_rms_fusion and -O2's pass_config, lines 163-187 and 292 of "
+        "the snapshot 000fc94b read for issue 40), and only for steps of at "
         "most max_token_num tokens: its workspace holds {mb} MB per rank at TP{tp} on an {gpu} "
         "(FI_ALLREDUCE_FUSION_MAX_SIZE_MB[90][{tp}] in vllm/compilation/collective_fusion.py, "
         "compilation/passes/fusion/allreduce_rms_fusion.py in later releases), {mb} MiB / ({h} x 2 bytes) = {limit} "
@@ -80,20 +82,23 @@ class Fused:
 
 VARIANTS = [
     Fused("Qwen3-32B at TP4 on four H100s (vLLM)", "Qwen/Qwen3-32B config.json", 4, 5120, "1e-6", 64,
-          ("qwen3-32b-tp4",), "vllm",
-          "Tagged model-alt: the calling record qwen3-32b-tp4 counts allreduce_tp4_h5120 and fused_add_rmsnorm_h5120 "
-          "apart (the pass is off by default in the release it follows).", vllm_mb=2),
+          (), "vllm",
+          "The calling record qwen3-32b-tp4 counts it in its decode step (decode batches up to the limit); its "
+          "prefill step, over the limit, keeps allreduce_tp4_h5120 and fused_add_rmsnorm_h5120 apart.", vllm_mb=2,
+          counted=("qwen3-32b-tp4",)),
     Fused("Qwen3-30B-A3B at TP4 on four H100s (vLLM)", "Qwen/Qwen3-30B-A3B config.json", 4, 2048, "1e-6", 48,
-          ("qwen3-30b-a3b-tp4",), "vllm",
+          (), "vllm",
           "After the MoE block the all-reduce of the routed experts' partial sums (FusedMoE reduce_results) meets the "
-          "next layer's input_layernorm the same way. Tagged model-alt: the calling record qwen3-30b-a3b-tp4 counts "
-          "allreduce_tp4_h2048 and fused_add_rmsnorm_h2048 apart.", vllm_mb=2),
+          "next layer's input_layernorm the same way. The calling record qwen3-30b-a3b-tp4 counts it in its decode "
+          "step; its prefill step, over the limit, keeps allreduce_tp4_h2048 and fused_add_rmsnorm_h2048 apart.",
+          vllm_mb=2, counted=("qwen3-30b-a3b-tp4",)),
     Fused("Qwen3-235B-A22B at TP8 on eight H200s (vLLM)", "Qwen/Qwen3-235B-A22B config.json", 8, 4096, "1e-6", 94,
-          ("qwen3-235b-a22b-tp8",), "vllm",
+          (), "vllm",
           "After the MoE block the all-reduce of the routed experts' partial sums meets the next layer's "
-          "input_layernorm the same way. Tagged model-alt: the calling record qwen3-235b-a22b-tp8 counts "
-          "allreduce_tp8_h4096 and fused_add_rmsnorm_h4096_eps1e_6 apart.", vllm_mb=0.5, gpu="H200 (SM90, the "
-                                                                                               "H100's row)"),
+          "input_layernorm the same way. The calling record qwen3-235b-a22b-tp8 counts it in its decode step (decode "
+          "batches up to the limit; larger ones keep the pair); its prefill step, over the limit, keeps "
+          "allreduce_tp8_h4096 and fused_add_rmsnorm_h4096_eps1e_6 apart.", vllm_mb=0.5,
+          gpu="H200 (SM90, the H100's row)", counted=("qwen3-235b-a22b-tp8",)),
     Fused("GLM-4.5 at TP8 on eight H200s (SGLang) and Llama-4-Scout-17B-16E at TP8 on eight H100s (SGLang)",
           "zai-org/GLM-4.5 config.json; meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)", 8, 5120,
           "1e-5", 92, ("llama-4-scout",), "sglang",
