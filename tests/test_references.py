@@ -422,6 +422,10 @@ PLANTED = [
     # The bonus token drawn from the last draft's target row: every set has a request that accepts all its drafts.
     ("chain_speculative_sampling_v128256", "weights = target_probs[b, num_speculative_tokens]",
      "weights = target_probs[b, num_speculative_tokens - 1]", [0, 1, 2]),
+    # The FP8-query prefill (reference_cases/fp8q_prefill.py): the query's scale dropped (sets 0 and 1 have q_scale
+    # 0.02 and 1/64; set 2's is 1.0, a checkpoint without a calibrated scale).
+    ("gqa_paged_prefill_causal_fp8q_fp8kv_h32_kv8_d128_ps16", "to(torch.float32) * q_scale", "to(torch.float32)",
+     [0, 1]),
     # The greedy-draft sampler (reference_cases/specdec_greedy.py): the probabilistic residual with the draft
     # probabilities absent (read as 0, max(0, p_t - 0)): the rejected draft kept in the recovered token's row, which
     # every set's first request (a rejected draft holding 0.99 of its row) draws back.
