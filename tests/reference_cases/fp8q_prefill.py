@@ -15,8 +15,6 @@ from __future__ import annotations
 import copy
 import json
 
-import torch
-
 from .common import PAGED_PREFILL_SETS, Case, fp8, write_files
 from .fp8kv import PREFILL_TEMPLATE, fp8kv_prefill_expected, fp8kv_prefill_inputs
 from .llama import prefill_derived
