@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.analyse.coverage import coverage_table, model_coverage, serving_summary
+from generator.analyse.coverage import coverage_table, engine_releases, model_coverage, serving_summary
 from generator.load import load
 
 from dataset_factory import write_dataset
@@ -24,6 +24,17 @@ def test_coverage_counts_kernels_and_calls_per_step(tmp_path):
     assert (p.kernels, p.covered, p.calls, p.covered_calls) == (1, 1, 6, 6)
     assert m.missing == ("attention_decode",) and m.kernels[2].note == "final norm"
     assert "| org/m | SGLang |  | 1 of 2 | 5 of 7 (71%) | 1 of 1 | 6 of 6 (100%) |" in coverage_table([m])
+    [release] = engine_releases([m])  # a record naming no release is listed under its framework alone
+    assert (release.engine, release.records, release.checked) == ("SGLang", (m.name,), "")
+
+
+def test_every_bundled_record_names_its_engine_release():
+    coverage = model_coverage(load(ROOT / "dataset"))
+    unpinned = [m.name for m in coverage if not (m.engine_version and m.engine_checked)]
+    assert not unpinned, f"records without engine_version / engine_checked: {unpinned}"
+    releases = {r.engine: r for r in engine_releases(coverage)}
+    assert sum(len(r.records) for r in releases.values()) == len(coverage)
+    assert all(r.engine.split()[0] in ("SGLang", "vLLM") and len(r.engine.split()) == 2 for r in releases.values())
 
 
 def test_serving_summary_names_parallelism_and_machines():

@@ -422,6 +422,23 @@ PLANTED = [
     # The bonus token drawn from the last draft's target row: every set has a request that accepts all its drafts.
     ("chain_speculative_sampling_v128256", "weights = target_probs[b, num_speculative_tokens]",
      "weights = target_probs[b, num_speculative_tokens - 1]", [0, 1, 2]),
+    # The FP8-query prefill (reference_cases/fp8q_prefill.py): the query's scale dropped (sets 0 and 1 have q_scale
+    # 0.02 and 1/64; set 2's is 1.0, a checkpoint without a calibrated scale).
+    ("gqa_paged_prefill_causal_fp8q_fp8kv_h32_kv8_d128_ps16", "to(torch.float32) * q_scale", "to(torch.float32)",
+     [0, 1]),
+    # The greedy-draft sampler (reference_cases/specdec_greedy.py): the probabilistic residual with the draft
+    # probabilities absent (read as 0, max(0, p_t - 0)): the rejected draft kept in the recovered token's row, which
+    # every set's first request (a rejected draft holding 0.99 of its row) draws back.
+    ("greedy_draft_speculative_sampling_v128256", "weights[int(draft_token_ids[b, pos])] = 0.0",
+     "weights = torch.clamp(weights - 0.0, min=0.0)", [0, 1, 2]),
+    # The probabilistic acceptance with those absent draft probabilities (p_d = 0 rejects every draft).
+    ("greedy_draft_speculative_sampling_v128256", "p_draft = 1.0", "p_draft = 0.0", [0, 1, 2]),
+    # The strict test (p_t > u): each set's second request has a draft probability exactly u.
+    ("greedy_draft_speculative_sampling_v128256", "bool(p_target / p_draft >= u)", "bool(p_target / p_draft > u)",
+     [0, 1, 2]),
+    # The bonus token drawn from the last draft's row: each set's last request accepts every draft.
+    ("greedy_draft_speculative_sampling_v128256", "weights = target_probs[b, pos]",
+     "weights = target_probs[b, min(pos, num_speculative_tokens - 1)]", [0, 1, 2]),
     # The kernels of the minimax-m2, llama-4-scout and glm-4.5 records (reference_cases/{minimax_m2,llama4_scout,glm45}.py).
     # MiniMax-M2's TP q/k norm taking the mean over the rank's own slice (tp 1): the mean of squares is over 8 slices.
     ("qk_rmsnorm_tp8_apply_q768_k128", "tp, eps = 8, 1e-6", "tp, eps = 1, 1e-6", [0, 1, 2]),
@@ -537,10 +554,15 @@ PLANTED = [
     ("dsa_topk_indexer_fp8_h64_d128_topk2048_ps64", "torch.sort(logits[:n], descending", "torch.sort(logits, descending",
      [0, 1, 2, 3]),
     # The indexer's head-weight scaling (reference_cases/dsa_indexer_extras.py): softmax_scale missing, the head
-    # factor squared (64^-1), q_scale left out.
+    # factor squared (64^-1), q_scale left out, the float32 weights rounded to bfloat16.
     ("dsa_indexer_weights_scale_h64", "    w = w * head_dim ** -0.5  # softmax_scale\n", "", [0, 1, 2]),
     ("dsa_indexer_weights_scale_h64", "w * n_heads ** -0.5", "w * n_heads ** -1.0", [0, 1, 2]),
     ("dsa_indexer_weights_scale_h64", "w * q_scale.to(torch.float32)", "w", [0, 1, 2]),
+    # DeepSeek-V3.2's weights_proj rounding its float32 result to bfloat16 (SGLang keeps it float32).
+    ("gemm_n64_k7168", '    return {"C": C}', '    return {"C": C.to(torch.bfloat16).to(torch.float32)}', [0, 1, 2]),
+    # The weights rounded to bfloat16 before the scaling (issue 40: neither SGLang nor DeepSeek's code rounds them).
+    ("dsa_indexer_weights_scale_h64", "w = weights.to(torch.float32)", "w = weights.to(torch.bfloat16).to(torch.float32)",
+     [0, 1, 2]),
     # The prefill key gather: pages read in reverse order, scales read in pool order instead of moving with
     # their keys, every sequence read through the first sequence's page table.
     ("dsa_indexer_k_gather_d128_ps64", "block_table[b, pos // page_size]", "block_table[b, pos // page_size].flip(0)",

@@ -53,6 +53,13 @@ class ModelCoverage:
     kernels: tuple[KernelRow, ...]
     stages: dict  # stage -> StageCoverage
     serving: str = ""  # serving_summary of the record's serving block ("" when it has none)
+    engine_version: str = ""  # the framework release the record describes ("" for a foreign record without one)
+    engine_checked: str = ""  # when the record was last checked against that release
+
+    @property
+    def engine(self) -> str:
+        """The framework and its release, e.g. "SGLang 0.5.23" (the framework alone without a release)."""
+        return f"{self.framework} {self.engine_version}".strip()
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -74,7 +81,8 @@ def model_coverage(ds: Dataset) -> list[ModelCoverage]:
                                           sum(r.count for r in in_stage if r.covered))
         out.append(ModelCoverage(name, record.model, record.framework,
                                  str(record.data.get("description", "")), rows, stages,
-                                 serving_summary(record.data.get("serving") or {})))
+                                 serving_summary(record.data.get("serving") or {}),
+                                 str(record.data.get("engine_version", "")), str(record.data.get("engine_checked", ""))))
     return out
 
 
@@ -86,6 +94,23 @@ def coverage_table(coverage: list[ModelCoverage]) -> str:
              "| --- | --- | --- | --- | --- | --- | --- |"]
     for m in coverage:
         d, p = m.stages["decode"], m.stages["prefill"]
-        lines.append(f"| {m.model} | {m.framework} | {m.serving} | {d.covered} of {d.kernels} | {d.covered_calls} of {d.calls} "
+        lines.append(f"| {m.model} | {m.engine} | {m.serving} | {d.covered} of {d.kernels} | {d.covered_calls} of {d.calls} "
                      f"({d.share:.0%}) | {p.covered} of {p.kernels} | {p.covered_calls} of {p.calls} ({p.share:.0%}) |")
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    engine: str  # framework and release, e.g. "SGLang 0.5.23"
+    records: tuple[str, ...]  # calling record names describing it
+    checked: str  # the latest date any of them was checked ("" when none says)
+
+
+def engine_releases(coverage: list[ModelCoverage]) -> list[EngineRelease]:
+    """Which framework releases the records describe, each with its records and when it was last checked;
+    records naming no release are gathered under the framework alone."""
+    groups: dict[str, list[ModelCoverage]] = {}
+    for m in coverage:
+        groups.setdefault(m.engine, []).append(m)
+    return [EngineRelease(engine, tuple(m.name for m in ms), max(m.engine_checked for m in ms))
+            for engine, ms in sorted(groups.items())]

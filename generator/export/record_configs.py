@@ -261,6 +261,12 @@ MODELS = Config(
         Column("name", pa.string(), "Record name (its file name).", derive=lambda m, ds: m.name),
         Column("model", pa.string(), "Hugging Face model id.", ("model",)),
         Column("framework", pa.string(), "Inference framework (SGLang, vLLM, ...).", ("framework",)),
+        Column("engine_version", pa.string(), "Release of the framework the record describes.", ("engine_version",),
+               optional=True),
+        Column("engine_checked", pa.string(), "When the record was last checked against that release (YYYY-MM-DD).",
+               ("engine_checked",), optional=True),
+        Column("engine_source", pa.string(), "What of that release was read to check the record.", ("engine_source",),
+               optional=True),
         Column("description", pa.string(), "Notes on the record.", ("description",), optional=True),
         Column("serving", MODEL_SERVING, "Where the step runs: hardware record, GPUs, nodes, tensor/expert-parallel "
                                          "degrees, memory utilisation, weights per GPU (GB), KV bytes per token, "

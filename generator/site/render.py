@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..analyse.coverage import model_coverage
+from ..analyse.coverage import engine_releases, model_coverage
 from ..analyse.roofline import sol_sections
 from ..analyse.estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
 from ..model.contender_kinds import kind_of
@@ -124,6 +124,7 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     coverage = model_coverage(ds)
     serving_point = {"decode_tokens": DECODE_TOKENS, "prefill_tokens": PREFILL_TOKENS}
     pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
+                                                                 releases=engine_releases(coverage),
                                                                  estimates=results.models, dataset=dataset_label,
                                                                  **serving_point)
     for m in coverage:  # one page per calling record: its kernels and where its steps' time goes

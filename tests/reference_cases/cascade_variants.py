@@ -1,7 +1,9 @@
 """Cascade (shared-prefix) attention at the head configurations of the other vLLM-served GQA models: siblings of
 gqa_cascade_decode_h32_kv8_d128_ps16 and merge_state_h32_d128 (serving_families.py checks both templates in full).
+They are FlashInfer API kernels: vLLM 0.33 has removed cascade attention and SGLang has none merged (issue 40), so
+no description says an engine runs them; the workloads keep the batches vLLM's former rule, below, picked.
 
-vLLM decides by itself to run a decode step as cascade attention (vllm/v1/worker/gpu_model_runner.py,
+vLLM decided by itself to run a decode step as cascade attention (before 0.33) (vllm/v1/worker/gpu_model_runner.py,
 _compute_cascade_attn_prefix_len, and use_cascade_attention in vllm/v1/attention/backends/flash_attn.py), per KV
 cache group, for every model it serves with the FlashAttention backend: the batch's common cached prefix cut to
 whole blocks (and to the shortest computed context) must be at least 256 tokens, the batch at least 8 requests, the
@@ -146,18 +148,15 @@ def cascade_description(s: Sibling) -> str:
         f"requests all begin with the same cached prefix (a shared system prompt, or n parallel completions of one "
         f"prompt) keeps that prefix once, in pages every request's block table lists first (prefix caching); the "
         f"prefix is attended once for all queries, each request's own pages separately, and the two states merged. "
-        f"Why vLLM runs it for these models: they are served with the FlashAttention backend, whose "
-        f"use_cascade_attention (vllm/v1/attention/backends/flash_attn.py, called per KV cache group by "
-        f"gpu_model_runner's _compute_cascade_attn_prefix_len) picks cascade when the common prefix, cut to whole "
-        f"blocks, is at least 256 tokens, the batch has at least 8 requests, the layers have no ALiBi, sliding window "
-        f"or chunked local attention and decode context parallelism is off; for a decode batch with grouped queries "
-        f"its performance model must also favour cascade over FlashDecoding: ceil({s.qo} * ceil(B / 128) / 132) * "
-        f"ceil(S / 128) < ceil(B * {s.kv} * ceil(S / 128) / 132) on an H100 or H200 (132 SMs), so from about "
-        f"{_min_batch(s)} requests on at these heads (a 1k-token prefix); the workloads are such steps. Cascade "
-        f"attention must not be disabled (ModelConfig.disable_cascade_attn; recent releases make it opt-in, "
-        f"--no-disable-cascade-attn). vLLM computes the two parts with FlashAttention and merges them with "
-        f"merge_attn_states on natural-log lse; this definition returns the result as FlashInfer's "
-        f"MultiLevelCascadeAttentionWrapper does, with a base-2 lse. {notes + ' ' if notes else ''}"
+        f"No engine runs it today: vLLM 0.33 has removed cascade attention (earlier releases had made it opt-in, "
+        f"--no-disable-cascade-attn) and SGLang has none merged, so this is FlashInfer's cascade API kernel "
+        f"(MultiLevelCascadeAttentionWrapper), the calling records count plain paged decode, and the kernel is tagged "
+        f"model-alt. The workloads are the shared-prefix decode batches vLLM's former FlashAttention rule picked "
+        f"cascade for (use_cascade_attention: a common prefix of at least 256 tokens cut to whole blocks, at least 8 "
+        f"requests, no ALiBi, sliding window or chunked local attention, and for a decode batch with grouped queries "
+        f"ceil({s.qo} * ceil(B / 128) / 132) * ceil(S / 128) < ceil(B * {s.kv} * ceil(S / 128) / 132) on 132 SMs, from "
+        f"about {_min_batch(s)} requests on at these heads with a 1k-token prefix). This definition returns the result "
+        f"as FlashInfer's MultiLevelCascadeAttentionWrapper does, with a base-2 lse. {notes + ' ' if notes else ''}"
         f"The shared prefix is the pages shared_kv_indices, all full (num_shared_pages * page_size tokens); sequence "
         f"b then owns the pages kv_indices[kv_indptr[b]:kv_indptr[b+1]] (at least one: the new token's K/V is "
         f"already written), all full except the last, which holds kv_last_page_len[b] tokens (1..page_size). The "
@@ -179,8 +178,9 @@ def merge_description(s: Sibling) -> str:
         f"softmax-weighted average. These models run it when served by SGLang with the FlashInfer backend: every layer "
         f"of an extend step whose prompts have a cached prefix attends the new tokens to each other (ragged prefill) "
         f"and to the cached prefix (paged prefill) and merges the two with merge_state; their calling records serve "
-        f"them with vLLM, whose FlashAttention cascade merges with its own merge_attn_states on natural-log lse, so "
-        f"the kernel is tagged model-alt.\n\n"
+        f"them with vLLM, which does not call it, so the kernel is tagged model-alt. FlashInfer's cascade API "
+        f"(MultiLevelCascadeAttentionWrapper) merges a shared prefix's state the same way; no engine runs cascade "
+        f"attention today (vLLM 0.33 has removed it, SGLang has none merged).\n\n"
         f"    w_a = 2^s_a / (2^s_a + 2^s_b),  w_b = 2^s_b / (2^s_a + 2^s_b)     (per token and head)\n"
         f"    v_merged[t, h, :] = w_a * v_a[t, h, :] + w_b * v_b[t, h, :]\n"
         f"    s_merged[t, h] = log2(2^s_a + 2^s_b)\n\n"

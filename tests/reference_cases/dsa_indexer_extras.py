@@ -2,7 +2,8 @@
 scaling (dsa_indexer_weights_scale_h64) and the prefill gather of the paged index keys
 (dsa_indexer_k_gather_d128_ps64).
 
-- The head weights in float64 as one division by sqrt(64 * 128) = 64 * sqrt(2), not three float32 products.
+- The head weights in float64 as one division by sqrt(64 * 128) = 64 * sqrt(2), not three float32 products; the
+  weights are float32 (a bfloat16 rounding of them is a planted mistake in test_references.py).
 - The key gather as a Python dictionary from (sequence, position) to the (page, offset) the block table names,
   read one token at a time, keys and scales looked up together.
 
@@ -26,7 +27,7 @@ def weights_scale_inputs(ax, g, i):
         q_scale = 2.0 ** -torch.randint(2, 15, (T, H), generator=g).float()  # ue8m0 scales
     else:
         q_scale = uniform((T, H), 2.0 ** -12, 2.0 ** -4, g)
-    return {"weights": w.bfloat16(), "q_scale": q_scale}
+    return {"weights": w, "q_scale": q_scale}  # float32, as the projection leaves them
 
 
 def weights_scale_expected(ax, x):

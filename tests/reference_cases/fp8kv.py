@@ -186,6 +186,14 @@ def gqa_description(key: str, kind: str = "decode") -> str:
              "vLLM's FlashAttention-3 backend also quantises the query to FP8 with q_scale first, a separate step); the "
              "cache stores the codes k_code = fp8(k / k_scale), v_code = fp8(v / v_scale) written by the KV append, so "
              "the key and value of token j are k_code[j] * k_scale and v_code[j] * v_scale.")
+    if kind == "prefill":  # issue 40: vLLM 0.33 quantises the prefill query over an FP8 cache by default
+        cache = cache.replace(
+            "The query stays bfloat16 (FlashInfer's kernels with q_data_type bfloat16 and kv_data_type float8_e4m3; "
+            "vLLM's FlashAttention-3 backend also quantises the query to FP8 with q_scale first, a separate step); ",
+            "The query stays bfloat16 (FlashInfer's kernels with q_data_type bfloat16 and kv_data_type float8_e4m3): "
+            "the configuration with query quantisation disabled, since on SM90/SM100 vLLM 0.33's FlashInfer and "
+            "FlashAttention-3 backends quantise the prefill query to FP8 over an FP8 cache by default (issue 40's "
+            "audit), a kernel with an FP8 query the dataset does not define yet; ")
     fold = ("FlashInfer computes the same by folding k_scale into the softmax scale and multiplying the output by "
             "v_scale (its k_scale and v_scale arguments, which vLLM passes as the layer's _k_scale_float and "
             "_v_scale_float: 1.0 unless the checkpoint carries calibrated KV-cache scales).")

@@ -31,27 +31,29 @@ TEMPLATE_EPS = "    eps = 1e-5  # rms_norm_eps of meta-llama/Llama-3.3-70B-Instr
 BASELINE_EPS = "keepdim=True) + 1e-5)"
 
 VLLM = ("vLLM replaces the pattern all-reduce -> fused_add_rms_norm by it when its AllReduceFusionPass is on "
-        "(--compilation-config '{{\"pass_config\": {{\"fuse_allreduce_rms\": true}}}}', enable_fi_allreduce_fusion in "
-        "earlier releases; AllReduceFusedAddRMSNormPattern, pattern kARResidualRMSNorm), and only for steps of at "
+        "(pass_config fuse_allreduce_rms; AllReduceFusedAddRMSNormPattern, pattern kARResidualRMSNorm), which vLLM "
+        "0.33 turns on by default at its default optimisation level -O2 for TP > 1 on SM90/SM100 with FlashInfer "
+        "installed (vllm/config/vllm.py enable_allreduce_rms_fusion and -O2's pass_config, lines 163-187 and 292 of "
+        "the snapshot 000fc94b read for issue 40), and only for steps of at "
         "most max_token_num tokens: its workspace holds {mb} MB per rank at TP{tp} on an {gpu} "
         "(FI_ALLREDUCE_FUSION_MAX_SIZE_MB[90][{tp}] in vllm/compilation/collective_fusion.py, "
         "compilation/passes/fusion/allreduce_rms_fusion.py in later releases), {mb} MiB / ({h} x 2 bytes) = {limit} "
         "tokens, capped by max_num_batched_tokens; larger steps keep the separate all-reduce and fused_add_rmsnorm. "
         "The workloads stay within that bound. SGLang's --enable-flashinfer-allreduce-fusion calls the same kernel "
-        "(flashinfer_allreduce_residual_rmsnorm; fp32_acc off by default: the ranks summed in bfloat16, which the "
-        "tolerance covers).")
+        "(flashinfer_allreduce_residual_rmsnorm, with fp32_acc on: the ranks summed in float32 as here).")
 SGLANG = ("SGLang calls it (flashinfer_allreduce_residual_rmsnorm, through the layer communicator's "
           "forward_with_allreduce_fusion) when launched with --enable-flashinfer-allreduce-fusion, for steps of 1 to "
           "2048 tokens (FUSE_ALLREDUCE_MAX_BATCH_SIZE in python/sglang/srt/layers/communicator.py, also the "
           "workspace's max_token_num) and without DP attention; larger steps keep the separate all-reduce and "
-          "fused add + RMSNorm. The workloads stay within that bound. SGLang passes fp32_acc off by default (the "
-          "ranks summed in bfloat16, which the tolerance covers); the definition sums in float32 as vLLM's call "
-          "does. vLLM's AllReduceFusionPass (pass_config fuse_allreduce_rms) fuses the same pattern.")
-AUTO = ("Recent SGLang releases turn the flag on by themselves for {arch} (server_args.py, "
-        "_handle_model_specific_adjustments: on SM90/SM100, one node, TP > 1, no DP attention, moe_a2a_backend "
-        "none), which the record's launch satisfies; the record still counts {plain} and {norm} apart (a launch with "
-        "the fusion off, or a release before that switch), so the kernel is tagged model-alt and not counted in its "
-        "steps.")
+          "fused add + RMSNorm. The workloads stay within that bound. SGLang passes fp32_acc=True "
+          "(python/sglang/srt/layers/flashinfer_comm_fusion.py, as issue 40's audit of SGLang 0.5.23 read it): the "
+          "ranks are summed in float32, as the definition does. vLLM's AllReduceFusionPass (pass_config "
+          "fuse_allreduce_rms) fuses the same pattern.")
+AUTO = ("SGLang 0.5.23 turns the flag on by itself for {arch} (python/sglang/srt/server_args.py, "
+        "ServerArgs._handle_model_specific_adjustments: on SM90/SM100, one node, TP > 1, no DP attention, not H20, "
+        "moe_a2a_backend none), which the record's launch satisfies, so the record counts this kernel in its decode "
+        "step (every decode batch is within the 2048-token limit); its prefill step (chunks of 4096 tokens and more, "
+        "over the limit) keeps {plain} and {norm} apart, as the record's notes say.")
 
 
 @dataclass(frozen=True)
@@ -62,11 +64,12 @@ class Fused:
     hidden: int
     eps: str  # rms_norm_eps as written in the config
     layers: int  # decoder layers: the all-reduces each step fuses
-    records: tuple  # calling records (model-alt tags)
+    records: tuple  # calling records that call it only in another launch (model-alt tags)
     engine: str  # "vllm" or "sglang"
     note: str = ""  # which record counts what apart, the auto-enable, other users
     vllm_mb: float = 0.0  # vLLM's workspace at this tp on SM90 (MB)
     gpu: str = "H100"
+    counted: tuple = ()  # calling records whose steps count it (model tags): their release fuses by default
 
     @property
     def name(self) -> str:
@@ -79,36 +82,40 @@ class Fused:
 
 VARIANTS = [
     Fused("Qwen3-32B at TP4 on four H100s (vLLM)", "Qwen/Qwen3-32B config.json", 4, 5120, "1e-6", 64,
-          ("qwen3-32b-tp4",), "vllm",
-          "Tagged model-alt: the calling record qwen3-32b-tp4 counts allreduce_tp4_h5120 and fused_add_rmsnorm_h5120 "
-          "apart (the pass is off by default in the release it follows).", vllm_mb=2),
+          (), "vllm",
+          "The calling record qwen3-32b-tp4 counts it in its decode step (decode batches up to the limit); its "
+          "prefill step, over the limit, keeps allreduce_tp4_h5120 and fused_add_rmsnorm_h5120 apart.", vllm_mb=2,
+          counted=("qwen3-32b-tp4",)),
     Fused("Qwen3-30B-A3B at TP4 on four H100s (vLLM)", "Qwen/Qwen3-30B-A3B config.json", 4, 2048, "1e-6", 48,
-          ("qwen3-30b-a3b-tp4",), "vllm",
+          (), "vllm",
           "After the MoE block the all-reduce of the routed experts' partial sums (FusedMoE reduce_results) meets the "
-          "next layer's input_layernorm the same way. Tagged model-alt: the calling record qwen3-30b-a3b-tp4 counts "
-          "allreduce_tp4_h2048 and fused_add_rmsnorm_h2048 apart.", vllm_mb=2),
+          "next layer's input_layernorm the same way. The calling record qwen3-30b-a3b-tp4 counts it in its decode "
+          "step; its prefill step, over the limit, keeps allreduce_tp4_h2048 and fused_add_rmsnorm_h2048 apart.",
+          vllm_mb=2, counted=("qwen3-30b-a3b-tp4",)),
     Fused("Qwen3-235B-A22B at TP8 on eight H200s (vLLM)", "Qwen/Qwen3-235B-A22B config.json", 8, 4096, "1e-6", 94,
-          ("qwen3-235b-a22b-tp8",), "vllm",
+          (), "vllm",
           "After the MoE block the all-reduce of the routed experts' partial sums meets the next layer's "
-          "input_layernorm the same way. Tagged model-alt: the calling record qwen3-235b-a22b-tp8 counts "
-          "allreduce_tp8_h4096 and fused_add_rmsnorm_h4096_eps1e_6 apart.", vllm_mb=0.5, gpu="H200 (SM90, the "
-                                                                                               "H100's row)"),
+          "input_layernorm the same way. The calling record qwen3-235b-a22b-tp8 counts it in its decode step (decode "
+          "batches up to the limit; larger ones keep the pair); its prefill step, over the limit, keeps "
+          "allreduce_tp8_h4096 and fused_add_rmsnorm_h4096_eps1e_6 apart.", vllm_mb=0.5,
+          gpu="H200 (SM90, the H100's row)", counted=("qwen3-235b-a22b-tp8",)),
     Fused("GLM-4.5 at TP8 on eight H200s (SGLang) and Llama-4-Scout-17B-16E at TP8 on eight H100s (SGLang)",
           "zai-org/GLM-4.5 config.json; meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)", 8, 5120,
-          "1e-5", 92, ("glm-4.5", "llama-4-scout"), "sglang",
+          "1e-5", 92, ("llama-4-scout",), "sglang",
           AUTO.format(arch="Glm4MoeForCausalLM (GLM-4.5's architecture; not for Llama4ForConditionalGeneration)",
                       plain="allreduce_tp8_h5120", norm="fused_add_rmsnorm_h5120_eps1e_5")
-          + " Llama-4-Scout (48 layers, the same hidden size and eps) runs it with the flag set by hand; its record "
-          "counts the two kernels apart too."),
+          + " Llama-4-Scout (48 layers, the same hidden size and eps) runs it only with the flag set by hand; its "
+          "record counts the two kernels apart (model-alt).", counted=("glm-4.5",)),
     Fused("MiniMax-M2 at TP8 on eight H100s (SGLang, EP8 experts)", "MiniMaxAI/MiniMax-M2 config.json", 8, 3072,
           "1e-6", 62, ("minimax-m2",), "sglang",
           "SGLang does not turn the flag on by itself for MiniMaxM2ForCausalLM; the calling record minimax-m2 counts "
           "allreduce_tp8_h3072 and fused_add_rmsnorm_h3072_eps1e_6 apart, so the kernel is tagged model-alt."),
     Fused("DeepSeek-V3 at TP8 on eight H200s (SGLang, EP8 experts)", "deepseek-ai/DeepSeek-V3 config.json", 8, 7168,
-          "1e-6", 61, ("deepseek-v3", "deepseek-v3.2"), "sglang",
+          "1e-6", 61, (), "sglang",
           AUTO.format(arch="DeepseekV3ForCausalLM (DeepSeek-V3's and V3.2's architecture)",
                       plain="allreduce_tp8_h7168", norm="fused_add_rmsnorm_h7168")
-          + " DeepSeek-V3.2-Exp (deepseek-v3.2, the same hidden size and eps, TP8 on 8 H200) likewise."),
+          + " DeepSeek-V3.2-Exp (deepseek-v3.2, the same hidden size and eps, TP8 on 8 H200) likewise.",
+          counted=("deepseek-v3", "deepseek-v3.2")),
 ]
 
 
@@ -160,7 +167,7 @@ def render(v: Fused) -> dict:
     d["axes"]["hidden_size"].update(value=v.hidden, description=f"hidden_size = {v.hidden} from {v.source}; the mean "
                                                                 "of squares is taken over it.")
     stages = ["stage:decode"] + (["stage:prefill"] if v.limit > 256 else [])
-    tags = [*stages, *(f"model-alt:{r}" for r in v.records), f"tp:{v.tp}", "quantization:bf16", "status:draft",
+    tags = [*stages, *(f"model:{r}" for r in v.counted), *(f"model-alt:{r}" for r in v.records), f"tp:{v.tp}", "quantization:bf16", "status:draft",
             "collective:all_reduce", "fused"]
     out = {"name": v.name, "description": description(v), "type": t["type"], "tags": tags}
     out.update({k: val for k, val in d.items() if k not in ("name", "description", "type", "tags")})

@@ -9,7 +9,8 @@ as a checked template definition, other constants, written from the tables below
   qwen3_next_mtp): their own description, the template's axes, inputs, outputs, constraints and reference.
 - The rejection sampler (template chain_speculative_sampling_v128256, vLLM's arithmetic) at the vocabularies of
   the models whose vLLM recipes enable MTP (DeepSeek-V3, GLM-4.5, Qwen3-Next): the template with the model's
-  text and vocabulary.
+  text and vocabulary; vLLM's opt-in probabilistic path, tagged so (its default greedy-draft sampler:
+  specdec_greedy.py).
 
 Every variant's reference, einsum cascade and baseline are its template's, byte for byte (the baseline renamed);
 tests/test_specdec_variants.py proves every committed file is what files() writes (`cd tests && python -m
@@ -232,21 +233,28 @@ SAMPLERS = [
             "the drafts with the target's argmax (verify_tree_greedy), sampled ones run tree_speculative_sampling_"
             "target_only (accept a draft iff u <= its target probability, the draft probabilities unused, then an "
             "inverse-CDF draw over the target row with the rejected token removed), not this definition.",
-            ("stage:decode", "model-alt:deepseek-v3", "tp:8", "speculative:verify", "status:draft")),
+            ("stage:decode", "model-alt:deepseek-v3", "tp:8", "speculative:verify", "draft_sample:probabilistic", "path:opt-in", "status:draft")),
     Sampler("GLM-4.5", "zai-org/GLM-4.5 config.json", 151552,
             "GLM-4.5 runs it once per verify step after the target model's LM head and softmax over the k + 1 rows "
             "of each request, as vLLM's GLM-4.5 recipe serves it with the MTP layer (--speculative-config method mtp, "
             "num_speculative_tokens 1) and a non-greedy request. SGLang (the model README's EAGLE command, the "
             "dataset's glm-4.5 record's engine) accepts with verify_tree_greedy or tree_speculative_sampling_target_"
             "only instead (see chain_speculative_sampling_v129280).",
-            ("stage:decode", "model-alt:glm-4.5", "tp:8", "speculative:verify", "status:draft")),
+            ("stage:decode", "model-alt:glm-4.5", "tp:8", "speculative:verify", "draft_sample:probabilistic", "path:opt-in", "status:draft")),
     Sampler("Qwen3-Next-80B-A3B", "Qwen/Qwen3-Next-80B-A3B-Instruct config.json", 151936,
             "Qwen3-Next-80B-A3B runs it once per verify step after the target model's LM head and softmax over the "
             "k + 1 rows of each request, as its model card serves it in vLLM (--speculative-config method "
             "qwen3_next_mtp, num_speculative_tokens 2; the dataset's qwen3-next-80b-a3b record is vLLM at TP4 without "
             "speculation) with a non-greedy request (the card's sampling: temperature 0.7, top_p 0.8, top_k 20).",
-            ("stage:decode", "model-alt:qwen3-next-80b-a3b", "tp:4", "speculative:verify", "status:draft")),
+            ("stage:decode", "model-alt:qwen3-next-80b-a3b", "tp:4", "speculative:verify",
+             "draft_sample:probabilistic", "path:opt-in", "status:draft")),
 ]
+
+# The template's closing sentence: the probabilistic path is vLLM's opt-in one (issue 40); the greedy-draft sampler it
+# names is reference_cases/specdec_greedy.py's, at the same vocabulary.
+OPT_IN = (" This is vLLM's opt-in path (--speculative-config draft_sample_method probabilistic, which passes the drafter's "
+          "probabilities); by default (draft_sample_method greedy) MTP and EAGLE drafts pass none and vLLM accepts with "
+          "greedy_draft_speculative_sampling_v{vocab}.")
 
 _SAMPLER_LAST = ("Llama-3.1-8B runs it once per verify step, after the target model's LM head and softmax over the "
                  "k + 1 rows of each request (vLLM with --speculative-config and a non-greedy request).")
@@ -256,7 +264,8 @@ def render_sampler(s: Sampler) -> dict:
     d = copy.deepcopy(_load("misc", SAMPLER_TEMPLATE))
     text = d["description"]
     for old, new in (("for Llama-3.1-8B (vocab_size = 128256, meta-llama/Llama-3.1-8B config.json)",
-                      f"for {s.model} (vocab_size = {s.vocab}, {s.source})"), (_SAMPLER_LAST, s.runs)):
+                      f"for {s.model} (vocab_size = {s.vocab}, {s.source})"), (_SAMPLER_LAST, s.runs),
+                     (OPT_IN.format(vocab=128256), OPT_IN.format(vocab=s.vocab))):
         assert text.count(old) == 1, f"{s.name}: {old[:50]!r}... is no longer in {SAMPLER_TEMPLATE}'s text"
         text = text.replace(old, new)
     assert "128256" not in text and "Llama" not in text, f"{s.name}: the template's model is still in the text"
