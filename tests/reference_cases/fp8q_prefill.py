@@ -99,6 +99,8 @@ def files() -> dict:
                    "    - {name: k_scale, projection: []}\n    - {name: q_scale, projection: []}\n")
     einsum = _swap(einsum, "# Causal GQA prefill over a paged FP8 KV cache (float8_e4m3 codes,",
                    "# Causal GQA prefill of an FP8 query over a paged FP8 KV cache (float8_e4m3 codes, q_scale with k_scale;")
+    # QK multiplies two FP8 operands here, so it runs on the FP8 unit, and PV with it (the template's rule).
+    einsum = _swap(einsum, "    compute_dtype: bfloat16\n", "    compute_dtype: float8_e4m3\n")
     return {f"definitions/gqa/{NAME}.json": text(render()), f"einsums/gqa/{NAME}.yaml": einsum,
             f"solutions/baseline/gqa/{NAME}/{NAME}_torch.json": text(baseline())}
 
