@@ -138,9 +138,10 @@ def contenders_dataset(root: Path) -> Path:
                                             "serving": {"hardware": "test_cpu", "gpus": 1, "tensor_parallel": 1},
                                             "kernels": [{"id": "planted_h128", "count": 2}]})
     dump(root / "hardware/test_cpu.json", dict(CPU_SPEC, l2_cache_bytes=50 * 2 ** 20))
-    # a model tag with no calling record (so no page): the kernels index's Model filter leaves it out
+    # a model with no calling record (so no page), tagged model-alt: (a model: tag would be a validate error): the
+    # kernels index's Model filter leaves it out
     path = root / "definitions/norm/planted_h128.json"
     planted = json.loads(path.read_text(encoding="utf-8"))
-    planted["tags"].append("model:ghost-model")
+    planted["tags"].append("model-alt:ghost-model")
     dump(path, planted)
     return root
