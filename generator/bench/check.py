@@ -429,6 +429,21 @@ def two_sample_chi2(a: torch.Tensor, b: torch.Tensor) -> tuple[float, int]:
     return stat, dof
 
 
+def draw_ranks(definition: Mapping[str, Any], draws: list, inputs: list) -> torch.Tensor:
+    """[draws, rows] int64: the rank of each drawn token in its row of its own call's probs (how many tokens of the
+    row are strictly more probable). Over the same input sets a right sampler's ranks and the reference's follow
+    one distribution (a mixture over the sets), so two_sample_chi2 compares draws made on a fresh input set per
+    call. Call after check_support has passed every draw (token ids in range)."""
+    name, _ = _output_spec(definition)
+    out = []
+    for draw, given in zip(draws, inputs):
+        p = given["probs"].detach().to("cpu", torch.float32)
+        p = p.reshape(-1, p.shape[-1])
+        ids = draw[name].detach().to("cpu", torch.int64).reshape(-1, 1)
+        out.append((p > p.gather(1, ids)).sum(1))
+    return torch.stack(out)
+
+
 def compare_samples(definition: Mapping[str, Any], solution_draws: list, reference_draws: list,
                     inputs: Mapping[str, Any]) -> Verdict:
     """Sampling kernels, SAMPLING_DRAWS calls of each on one input set (`inputs`: the call's inputs by
