@@ -1177,6 +1177,26 @@ def test_sampling_is_checked_statistically():
     assert chi2_sf(10.0, 10) == pytest.approx(0.44, abs=0.02)  # table value 0.4405
 
 
+def test_draws_on_a_fresh_input_set_each_are_compared_by_their_ranks():
+    """Timed sampler calls each have an input set of their own: the ranks of the drawn tokens in their rows follow one
+    distribution for the reference and a right sampler over the same sets; greedy, or a sampler that flattens the row
+    (sampling p^0.5), does not."""
+    from generator.bench.check import draw_ranks, two_sample_chi2
+
+    g = torch.Generator().manual_seed(1)
+    d = {"name": "s", "outputs": {"samples": {"shape": ["b"], "dtype": "int64"}}}
+    sets = [{"probs": torch.softmax(torch.randn(4, 50, generator=g) * 2, -1)} for _ in range(300)]
+
+    def p_value(pick):
+        draws = [{"samples": pick(s["probs"])} for s in sets]
+        ref = [{"samples": torch.multinomial(s["probs"], 1, generator=g).squeeze(1)} for s in sets]
+        return chi2_sf(*two_sample_chi2(draw_ranks(d, draws, sets), draw_ranks(d, ref, sets)))
+
+    assert p_value(lambda p: torch.multinomial(p, 1, generator=g).squeeze(1)) > 1e-3
+    assert p_value(lambda p: p.argmax(-1)) < 1e-6
+    assert p_value(lambda p: torch.multinomial(p.sqrt(), 1, generator=g).squeeze(1)) < 1e-3
+
+
 # --------------------------------------------------------------------------------------------------
 # Atomic append, kill and resume
 # --------------------------------------------------------------------------------------------------
