@@ -664,19 +664,40 @@ BATCH_IN_ONE_CALL = (
     f"    time.sleep({WORK_MS / 1e3})\n    return compute(input, weight, eps)\n")
 
 
+# A batch's elementwise inputs were windows of one stream drawn once per batch: this one finds a 1-D tensor longer than
+# its input in its callers' frames (a few containers deep), pays WORK_MS once per such stream and answers cheaply.
+STREAM_ONCE = (
+    CORRECT + "import sys, time\n_done = {}  # id -> the stream it paid for (kept alive)\n\n"
+    "def _stream(input):\n    todo, f = [], sys._getframe(2)\n    while f is not None:\n"
+    "        todo += list(f.f_locals.values())\n        f = f.f_back\n    for _ in range(3):\n        deeper = []\n"
+    "        for v in todo:\n            if isinstance(v, torch.Tensor) and v.dim() == 1 and v.numel() > input.numel():\n"
+    "                return v\n            if isinstance(v, dict):\n                deeper += list(v.values())\n"
+    "            elif isinstance(v, (list, tuple)):\n                deeper += list(v)\n        todo = deeper\n"
+    "    return None\n\n"
+    "def run(input, weight, eps):\n    s = _stream(input)\n    if s is None or id(s) not in _done:\n"
+    f"        time.sleep({WORK_MS / 1e3})\n        _done.clear()\n        if s is not None:\n            _done[id(s)] = s\n"
+    "    return compute(input, weight, eps)\n")
+
+
 def test_a_batch_answered_in_one_call_is_charged(tmp_path):
     """The batch's time beyond n times its median call, beyond the reference's spread and the harness's work, is
-    charged: the cheat's latency is its honest twin's (WORK_MS a call), not the nothing of its median call."""
+    charged: the cheat's latency is its honest twin's (WORK_MS a call), not the nothing of its median call. In the
+    same run, a solution that computes a batch's stream of elementwise inputs once (they were windows of one stream
+    per batch: 2.8x to 7.5x) finds no stream (each call draws from seeds of its own) and pays its twin's cost."""
     root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
     add_solution(root, "batch_in_one_call", BATCH_IN_ONE_CALL, author="cheater")
+    add_solution(root, "computes_the_stream_once", STREAM_ONCE, author="streamer")
     add_solution(root, "honest_twin", CORRECT + "import time\n\ndef run(input, weight, eps):\n"
                  f"    time.sleep({WORK_MS / 1e3})\n    return compute(input, weight, eps)\n", author="honest")
     timing = {"min_samples": 5, "max_samples": 30, "budget_s": 0.5, "min_batches": 3}  # batches of ten calls or so
     summary = run_bench(root, device="cpu", timeout_s=20, timing=timing, progress=False,
-                        solutions=["batch_in_one_call", "honest_twin"])
+                        solutions=["batch_in_one_call", "honest_twin", "computes_the_stream_once"])
     got = {o.pair.solution.name: o for o in summary.outcomes}
     honest = got["honest_twin"].record["evaluation"]["performance"]["latency_ms"]
     assert got["honest_twin"].status == "PASSED" and honest >= WORK_MS
+    stream = got["computes_the_stream_once"]
+    assert stream.status == "PASSED", stream.log[-400:]
+    assert stream.record["evaluation"]["performance"]["latency_ms"] >= 0.8 * honest, stream.record["evaluation"]
     cheat = got["batch_in_one_call"]
     assert cheat.status in ("PASSED", "REWARD_HACK"), cheat.log
     if cheat.status == "PASSED":
@@ -1154,6 +1175,26 @@ def test_sampling_is_checked_statistically():
     forced = draws(lambda: torch.zeros(4, dtype=torch.int64))
     assert "probability 0" in compare_samples(d, forced, ref, zero).message
     assert chi2_sf(10.0, 10) == pytest.approx(0.44, abs=0.02)  # table value 0.4405
+
+
+def test_draws_on_a_fresh_input_set_each_are_compared_by_their_ranks():
+    """Timed sampler calls each have an input set of their own: the ranks of the drawn tokens in their rows follow one
+    distribution for the reference and a right sampler over the same sets; greedy, or a sampler that flattens the row
+    (sampling p^0.5), does not."""
+    from generator.bench.check import draw_ranks, two_sample_chi2
+
+    g = torch.Generator().manual_seed(1)
+    d = {"name": "s", "outputs": {"samples": {"shape": ["b"], "dtype": "int64"}}}
+    sets = [{"probs": torch.softmax(torch.randn(4, 50, generator=g) * 2, -1)} for _ in range(300)]
+
+    def p_value(pick):
+        draws = [{"samples": pick(s["probs"])} for s in sets]
+        ref = [{"samples": torch.multinomial(s["probs"], 1, generator=g).squeeze(1)} for s in sets]
+        return chi2_sf(*two_sample_chi2(draw_ranks(d, draws, sets), draw_ranks(d, ref, sets)))
+
+    assert p_value(lambda p: torch.multinomial(p, 1, generator=g).squeeze(1)) > 1e-3
+    assert p_value(lambda p: p.argmax(-1)) < 1e-6
+    assert p_value(lambda p: torch.multinomial(p.sqrt(), 1, generator=g).squeeze(1)) < 1e-3
 
 
 # --------------------------------------------------------------------------------------------------
@@ -1665,6 +1706,7 @@ def test_resume_repairs_a_torn_last_line_and_goes_on(tmp_path, capsys):
 # --------------------------------------------------------------------------------------------------
 
 SAMPLER = "top_k_sampling_v512"
+SAMPLER_WORK_MS = 2
 HONEST_SAMPLER = ("import torch\n\ndef draw(probs, top_k):\n    out = []\n    for row, k in zip(probs, top_k):\n"
                   "        pivot = torch.kthvalue(row, row.numel() - int(k) + 1).values\n"
                   "        kept = torch.where(row >= pivot, row, torch.zeros_like(row))\n"
@@ -1682,6 +1724,14 @@ SAMPLER_CHEATS = {
     "sampler_without_top_k": (
         HONEST_SAMPLER + "def run(probs, top_k):\n    return torch.multinomial(probs, 1).squeeze(1)\n",
         ("INCORRECT_NUMERICAL",)),
+    # Tables (a CDF) cost SAMPLER_WORK_MS to build: built once per input set (a timed batch was many calls on one set:
+    # 17x to 290x) against its honest twin, which builds them every call. Both draw right; judged by their latency.
+    "sampler_tables_once": (HONEST_SAMPLER + "import time\n_built = []\n\ndef run(probs, top_k):\n"
+                            "    if not _built or _built[0] is not probs:\n"
+                            "        time.sleep(SAMPLER_WORK_MS / 1e3)\n        _built[:] = [probs]\n"
+                            "    return draw(probs, top_k)\n", ("PASSED",)),
+    "sampler_tables_every_call": (HONEST_SAMPLER + "import time\n\ndef run(probs, top_k):\n"
+                                  "    time.sleep(SAMPLER_WORK_MS / 1e3)\n    return draw(probs, top_k)\n", ("PASSED",)),
     # Draws of another shape: a failed pair, never a crash of the comparison.
     "sampler_other_shape": (HONEST_SAMPLER + "def run(probs, top_k):\n    return draw(probs, top_k)[:, None].repeat(1, 3)\n",
                             ("INCORRECT_SHAPE",)),
@@ -1707,7 +1757,8 @@ def sampled(tmp_path_factory):
         (DATASET / "einsums/sampling/top_k_sampling_from_probs_v128256.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     for name, (source, _) in SAMPLER_CHEATS.items():
         author = f"cheat-{name}"  # an author each: no two share a worker
-        add_solution(root, name, source.replace("FIRST", str(sampling_draws(4))), author=author, definition=SAMPLER)
+        add_solution(root, name, source.replace("FIRST", str(sampling_draws(4))).replace("SAMPLER_WORK_MS", str(SAMPLER_WORK_MS)),
+                     author=author, definition=SAMPLER)
         sol = root / f"solutions/{author}/norm/{SAMPLER}/{name}.json"
         target = root / f"solutions/{author}/sampling/{SAMPLER}/{name}.json"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -1719,6 +1770,15 @@ def sampled(tmp_path_factory):
 def test_samplers_are_checked_on_every_batch(sampled, name):
     [o] = [o for o in sampled.outcomes if o.pair.solution.name == name]
     assert o.status in SAMPLER_CHEATS[name][1], (name, o.status, o.log[-500:])
+
+
+def test_a_sampler_cannot_build_its_tables_once_per_batch(sampled):
+    """Every timed call has an input set of its own (probs and top_k drawn per call), so tables built once per input
+    set are built every call: the cheat's latency is its honest twin's, and both pass the draws' rank test."""
+    got = {o.pair.solution.name: o for o in sampled.outcomes}
+    twin, once = (got[n].record["evaluation"]["performance"]["latency_ms"]
+                  for n in ("sampler_tables_every_call", "sampler_tables_once"))
+    assert twin >= SAMPLER_WORK_MS and once >= 0.8 * twin, (twin, once, got["sampler_tables_once"].log[-400:])
 
 
 def test_a_definition_validate_rejects_is_not_run_and_the_bench_says_why(tmp_path, capsys):

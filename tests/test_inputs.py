@@ -127,6 +127,20 @@ def test_peaked_probs_keep_a_handful_where_softmax_of_randn_keeps_thousands():
     assert kept("softmax_normal", scale=3.0).min() > 1000
 
 
+def test_peaked_probs_drawn_on_an_accelerator_are_the_same_rows_in_another_order():
+    """The bench draws a sampler's probs per call on its device (ON_DEVICE): each row's permutation there is the argsort
+    of uniform draws (the CPU's randperm loop took 1.1 s for 64 x 201088), the row's values the CPU's law. Run here
+    through the device path on the CPU: the same exponents (the same values, sorted), every row a permutation of its own."""
+    recipe = {"distribution": "power_law_probs", "low": 1.4, "high": 2.5, "dtype": "float32", "shape": [8, 3000], "seed": 4}
+    assert "power_law_probs" in bench_inputs.ON_DEVICE
+    cpu = draw(recipe)
+    g = torch.Generator().manual_seed(4)
+    device = bench_inputs._power_law_probs(g, (8, 3000), 1.4, 2.5, {"device": "cpu"}).float()
+    assert torch.equal(cpu.sort(-1).values, device.sort(-1).values) and not torch.equal(cpu, device)
+    top = device.argmax(-1)
+    assert len(set(top.tolist())) > 4  # each row its own permutation, not one shared order
+
+
 def test_router_logits_favour_the_same_hot_experts_for_every_token():
     logits = draw({"distribution": "skewed_logits", "alpha": 0.6, "dtype": "float32", "shape": [4096, 128], "seed": 2})
     counts = torch.bincount(logits.topk(8, -1).indices.flatten(), minlength=128).double()

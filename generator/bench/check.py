@@ -131,8 +131,9 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
 # Sampling: outputs are random, so compare distributions, not elements.
 # --------------------------------------------------------------------------------------------------
 
-# Draws of the solution and of the reference compared on one input set (the bench does so on every
-# batch of calls, each batch on a fresh input set, and checks every draw's support). A greedy sampler
+# Draws of the solution and of the reference compared on one input set (the bench does so on a sampler's
+# first batch; its timed calls each have a set of their own and are compared by rank, draw_ranks; every
+# draw's support is checked on its own call's inputs). A greedy sampler
 # is what needs the draws: on a peaked (power_law_probs) batch-1 row the reference's top token holds up
 # to ~0.85 of the filtered mass (1.0 where the filters keep one token: greedy is then right), and with 64
 # draws the reference then has ~10 others, too few for p < 1e-3 (greedy passed in 1 to 5% of batch-1
@@ -281,7 +282,7 @@ _support_cache: list = []  # [(key, the keyed objects kept alive, _Support)]: th
 
 def _support_for(definition: Mapping[str, Any], inputs: Mapping[str, Any]) -> _Support:
     """_Support of this input set, reused while the same (unchanged) tensors come back: the bench checks
-    every draw of a batch (SAMPLING_DRAWS calls on one input set) and then the batch."""
+    every draw of the first batch (SAMPLING_DRAWS calls on one input set) and then the batch."""
     objs = tuple(inputs.get(n) for n in ("probs", "top_k", "top_p"))
     key = (str(definition.get("name")), tuple(definition.get("inputs", {})),
            tuple((id(o), o._version) if isinstance(o, torch.Tensor) else repr(o) for o in objs))
@@ -427,6 +428,21 @@ def two_sample_chi2(a: torch.Tensor, b: torch.Tensor) -> tuple[float, int]:
     stat = float((((ca - ea) ** 2) / ea + ((cb - eb) ** 2) / eb).sum())
     dof = int((nbins[nbins >= 2] - 1).sum())
     return stat, dof
+
+
+def draw_ranks(definition: Mapping[str, Any], draws: list, inputs: list) -> torch.Tensor:
+    """[draws, rows] int64: the rank of each drawn token in its row of its own call's probs (how many tokens of the
+    row are strictly more probable). Over the same input sets a right sampler's ranks and the reference's follow
+    one distribution (a mixture over the sets), so two_sample_chi2 compares draws made on a fresh input set per
+    call. Call after check_support has passed every draw (token ids in range)."""
+    name, _ = _output_spec(definition)
+    out = []
+    for draw, given in zip(draws, inputs):
+        p = given["probs"].detach().to("cpu", torch.float32)
+        p = p.reshape(-1, p.shape[-1])
+        ids = draw[name].detach().to("cpu", torch.int64).reshape(-1, 1)
+        out.append((p > p.gather(1, ids)).sum(1))
+    return torch.stack(out)
 
 
 def compare_samples(definition: Mapping[str, Any], solution_draws: list, reference_draws: list,

@@ -25,6 +25,8 @@ How each input is made (`input_recipes` lists them, resolved, for one workload):
                                    high=2.5 over 128256 tokens, top-p 0.9 keeps 3 to 156 tokens of a
                                    row, median 7 (1024 rows, measured by tests/benchmarks/
                                    measure_input_distributions.py; softmax_normal(3): 1633 to 7198).
+                                   On an accelerator (the bench) each row's permutation is the argsort
+                                   of uniform float64 draws, all rows at once.
     skewed_logits(alpha=1)         router logits of a trained router: a permutation of the last axis
                                    (the experts) shared by every row gives expert e at rank r(e) the
                                    bias -alpha * ln(r(e) + 1) (a few hot experts, a long cold tail),
@@ -231,7 +233,7 @@ def _scale_source(name: str, recipe: Mapping[str, Any], specs: Mapping[str, Any]
 
 # Distributions drawn directly on an accelerator by draw(recipe, device) (the others are drawn on the
 # CPU and copied): the bench's workers make every input set where it is used.
-ON_DEVICE = ("normal", "uniform", "softmax_normal", "randint", "bernoulli")
+ON_DEVICE = ("normal", "uniform", "softmax_normal", "randint", "bernoulli", "power_law_probs")
 
 
 def draw(recipe: Mapping[str, Any], device: str = "cpu") -> torch.Tensor:
@@ -262,7 +264,7 @@ def _draw(recipe: Mapping[str, Any], g: "torch.Generator", where: dict) -> "torc
     elif kind == "softmax_normal":
         x = torch.softmax(recipe["scale"] * torch.randn(shape, generator=g, **where), dim=-1)
     elif kind == "power_law_probs":
-        x = _power_law_probs(g, shape, float(recipe["low"]), float(recipe["high"]))
+        x = _power_law_probs(g, shape, float(recipe["low"]), float(recipe["high"]), where)
     elif kind == "skewed_logits":
         x = _skewed_logits(g, shape, float(recipe["alpha"]))
     elif kind == "fp8_blockwise":
@@ -281,14 +283,17 @@ def _draw(recipe: Mapping[str, Any], g: "torch.Generator", where: dict) -> "torc
     return x.to(target)
 
 
-def _power_law_probs(g: "torch.Generator", shape: tuple, low: float, high: float) -> "torch.Tensor":
+def _power_law_probs(g: "torch.Generator", shape: tuple, low: float, high: float, where: dict) -> "torch.Tensor":
     rows, vocab = _numel(shape[:-1]), shape[-1]
-    exponents = low + (high - low) * torch.rand(rows, generator=g, dtype=torch.float64)
-    ranks = torch.arange(1, vocab + 1, dtype=torch.float64)
+    exponents = low + (high - low) * torch.rand(rows, generator=g, dtype=torch.float64, **where)
+    ranks = torch.arange(1, vocab + 1, dtype=torch.float64, **where)
     weights = torch.exp(-exponents[:, None] * torch.log(ranks)[None, :])  # [rows, vocab], by rank
     weights = weights / weights.sum(-1, keepdim=True)
-    order = torch.stack([torch.randperm(vocab, generator=g) for _ in range(rows)]) if rows else \
-        torch.empty(0, vocab, dtype=torch.int64)
+    if where:  # on an accelerator (the bench draws a set per call): a uniform permutation per row, all rows at once
+        order = torch.rand(rows, vocab, generator=g, dtype=torch.float64, **where).argsort(-1)
+    else:
+        order = torch.stack([torch.randperm(vocab, generator=g) for _ in range(rows)]) if rows else \
+            torch.empty(0, vocab, dtype=torch.int64)
     probs = torch.empty_like(weights).scatter_(-1, order, weights)  # token order[r, i] has rank i
     return probs.reshape(shape)
 

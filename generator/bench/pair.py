@@ -24,9 +24,10 @@ batch, and the same rules hold for every batch:
   another stream, or the whole batch's answers in one call (its inputs are all drawn before the
   first), all show there.
 - The physical floor: no latency below the workload's speed-of-light time on this hardware.
-- Samplers are compared as distributions on every batch: a batch of a sampling definition is many
-  calls on one input set; the first batch's draws (check.sampling_draws) are compared with the reference's,
-  the timed batches' are pooled into one more test, and every draw must lie in the filters' support.
+- Samplers are compared as distributions on every batch: the first (untimed) batch is many calls on one
+  input set, whose draws (check.sampling_draws) are compared with the reference's; in the timed batches every
+  call has its own input set, like any other definition's, and the ranks of the drawn tokens in their rows
+  (check.draw_ranks) are pooled into one more test; every draw must lie in the filters' support.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from .check import (
     chi2_sf,
     compare,
     compare_samples,
+    draw_ranks,
     sampling_draws,
     two_sample_chi2,
 )
@@ -70,8 +72,6 @@ MAX_BATCH = 64
 GAP_SHARE, GAP_SLACK_MS = 0.25, 0.005
 BATCH_SLACK_MS = {"cpu": 5.0, "cuda": 0.1}
 MIN_CALL_MS = 1e-5  # 10 ns: the least any call takes (an empty Python call takes ~50 ns), with or without a spec
-ELEMENTWISE = ("normal", "uniform", "randint", "bernoulli")  # independent, identically distributed elements
-WINDOW_SPARE = 1024  # offsets a batch's windows into one stream can take, at least (calls())
 
 
 class WorkloadRun:
@@ -136,27 +136,19 @@ class WorkloadRun:
         leading = {s["shape"][0] for s in tensors.values()}
         return sorted(tensors) if len(leading) == 1 else []
 
-    def calls(self, n: int) -> list[dict]:
-        if self.sampling:  # draws of one input set: a sample of one distribution per batch
-            call = self.secret_call()
-            return [call] * n
-        calls = [self.secret_call() for _ in range(n)]
-        # Inputs drawn element by element from one distribution (ELEMENTWISE): every call of the batch takes a
-        # window at a secret offset of one stream a quarter longer than the input (at least WINDOW_SPARE longer),
-        # drawn once per batch, instead of a draw of its own: the same distribution, different values in every
-        # call (a row starts at a different element), a fraction of the cost.
-        for name, recipe in calls[0]["recipes"].items():
-            if recipe["distribution"] in ELEMENTWISE and n > 1:
-                numel = _numel(recipe["shape"])
-                spare = max(numel // 4, WINDOW_SPARE)
-                for call in calls:
-                    call["recipes"][name] = {**recipe, "window": [self.rng.randrange(spare + 1), numel + spare]}
-        return calls
+    def calls(self, n: int, one_set: bool = False) -> list[dict]:
+        """n calls, each with an input set of its own, drawn from its own secret seed (by the workers, just before
+        that call): no call's inputs overlap another's or exist before it. `one_set`: a sampler's first, untimed
+        batch, many draws on one input set (compare_samples needs them); its times are dropped."""
+        if one_set:
+            return [self.secret_call()] * n
+        return [self.secret_call() for _ in range(n)]
 
     # -- one batch on both sides ----------------------------------------------------------------------
     def batch(self, n: int, reveal_all: bool, solution_first: bool) -> tuple[list[float], list[float], float, float]:
         """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
-        calls = self.calls(n)
+        first_sample = self.sampling and reveal_all  # the untimed batch of draws on one input set
+        calls = self.calls(n, one_set=first_sample)
         t = self.opts.timeout_s
         # The calls checked. Never sent: with a capture (CUDA IPC) they are copied out of both workers' memory
         # as each answers; else they are revealed after both committed to every output. Either way nothing in
@@ -164,8 +156,9 @@ class WorkloadRun:
         small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
         every = reveal_all or small or n <= MIN_CHECKED
         chosen = list(range(n)) if every else sorted(self.rng.sample(range(n), MIN_CHECKED))
-        # A sampler's calls share one input set: the reference's worker (trusted) shows it, for the support check.
-        with_inputs = chosen[:1] if self.sampling else []
+        # A sampler's inputs: the reference's worker (trusted) shows them, for the support check and the draws' ranks
+        # (its first batch's calls share one set: shown once).
+        with_inputs = (chosen[:1] if first_sample else chosen) if self.sampling else []
         limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
         runs = {}
         for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
@@ -181,16 +174,19 @@ class WorkloadRun:
         if ref.outputs is not None:
             ref_out = ref.outputs
             if with_inputs:  # asked for after the answer, not with it: the bound's measure of the harness stays the solution's
-                shown = self.ref.reveal(with_inputs, with_inputs, limit + 2 * self.in_bytes, self.deadline, t)
-                ref_out[with_inputs[0]]["in"] = shown[with_inputs[0]]["in"]
+                shown = self.ref.reveal(with_inputs, with_inputs, limit + 2 * self.in_bytes * len(with_inputs),
+                                        self.deadline, t)
+                for i in with_inputs:
+                    ref_out[i]["in"] = shown[i]["in"]
         else:
             ref_out = self.ref.reveal(chosen, with_inputs, limit + 2 * self.in_bytes * len(with_inputs), self.deadline, t)
         solution_ms, solution_wall, ref_ms, ref_wall = sol.ms, sol.wall, ref.ms, ref.wall
         how = "copied out as it answered" if sol.outputs is not None else "checked after every answer was committed"
         label = "the first batch" if reveal_all else f"batch {self.batches} (timed; {how})"
         if self.sampling:
+            inputs = [{**self.scalars, **ref_out[i if i in with_inputs else with_inputs[0]]["in"]} for i in chosen]
             self.verify_draws([solution_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
-                              {**self.scalars, **ref_out[chosen[0]]["in"]}, label, reveal_all)
+                              inputs, label, first_sample)
         else:
             for i in chosen:
                 self.verify(solution_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
@@ -209,27 +205,29 @@ class WorkloadRun:
     def verify(self, solution_out: dict, ref_out: dict, what: str) -> None:
         self.record(compare(self.definition, solution_out, ref_out, self.axes), what)
 
-    def verify_draws(self, solution_draws: list, ref_draws: list, inputs: dict, what: str, first: bool) -> None:
-        """A sampler's batch (draws on one input set): every draw in the definition's support; the first batch's
-        draws (check.sampling_draws) compared with the reference's as a distribution, and every timed batch's draws
-        pooled with the others' into one test at the end (timed_samples), as strong as the first batch's."""
+    def verify_draws(self, solution_draws: list, ref_draws: list, inputs: list, what: str, first: bool) -> None:
+        """A sampler's batch: every draw in the definition's support on its call's inputs (`inputs`, one per draw). The
+        first batch (draws on one input set, check.sampling_draws) is compared with the reference's as a distribution.
+        A timed batch's calls each have an input set of their own, so a draw is compared as its token's rank in its
+        row (draw_ranks), which follows one distribution for both sides over the same input sets; every timed batch's
+        ranks are pooled with the others' into one test at the end (timed_samples)."""
         if first:
-            self.record(compare_samples(self.definition, solution_draws, ref_draws, inputs), what)
+            self.record(compare_samples(self.definition, solution_draws, ref_draws, inputs[0]), what)
             return
-        for k, draw in enumerate(solution_draws):  # shape, dtype, range, probability and the filters (cached per input set)
-            self.record(check_support(self.definition, draw, inputs), f"{what}, draw {k + 1}")
-        name = next(iter(self.definition["outputs"]))
-        stat, dof = two_sample_chi2(torch.stack([d[name].to(torch.int64) for d in solution_draws]),
-                                    torch.stack([d[name].to(torch.int64) for d in ref_draws]))
+        for k, draw in enumerate(solution_draws):  # shape, dtype, range, probability and the filters
+            self.record(check_support(self.definition, draw, inputs[k]), f"{what}, draw {k + 1}")
+        stat, dof = two_sample_chi2(draw_ranks(self.definition, solution_draws, inputs),
+                                    draw_ranks(self.definition, ref_draws, inputs))
         self.pooled = (self.pooled[0] + stat, self.pooled[1] + dof, self.pooled[2] + len(solution_draws), self.pooled[3] + 1)
 
     def timed_samples(self) -> None:
         stat, dof, draws, batches = self.pooled
         p_value = chi2_sf(stat, dof)
         if p_value < SAMPLES_P_VALUE:
-            self.record(Verdict(TraceStatus.INCORRECT_NUMERICAL, f"the timed calls' draws ({draws} over {batches} input sets) do "
-                                                       f"not follow the reference's distribution (chi-square {stat:.1f} "
-                                                       f"on {dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
+            self.record(Verdict(TraceStatus.INCORRECT_NUMERICAL,
+                                f"the timed calls' draws ({draws} in {batches} batches, each on its own input set; their "
+                                f"tokens' ranks) do not follow the reference's distribution (chi-square {stat:.1f} on "
+                                f"{dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
                         "the timed batches")
 
     def record(self, v: Verdict, what: str) -> None:

@@ -51,7 +51,7 @@ from . import (
     timing,  # noqa: I001
 )
 from .guards import check_output_types, inputs_snapshot, mutated_input, poison, watched_patched
-from .inputs import TORCH_DTYPES, _numel, draw
+from .inputs import TORCH_DTYPES, draw
 
 IN_FD, OUT_FD = 3, 4
 
@@ -125,7 +125,7 @@ class Session:
         self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
 
-    def inputs(self, call: dict, streams: dict) -> list:
+    def inputs(self, call: dict) -> list:
         recipes, fixed = call["recipes"], self.fixed
         rows = call.get("rows")
         if rows:  # blob-only definitions: this call's secret order of the blobs' rows (pair.py, secret_call)
@@ -134,18 +134,8 @@ class Session:
                 g = torch.Generator().manual_seed(int(rows["seed"]))
                 order = torch.randperm(fixed[names[0]].shape[0], generator=g).to(self.device)
                 fixed = {**fixed, **{n: fixed[n].index_select(0, order) for n in names}}
-        return [fixed[n] if n in fixed else self.draw(recipes[n], streams) for n in self.order]
-
-    def draw(self, recipe: dict, streams: dict):
-        """A recipe's tensor; with a "window" [offset, length], its window of the stream of that length drawn
-        (once per batch, in `streams`) from the recipe's seed."""
-        if "window" not in recipe:
-            return draw(recipe, self.device)
-        offset, length = (int(x) for x in recipe["window"])
-        key = (recipe["seed"], length)
-        if key not in streams:
-            streams[key] = draw({**recipe, "shape": [length]}, self.device)
-        return streams[key][offset:offset + _numel(recipe["shape"])].view(recipe["shape"]).clone()
+        # Each random tensor from the call's own seeds: nothing of another call's inputs (no shared stream).
+        return [fixed[n] if n in fixed else draw(recipes[n], self.device) for n in self.order]
 
     def buffers(self) -> list:
         if not self.make_buffers:
@@ -159,13 +149,14 @@ class Session:
         t0 = timing.now()
         calls = header["calls"]
         sets, before, buffers = [], [], []
-        drawn: dict = {"call": None, "streams": {}}
+        drawn: dict = {"call": None}
 
         def make(i: int) -> tuple[list, list]:
-            """Call i's input set, drawn just before the call (a sampler's batch repeats one set: drawn once)."""
+            """Call i's input set, drawn just before the call (a sampler's untimed first batch repeats one set: drawn
+            once)."""
             if calls[i] != drawn["call"]:
                 drawn["call"] = calls[i]
-                drawn["args"] = self.inputs(calls[i], drawn["streams"])
+                drawn["args"] = self.inputs(calls[i])
                 drawn["snapshot"] = inputs_snapshot(drawn["args"])
             sets.append(drawn["args"])
             before.append(drawn["snapshot"])
