@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from dataset_factory import DEFINITION, MORE_WORKLOADS, WORKLOAD, dump, write_dataset
 from generator.cli import main
 from generator.contenders import contenders
 from generator.contenders.compiler import compiled_source, solution_name
 from generator.contenders.write import COMPILES, probe_path, reference_digest, write_verdicts
 from generator.model.layout import CANONICAL
+
+from dataset_factory import DEFINITION, MORE_WORKLOADS, WORKLOAD, dump, write_dataset
 
 COMPILER_FILE = CANONICAL.solution_file("torch-compile", "norm", "rmsnorm_h128", "rmsnorm_h128_compile")
 # A reference whose control flow depends on its inputs' values: TorchDynamo cannot trace it as one graph.

@@ -24,7 +24,7 @@ from ..bench.worker import load_reference
 from .compiler import DYNAMIC
 from .write import COMPILES, read_verdicts, reference_digest, write_verdicts
 
-PROBE_TIMEOUT_S = 120  # per definition: a trace that unrolls a huge Python loop is not one we would time anyway
+PROBE_TIMEOUT_S = 60  # per definition: a trace that unrolls a huge Python loop is not one we would time anyway
 
 
 class _Traced(Exception):
@@ -58,6 +58,7 @@ def reason_of(exc: BaseException) -> str:
     text = re.sub(r"(/[^\s:'\"]+)+", "<path>", text)
     text = re.sub(r"0x[0-9a-f]+", "<address>", text)
     text = re.sub(r"\bline \d+", "line N", text)
+    text = re.sub(r"\b([us])\d+\b", r"\1", text)  # TorchDynamo's symbol numbers (u0, s1): alike failures group
     return f"{type(exc).__name__}: {text}"[:240]
 
 
@@ -83,6 +84,7 @@ def probe_one(ds, d) -> str:
     # the graph the largest made must serve the median.
     order = {w.uuid: w for w in (workloads[0], workloads[-1], workloads[(len(workloads) - 1) // 2])}
     counts = []
+    started = time.monotonic()
     for w in order.values():
         try:
             fn(*_inputs(d, w, ds.root))
@@ -92,6 +94,8 @@ def probe_one(ds, d) -> str:
         except _TooSlow:
             return f"tracing took over {PROBE_TIMEOUT_S} s (a Python loop unrolled over a large axis)"
         except Exception as exc:  # noqa: BLE001 - the reason is the verdict
+            if time.monotonic() - started >= PROBE_TIMEOUT_S - 1:  # the alarm, wrapped by TorchDynamo
+                return f"tracing took over {PROBE_TIMEOUT_S} s (a Python loop unrolled over a large axis)"
             return reason_of(exc)
     if len(counts) == 3 and counts[2] > counts[1]:
         return ("recompiles per workload: the trace specialises on a var axis (e.g. a Python loop over it), so "
@@ -103,10 +107,18 @@ def _alarm(signum, frame):  # noqa: ARG001
     raise _TooSlow()
 
 
-def probe(ds, definitions: Iterable[str] = (), progress: bool = True) -> dict:
-    """Probe the definitions (all where none are named), update the probe file; return {definition: verdict}."""
+def _save(root, data: dict) -> None:
     import torch
 
+    data["about"] = ("Written by `kerneltrace contenders --probe`: whether each definition's reference traces as one "
+                     "graph with dynamic shapes (TorchDynamo, fullgraph), for the digest of the reference it traced. "
+                     "`kerneltrace contenders` writes a torch.compile contender where the verdict is 'compiles'.")
+    data["torch"] = torch.__version__.split("+")[0]
+    write_verdicts(root, data)
+
+
+def probe(ds, definitions: Iterable[str] = (), progress: bool = True) -> dict:
+    """Probe the definitions (all where none are named), update the probe file; return {definition: verdict}."""
     wanted = sorted(set(definitions) or ds.definitions)
     data = read_verdicts(ds.root)
     verdicts = data["verdicts"]
@@ -122,15 +134,13 @@ def probe(ds, definitions: Iterable[str] = (), progress: bool = True) -> dict:
             finally:
                 signal.alarm(0)
             verdicts[name] = {"reference": reference_digest(d.data["reference"]), "verdict": found[name]}
+            if (k + 1) % 25 == 0:  # kept as it goes: an interrupted probe loses at most 25 definitions' work
+                _save(ds.root, data)
             if progress:
                 print(f"[{k + 1}/{len(wanted)} {time.monotonic() - started:.0f} s] {name}: {found[name]}",
                       file=sys.stderr)
     finally:
         signal.signal(signal.SIGALRM, previous)
-    data["about"] = ("Written by `kerneltrace contenders --probe`: whether each definition's reference traces as one "
-                     "graph with dynamic shapes (TorchDynamo, fullgraph), for the digest of the reference it traced. "
-                     "`kerneltrace contenders` writes a torch.compile contender where the verdict is 'compiles'.")
-    data["torch"] = torch.__version__.split("+")[0]
-    write_verdicts(ds.root, data)
+    _save(ds.root, data)
     return found
 
