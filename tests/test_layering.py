@@ -24,7 +24,7 @@ RANK = {
     "load": 2,
     "validate": 3, "workloadgen": 3,
     "bench": 4,
-    "analyse": 5,
+    "analyse": 5, "contenders": 5,  # contenders: the generated solutions (probe traces with the bench's inputs)
     "site": 6, "export": 6,
     "kit": 7,  # the GPU kit runs before any wheel is installed: it imports no stage (test_the_kit_needs_only_the_standard_library)
 }
