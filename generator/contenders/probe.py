@@ -2,8 +2,8 @@
 
 The probe calls `torch.compile(run, fullgraph=True, dynamic=DYNAMIC)` with a backend that records the graph
 and stops there (the graph is never run, so no input's values matter and no kernel is compiled): on the inputs
-of the definition's smallest workload, its largest and its median, which must reuse the largest's graph (one
-compile serves the definition's workloads, but for a size-1 axis's own). Inputs are uninitialised tensors of the workload's shapes and dtypes, blobs and scalars as the
+of the definition's three smallest workloads of distinct sizes, the third of which must reuse the second's graph
+(one compile serves the definition's workloads, but for a size-1 axis's own). Inputs are uninitialised tensors of the workload's shapes and dtypes, blobs and scalars as the
 workload gives them. A reference compiles when each traces as one graph; else the verdict is why not (the
 first line of TorchDynamo's reason). Tracing is a few hundred milliseconds a definition on a CPU, so the whole
 dataset is probed in minutes; inductor's own failures (a dtype its CPU backend lacks) show in the bench as the
@@ -24,7 +24,7 @@ from ..bench.worker import load_reference
 from .compiler import DYNAMIC
 from .write import COMPILES, read_verdicts, reference_digest, write_verdicts
 
-PROBE_TIMEOUT_S = 60  # per definition: a trace that unrolls a huge Python loop is not one we would time anyway
+PROBE_TIMEOUT_S = 15  # per definition: TorchDynamo reasoning for minutes over an unrolled Python loop is not a trace we would time
 
 
 class _Traced(Exception):
@@ -80,9 +80,14 @@ def probe_one(ds, d) -> str:
 
     torch._dynamo.reset()
     fn = torch.compile(load_reference(d.data["reference"], d.name), backend=backend, fullgraph=True, dynamic=DYNAMIC)
-    # Smallest, largest, then the median: a size-1 axis may get a graph of its own (0/1 specialisation), but
-    # the graph the largest made must serve the median.
-    order = {w.uuid: w for w in (workloads[0], workloads[-1], workloads[(len(workloads) - 1) // 2])}
+    # The three smallest workloads of distinct sizes, smallest first: a size-1 axis may get a graph of its own (0/1
+    # specialisation), but the second's graph must serve the third. Small, so that a Python loop over a var axis
+    # (unrolled by the trace) fails fast instead of unrolling the largest workload's thousands of trips.
+    order: dict = {}
+    for w in workloads:
+        order.setdefault(tuple(sorted(w.axes.items())), w)
+        if len(order) == 3:
+            break
     counts = []
     started = time.monotonic()
     for w in order.values():
@@ -92,10 +97,10 @@ def probe_one(ds, d) -> str:
         except _Traced:
             counts.append(len(graphs))
         except _TooSlow:
-            return f"tracing took over {PROBE_TIMEOUT_S} s (a Python loop unrolled over a large axis)"
+            return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
         except Exception as exc:  # noqa: BLE001 - the reason is the verdict
             if time.monotonic() - started >= PROBE_TIMEOUT_S - 1:  # the alarm, wrapped by TorchDynamo
-                return f"tracing took over {PROBE_TIMEOUT_S} s (a Python loop unrolled over a large axis)"
+                return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
             return reason_of(exc)
     if len(counts) == 3 and counts[2] > counts[1]:
         return ("recompiles per workload: the trace specialises on a var axis (e.g. a Python loop over it), so "
