@@ -22,9 +22,9 @@ RANK = {
     "model": 0,  # the contract, shared by every stage
     "formats": 1, "einsum": 1,  # foreign dialects; the cascade format
     "load": 2,
-    "validate": 3, "workloadgen": 3, "contenders": 3,  # authoring: the generated contenders
+    "validate": 3, "workloadgen": 3,
     "bench": 4,
-    "analyse": 5,
+    "analyse": 5, "contenders": 5,  # contenders: the generated solutions (probe traces with the bench's inputs)
     "site": 6, "export": 6,
     "kit": 7,  # the GPU kit runs before any wheel is installed: it imports no stage (test_the_kit_needs_only_the_standard_library)
 }

@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterable, Optional
 
+from ..model.contender_kinds import COMPILER, kind_of
 from ..model.dtypes import DTYPE_BYTES
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
@@ -153,7 +154,8 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
     """The pairs to run, ordered by author, definition and solution (the bench reuses a worker for an author's
     next solution); `breadth_first`: first every solution on one representative workload of its definition
     (the median by bytes per call), those of definitions with several solutions first, then the rest, so a
-    run cut short by its time budget has covered the contested definitions, then every definition, once. `rejected`: definition name ->
+    run cut short by its time budget has covered the contested definitions, then every definition, once (a
+    compiler contender's workloads all come with its first: one compile each). `rejected`: definition name ->
     why validate rejects it (rejected_definitions); their solutions are skipped, saying so. `counts_cache`:
     the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next. `hardware`
     and `capability`: the device's, for which solutions a GPU run takes (why_not_on)."""
@@ -211,9 +213,12 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         first = {d: representative(list(ws.values()), ds.definitions[d]) for d, ws in planned.items()}
         contested = {d for d, n in Counter(p.definition.name for p in plan.pairs
                                            if first.get(p.definition.name) == p.workload.uuid).items() if n > 1}
-        rounds = (sorted([p for p in plan.pairs if first.get(p.definition.name) == p.workload.uuid],
-                         key=lambda p: p.definition.name not in contested),
-                  [p for p in plan.pairs if first.get(p.definition.name) != p.workload.uuid])
+        # A compiler contender's workloads stay together in the first round: its compile is paid once per worker
+        # (a second round would load it again and compile again), and its other workloads cost only their timing.
+        early = [first.get(p.definition.name) == p.workload.uuid or kind_of(p.solution.author) == COMPILER
+                 for p in plan.pairs]
+        rounds = (sorted([p for p, e in zip(plan.pairs, early) if e], key=lambda p: p.definition.name not in contested),
+                  [p for p, e in zip(plan.pairs, early) if not e])
         plan.pairs = rounds[0] + rounds[1]
     return plan
 

@@ -62,6 +62,7 @@ class Remote:
         """Build the solution (or the reference) of `load` in this worker; a reference's worker is told to load
         the next definition's reference the same way. A failure kills the worker (_fail, or here)."""
         self.names = list(load["output_names"])
+        self.fresh = True  # no call since the load: the next pair's first call pays the compile (pair.py)
         self.send(load, deadline=time.monotonic() + 60)
         header, _ = self.recv(("loaded", "compile_error"), time.monotonic() + opts.timeout_s,
                               f"building the {self.who}", timeout_s=opts.timeout_s)

@@ -57,6 +57,8 @@ class Performance(NamedTuple):
     stderr_ms: Optional[float] = None
     samples: Optional[int] = None
     timer: Optional[str] = None
+    first_call_ms: Optional[float] = None  # informational (a compile, a JIT): never ranked
+    first_call_after_load: Optional[bool] = None
     unstable_mark: Optional[bool] = None  # the bench's own `unstable` mark, where the trace has one
 
     @classmethod

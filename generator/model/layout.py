@@ -104,6 +104,9 @@ class Layout:
         where = self["solutions"].fields(rel)
         return where["author"] if where else ""
 
+    def probe_file(self, name: str) -> str:
+        return self["contenders"].path(probe=name)
+
     def trace_author(self, rel: str) -> str:
         """The author folder of a trace file; '' where the path does not name one."""
         where = self["traces"].fields(rel)
@@ -123,4 +126,7 @@ CANONICAL = Layout(
     Folder("blob", "blob/workloads/<type>/<definition>/<uuid>.safetensors", loaded=False),
     # A model's workload recipe, named as its calling record; read by workloadgen, not by the loader.
     Folder("recipes", "recipes/<model>.yaml", loaded=False),
+    # What `kerneltrace contenders --probe` found about each reference (does it compile, and if not why), read by
+    # the contenders writer and its --check; not a record kind, so the loader does not read it.
+    Folder("contenders", "contenders/<probe>.json", loaded=False),
 )
