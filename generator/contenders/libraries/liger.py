@@ -1,0 +1,181 @@
+"""liger-kernel contenders: RMSNorm (plain and Gemma's 1 + w), the fused residual add + RMSNorm, SiLU-and-mul.
+
+Liger's norms run in casting mode "gemma": x and w widened to float32, the mean of squares, rsqrt,
+normalisation and the (offset + w) multiply in float32, one rounding to the input dtype, as the
+definitions state. (Its default "llama" mode rounds the normalised value before the weight multiply:
+not these definitions.) The fused add stores x + r rounded to bfloat16 and normalises that rounded sum,
+as the definitions do.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .common import TRITON_GPUS, Family, Unclaimed, reference_eps, sig
+
+AUTHOR = "liger-kernel"
+DEPENDENCIES = ("torch>=2.6", "triton>=3.3", "liger-kernel>=0.8.5,<0.9")
+_GEMMA_SCALE = re.compile(r"\(1\.0 \+ weight")
+
+RMSNORM_SOURCE = '''import torch
+from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+EPS = {eps!r}  # the definition's eps, inside the root
+OFFSET = {offset!r}  # the scale is (OFFSET + weight)
+
+
+def run(hidden_states, weight):
+    # casting_mode "gemma": everything in float32, one rounding to bfloat16 at the end.
+    out = LigerRMSNormFunction.apply(hidden_states, weight, EPS, OFFSET, "gemma", False)
+    return {{"output": out}}
+'''
+
+FUSED_ADD_SOURCE = '''import torch
+from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+
+EPS = {eps!r}  # the definition's eps, inside the root
+OFFSET = {offset!r}  # the scale is (OFFSET + weight)
+
+
+def run(hidden_states, residual, weight):
+    # The kernel stores s = x + r in bfloat16 and normalises that rounded sum; casting_mode "gemma":
+    # the norm and the weight multiply in float32, one rounding at the end.
+    out, residual_out = LigerFusedAddRMSNormFunction.apply(hidden_states, residual, weight, EPS, OFFSET, "gemma", False)
+    return {{"output": out, "residual_out": residual_out}}
+'''
+
+QK_RMSNORM_SOURCE = '''import torch
+from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+EPS = {eps!r}  # the definition's eps, inside the root
+OFFSET = {offset!r}  # the scale is (OFFSET + weight)
+
+
+def run(input, weight):
+    # One norm per (token, head): the rows of a [num_tokens * num_heads, head_dim] view.
+    rows = input.reshape(-1, input.shape[-1])
+    out = LigerRMSNormFunction.apply(rows, weight, EPS, OFFSET, "gemma", False)
+    return {{"output": out.view(input.shape)}}
+'''
+
+ALLREDUCE_SOURCE = '''import torch
+from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+
+EPS = {eps!r}  # the definition's eps, inside the root
+
+
+def run(partials, residual, weight):
+    # The all-reduce of the TP ranks' partials, on one device: summed in float32, rounded to bfloat16
+    # (torch ops, inside the call), then liger's fused residual add + RMSNorm on that rounded sum.
+    allreduced = partials.to(torch.float32).sum(dim=0).to(torch.bfloat16)
+    out, residual_out = LigerFusedAddRMSNormFunction.apply(allreduced, residual, weight, EPS, 0.0, "gemma", False)
+    return {{"output": out, "residual_out": residual_out}}
+'''
+
+SILU_SOURCE = '''import torch
+from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction
+
+
+def run(input):
+    # Liger rounds silu(gate) to the input's dtype before multiplying by up; the definition rounds once,
+    # after the product. Widened to float32 first, that inner rounding is exact, so the one rounding is
+    # the final .to(bfloat16). Both conversions are part of this call (and of its time).
+    out = LigerFusedGateUpSiLUMulFunction.apply(input.to(torch.float32))
+    return {"output": out.to(torch.bfloat16)}
+'''
+
+
+def _norm_constants(definition, gemma: bool) -> tuple[float, float]:
+    eps = reference_eps(definition)
+    if eps is None:
+        raise Unclaimed("no single `eps = <number>` line in the reference: the eps to bake in is unknown")
+    if bool(_GEMMA_SCALE.search(definition.reference)) != gemma:
+        raise Unclaimed("the reference's scale is not " + ("(1 + w)" if gemma else "w") + " as the name says")
+    return eps, 1.0 if gemma else 0.0
+
+
+def _rmsnorm(definition):
+    gemma = definition.name.startswith("gemma_")
+    eps, offset = _norm_constants(definition, gemma)
+    scale = "(1 + weight), Gemma's offset" if gemma else "weight"
+    return RMSNORM_SOURCE.format(eps=eps, offset=offset), (
+        f"liger-kernel's RMSNorm Triton kernel (LigerRMSNormFunction, casting_mode 'gemma', eps {eps:g} baked in, "
+        f"scale {scale}): x and the weight widened to float32 in the kernel, mean of squares, rsqrt(mean + eps), "
+        "normalisation and weight multiply in float32, one rounding to bfloat16. No layout conversion.")
+
+
+def _fused_add(definition):
+    gemma = definition.name.startswith("gemma_")
+    eps, offset = _norm_constants(definition, gemma)
+    scale = "(1 + weight), Gemma's offset" if gemma else "weight"
+    return FUSED_ADD_SOURCE.format(eps=eps, offset=offset), (
+        f"liger-kernel's fused residual add + RMSNorm Triton kernel (LigerFusedAddRMSNormFunction, casting_mode "
+        f"'gemma', eps {eps:g} baked in, scale {scale}): residual_out = x + r rounded to bfloat16, the norm of that "
+        "rounded sum in float32 with one rounding to bfloat16. No layout conversion.")
+
+
+def _qk_rmsnorm(definition):
+    gemma = definition.name.startswith("gemma_")
+    eps, offset = _norm_constants(definition, gemma)
+    return QK_RMSNORM_SOURCE.format(eps=eps, offset=offset), (
+        f"liger-kernel's RMSNorm Triton kernel (casting_mode 'gemma', eps {eps:g}, scale "
+        + ("(1 + weight)" if gemma else "weight") + ") over the [num_tokens * num_heads, head_dim] rows of the "
+        "input (a view, no copy): float32 inside, one rounding to bfloat16.")
+
+
+def _allreduce(definition):
+    eps, _ = _norm_constants(definition, gemma=False)
+    return ALLREDUCE_SOURCE.format(eps=eps), (
+        "The all-reduce of the partials done on one device by torch (sum over the TP ranks in float32, rounded to "
+        f"bfloat16, inside the timed call), then liger-kernel's fused residual add + RMSNorm (eps {eps:g}, "
+        "casting_mode 'gemma'): residual_out = sum + residual rounded to bfloat16, the norm of that rounded value in "
+        "float32, one rounding. No collective: the definition's partials are all on this device.")
+
+
+def _silu(definition):  # noqa: ARG001 (every sibling is the same call)
+    return SILU_SOURCE, (
+        "liger-kernel's fused gate/up SwiGLU Triton kernel (LigerFusedGateUpSiLUMulFunction) on the input widened to "
+        "float32, output rounded to bfloat16: liger rounds silu(gate) to the input dtype before the multiply, which "
+        "in float32 is exact, so the result is rounded once as the definition states. The widening (bfloat16 -> "
+        "float32 copy of the input) and the final rounding are inside the timed call.")
+
+
+_NORM_SIG = sig("hidden_states:batch_size,hidden_size:bfloat16 weight:hidden_size:bfloat16",
+                "output:batch_size,hidden_size:bfloat16")
+_FUSED_SIG = sig("hidden_states:batch_size,hidden_size:bfloat16 residual:batch_size,hidden_size:bfloat16 "
+                 "weight:hidden_size:bfloat16",
+                 "output:batch_size,hidden_size:bfloat16 residual_out:batch_size,hidden_size:bfloat16")
+_QK_SIG = sig("input:num_tokens,num_heads,head_dim:bfloat16 weight:head_dim:bfloat16",
+              "output:num_tokens,num_heads,head_dim:bfloat16")
+_ALLREDUCE_SIG = sig("partials:tp_size,num_tokens,hidden_size:bfloat16 residual:num_tokens,hidden_size:bfloat16 "
+                     "weight:hidden_size:bfloat16",
+                     "output:num_tokens,hidden_size:bfloat16 residual_out:num_tokens,hidden_size:bfloat16")
+_SILU_SIG = sig("input:num_tokens,gate_up_size:bfloat16", "output:num_tokens,intermediate_size:bfloat16")
+
+
+def _family(name, pattern, signature, render):
+    return Family(name=name, author=AUTHOR, pattern=re.compile(pattern), signatures=(signature,), render=render,
+                  language="triton", target_hardware=TRITON_GPUS, dependencies=DEPENDENCIES, suffix="liger")
+
+
+FAMILIES = (
+    _family("rmsnorm", r"^(gemma_)?rmsnorm_h\d+(_eps\w+)?$", _NORM_SIG, _rmsnorm),
+    _family("fused_add_rmsnorm", r"^(gemma_)?fused_add_rmsnorm_h\d+(_eps\w+)?$", _FUSED_SIG, _fused_add),
+    _family("qk_rmsnorm", r"^(gemma_)?qk_rmsnorm_d\d+$", _QK_SIG, _qk_rmsnorm),
+    _family("allreduce_fused_add_rmsnorm", r"^allreduce_fused_add_rmsnorm_tp\d+_h\d+$", _ALLREDUCE_SIG, _allreduce),
+    _family("silu_and_mul", r"^silu_and_mul_i\d+$", _SILU_SIG, _silu),
+)
+
+# Families looked at and not claimed, with why (the note lists them).
+REJECTED = {
+    "rmsnorm_fp16_h4096": "eps is a tensor input there; liger takes a Python float, so each call would copy it "
+                          "to the host (a device sync inside the timed call)",
+    "gelu_tanh_and_mul": "liger's GEGLU rounds gelu(gate) to the input dtype before the multiply, like its SwiGLU; "
+                         "not converted yet",
+    "rope_*": "liger's RoPE takes q and k as [batch, heads, seq, dim] with cos/sin per position and rounds to the "
+              "input dtype; the definitions take flat [tokens, heads * dim] with a cos/sin cache and positions: "
+              "not converted yet",
+    "fused_qk_rmsnorm / qk_rmsnorm_tp8_* / rmsnorm_gated / mamba_gated_rmsnorm / layernorm": "a fused qkv "
+        "layout, a TP-split sum of squares or a gate that no liger call computes exactly; not claimed",
+    "allreduce_fused_add_rmsnorm_fp8_*": "quantises the output to FP8 after the norm; liger's norm does not",
+}
