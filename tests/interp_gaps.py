@@ -1,10 +1,10 @@
-"""Five gaps of Triton 3.9's CPU interpreter that the libraries' kernels fall into, filled for the checks.
+"""Six gaps of Triton 3.9's CPU interpreter that the libraries' kernels fall into, filled for the checks.
 
 Compiled for a GPU, a kernel sees a Python float argument as an fp32 scalar, a loop variable of
 `range` as an int32 scalar, and libdevice's functions (rsqrt, exp, ...) as the GPU's. Under
 TRITON_INTERPRET=1 a float argument stays a Python float (liger's `eps.to(tl.float32)` fails), a
 `range` yields Python ints (fla's `i_t.to(tl.int64)` fails), and a libdevice function imported by
-name into a module returns None, and arithmetic on two bfloat16 tiles adds or multiplies their bits
+name into a module returns None, and arithmetic, comparisons and tl.dot on bfloat16 tiles work on their bits
 (numpy has no bfloat16: the interpreter stores it as uint16), and float32 -> bfloat16 truncates where the
 GPU rounds to nearest even. Each gap is filled the way the compiled kernel behaves, nothing
 more; the kernels themselves run unchanged. Autotuned kernels keep their first config (the
@@ -21,6 +21,12 @@ import torch
 import triton.language as tl
 from triton.language.extra import libdevice
 from triton.runtime import autotuner, interpreter
+
+_COMPARISONS = (np.less, np.greater, np.less_equal, np.greater_equal, np.equal, np.not_equal)
+
+
+# libdevice functions tl.math lacks, in terms the interpreter runs (float32, exact to a few ulps)
+_IN_TL_TERMS = {"tanh": lambda x: 2.0 * tl.sigmoid(2.0 * x) - 1.0}
 
 
 def _scalar(value, dtype, np_dtype):
@@ -61,7 +67,7 @@ def install(prefixes: tuple[str, ...]) -> None:
         if lhs.dtype.scalar == tl.bfloat16 and rhs.dtype.scalar == tl.bfloat16:
             # numpy holds bfloat16 as its uint16 bits: compute in float32 and round, as the GPU's bf16 ALU does
             out = original_binary(self, self.cast_impl(lhs, tl.float32), self.cast_impl(rhs, tl.float32), op)
-            return self.cast_impl(out, tl.bfloat16)
+            return out if op in _COMPARISONS else self.cast_impl(out, tl.bfloat16)
         return original_binary(self, lhs, rhs, op)
 
     interpreter.InterpreterBuilder.binary_op = binary_op
@@ -75,11 +81,23 @@ def install(prefixes: tuple[str, ...]) -> None:
         return original_cast(self, src, dst_type)
 
     interpreter.InterpreterBuilder.cast_impl = cast_impl
+    original_dot = interpreter.InterpreterBuilder.create_dot
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        if a.dtype.scalar == tl.bfloat16:  # bf16 products are exact in float32, accumulated there as on tensor cores
+            a, b = self.cast_impl(a, tl.float32), self.cast_impl(b, tl.float32)
+        return original_dot(self, a, b, d, input_precision, max_num_imprecise_acc)
+
+    interpreter.InterpreterBuilder.create_dot = create_dot
     for name, module in list(sys.modules.items()):
         if module is None or not name.startswith(prefixes):
             continue
         module.range = _kernel_range  # the module's host code sees plain ints all the same
         for attr, value in list(vars(module).items()):
-            if callable(value) and getattr(libdevice, attr, None) is value and hasattr(tl.math, attr):
+            if not (callable(value) and getattr(libdevice, attr, None) is value):
+                continue
+            if hasattr(tl.math, attr):
                 # looked up at call time: the interpreter patches tl.math while a kernel runs
                 setattr(module, attr, (lambda n: lambda *a, **k: getattr(tl.math, n)(*a, **k))(attr))
+            elif attr in _IN_TL_TERMS:
+                setattr(module, attr, _IN_TL_TERMS[attr])

@@ -6,8 +6,8 @@ distinct reference text (comments and the eps literal aside) is run, the one wit
 axes: torch-ops on the CPU, liger-kernel's and fla-core's Triton kernels under Triton's interpreter
 (TRITON_INTERPRET=1, with tests/interp_gaps.py), on the first input set of its reference case
 (tests/reference_cases/) and compared with its reference (tests/tolerances.py). Norms also run on rows
-scaled down to where eps matters. Planted mistakes (a wrong eps, the 1 + w offset dropped, the state
-layout conversion dropped, the bias dropped) must fail the same check.
+scaled down to where eps matters (the weight, 1-D, is not scaled). Planted mistakes (a wrong eps, the
+1 + w offset dropped, the state layout conversion dropped, the bias dropped) must fail the same check.
 
 As tests/test_triton_solutions.py, the checks run in one subprocess (the interpreter must be on before
 triton is imported); this file doubles as the worker (`python tests/test_library_contenders.py NAME...`).
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from generator.contenders.libraries import FAMILIES, REJECTED, library_contenders  # noqa: E402
 from generator.model.contender_kinds import LIBRARY_AUTHORS  # noqa: E402
 
-NORM_FAMILIES = {"rmsnorm", "fused_add_rmsnorm", "qk_rmsnorm", "allreduce_fused_add_rmsnorm"}
+NORM_FAMILIES = {"rmsnorm", "fused_add_rmsnorm", "qk_rmsnorm", "allreduce_fused_add_rmsnorm", "rmsnorm_eps_input"}
 
 
 @lru_cache(maxsize=1)
@@ -74,8 +74,9 @@ PLANTED = [
     ("fused_add_rmsnorm", "eps 10x too large", ("EPS = ", "EPS = 10 * ")),
     ("rmsnorm", "Gemma's 1 + w offset dropped", ("OFFSET = 1.0", "OFFSET = 0.0")),
     ("qk_rmsnorm", "Gemma's 1 + w offset dropped", ("OFFSET = 1.0", "OFFSET = 0.0")),
+    ("rmsnorm_eps_input", "the call's eps ignored (1e-3 baked in)", ("float(eps)", "1e-3")),
+    ("gelu_tanh_and_mul", "gate and up swapped", ("gate, up = ", "up, gate = ")),
     ("gdn_decode", "the k-last state read as fla's default [K, V]", ("state_v_first=True", "state_v_first=False")),
-    ("gdn_prefill", "the k-last state read as fla's default [K, V]", ("state_v_first=True", "state_v_first=False")),
     ("gdn_mtp", "the gate computed without dt_bias", ("dt_bias=dt_bias", "dt_bias=None")),
     ("gemm_fp8_rowwise", "the bias dropped", (", bias=bias", "")),
     ("silu_and_mul", "gate and up swapped", ("input.to(torch.float32)", "input.roll(input.shape[1] // 2, 1).to(torch.float32)")),
@@ -168,15 +169,16 @@ def input_sets(d: dict, family: str):
     """The first input set of the definition's reference case; for norms also its rows scaled by 1e-3, where
     the mean of squares is near eps (a wrong eps shows there)."""
     import torch
+    from test_references import all_axes
 
     from reference_cases import CASES
-    from test_references import all_axes
     case = CASES[d["name"]]
     axes = all_axes(d, case.sizes[0])
     inputs = case.make_inputs(axes, torch.Generator().manual_seed(17), 0)
     yield "set 0", axes, inputs
     if family in NORM_FAMILIES:
-        small = {k: (v * 1e-3).to(v.dtype) if k != "weight" and v.is_floating_point() else v for k, v in inputs.items()}
+        small = {k: (v * 1e-3).to(v.dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() and v.dim() > 1
+                 else v for k, v in inputs.items()}
         yield "set 0 scaled 1e-3", axes, small
 
 
@@ -194,9 +196,10 @@ def check(name: str, family: str, source: str) -> None:
 
 def worker(names: list[str]) -> None:
     import liger_kernel.ops.fused_add_rms_norm  # noqa: F401  (imported before the gaps are filled)
+    import liger_kernel.ops.geglu  # noqa: F401
     import liger_kernel.ops.rms_norm  # noqa: F401
     import liger_kernel.ops.swiglu  # noqa: F401
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule  # noqa: F401
+    from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule  # noqa: F401
     from interp_gaps import install
     install(("liger_kernel", "fla"))
     _, solutions, _ = contenders()

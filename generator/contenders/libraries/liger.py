@@ -72,6 +72,27 @@ def run(partials, residual, weight):
     return {{"output": out, "residual_out": residual_out}}
 '''
 
+RMSNORM_EPS_INPUT_SOURCE = '''import torch
+from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+
+
+def run(input, weight, eps):
+    # casting_mode "gemma": everything in float32, one rounding to float16 at the end; eps is the
+    # workload's scalar (a Python number; float() of a tensor would copy it to the host).
+    return {"output": LigerRMSNormFunction.apply(input, weight, float(eps), 0.0, "gemma", False)}
+'''
+
+GELU_SOURCE = '''import torch
+from liger_kernel.ops.geglu import LigerGELUMulFunction
+
+
+def run(input):
+    # As SiLU: liger rounds gelu(gate) to the input dtype before the multiply; in float32 that is exact.
+    gate, up = input.to(torch.float32).chunk(2, dim=-1)
+    out = LigerGELUMulFunction.apply(gate, up)
+    return {"output": out.to(torch.bfloat16)}
+'''
+
 SILU_SOURCE = '''import torch
 from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction
 
@@ -132,6 +153,22 @@ def _allreduce(definition):
         "float32, one rounding. No collective: the definition's partials are all on this device.")
 
 
+def _rmsnorm_eps_input(definition):  # noqa: ARG001 (eps comes with the call)
+    return RMSNORM_EPS_INPUT_SOURCE, (
+        "liger-kernel's RMSNorm Triton kernel (LigerRMSNormFunction, casting_mode 'gemma') with the call's eps (a "
+        "scalar of the workload, passed on as a Python float): float16 x and weight widened to float32 in the "
+        "kernel, mean of squares, rsqrt(mean + eps), normalisation and weight multiply in float32, one rounding to "
+        "float16. No layout conversion.")
+
+
+def _gelu_tanh(definition):  # noqa: ARG001 (every sibling is the same call)
+    return GELU_SOURCE, (
+        "liger-kernel's GEGLU Triton kernel (LigerGELUMulFunction, GELU's tanh approximation) on the gate and up "
+        "halves widened to float32, output rounded to bfloat16: liger rounds gelu(gate) to the input dtype before "
+        "the multiply, which in float32 is exact, so the result is rounded once as the definition states. The "
+        "widening (float32 copies of both halves) and the final rounding are inside the timed call.")
+
+
 def _silu(definition):  # noqa: ARG001 (every sibling is the same call)
     return SILU_SOURCE, (
         "liger-kernel's fused gate/up SwiGLU Triton kernel (LigerFusedGateUpSiLUMulFunction) on the input widened to "
@@ -150,6 +187,8 @@ _QK_SIG = sig("input:num_tokens,num_heads,head_dim:bfloat16 weight:head_dim:bflo
 _ALLREDUCE_SIG = sig("partials:tp_size,num_tokens,hidden_size:bfloat16 residual:num_tokens,hidden_size:bfloat16 "
                      "weight:hidden_size:bfloat16",
                      "output:num_tokens,hidden_size:bfloat16 residual_out:num_tokens,hidden_size:bfloat16")
+_EPS_INPUT_SIG = sig("input:batch_size,hidden_size:float16 weight:hidden_size:float16 eps::float32",
+                     "output:batch_size,hidden_size:float16")
 _SILU_SIG = sig("input:num_tokens,gate_up_size:bfloat16", "output:num_tokens,intermediate_size:bfloat16")
 
 
@@ -163,15 +202,13 @@ FAMILIES = (
     _family("fused_add_rmsnorm", r"^(gemma_)?fused_add_rmsnorm_h\d+(_eps\w+)?$", _FUSED_SIG, _fused_add),
     _family("qk_rmsnorm", r"^(gemma_)?qk_rmsnorm_d\d+$", _QK_SIG, _qk_rmsnorm),
     _family("allreduce_fused_add_rmsnorm", r"^allreduce_fused_add_rmsnorm_tp\d+_h\d+$", _ALLREDUCE_SIG, _allreduce),
+    _family("rmsnorm_eps_input", r"^rmsnorm_fp16_h\d+$", _EPS_INPUT_SIG, _rmsnorm_eps_input),
+    _family("gelu_tanh_and_mul", r"^gelu_tanh_and_mul_i\d+$", _SILU_SIG, _gelu_tanh),
     _family("silu_and_mul", r"^silu_and_mul_i\d+$", _SILU_SIG, _silu),
 )
 
 # Families looked at and not claimed, with why (the note lists them).
 REJECTED = {
-    "rmsnorm_fp16_h4096": "eps is a tensor input there; liger takes a Python float, so each call would copy it "
-                          "to the host (a device sync inside the timed call)",
-    "gelu_tanh_and_mul": "liger's GEGLU rounds gelu(gate) to the input dtype before the multiply, like its SwiGLU; "
-                         "not converted yet",
     "rope_*": "liger's RoPE takes q and k as [batch, heads, seq, dim] with cos/sin per position and rounds to the "
               "input dtype; the definitions take flat [tokens, heads * dim] with a cos/sin cache and positions: "
               "not converted yet",
