@@ -118,6 +118,37 @@ def test_at_least_80_definitions_have_a_library_contender_with_its_dependency():
     assert REJECTED and all(isinstance(v, str) and v for v in REJECTED.values())
 
 
+def test_a_solution_whose_dependency_is_missing_is_skipped_with_the_reason(tmp_path):
+    """The plan skips it (listed with the others it skips), it never becomes a pair that fails on an ImportError."""
+    import copy
+
+    from generator.bench.plan import make_plan
+    from generator.load import load
+
+    from dataset_factory import SOLUTION, write_dataset
+
+    solution = copy.deepcopy(SOLUTION)
+    solution["spec"]["dependencies"] = ["torch", "liger-kernel>=0.8.5,<0.9"]
+    ds = load(write_dataset(tmp_path / "ds", solution=solution))
+    versions = {"torch": "2.13.0", "liger-kernel": "0.8.5"}
+    assert make_plan(ds, "cpu", version_of=versions.get).pairs  # met: the pairs are planned
+
+    for have, why in ((None, "needs liger-kernel>=0.8.5,<0.9, which is not installed here"),
+                      ("0.9.0", "needs liger-kernel>=0.8.5,<0.9, but liger-kernel 0.9.0 is installed here")):
+        plan = make_plan(ds, "cpu", version_of={**versions, "liger-kernel": have}.get)
+        assert not plan.pairs
+        assert [(s, w.split(" (")[0]) for s, w in plan.skipped] == [("rmsnorm_h128_torch", why)]
+
+
+def test_dependency_ranges_are_read_as_pip_reads_them():
+    from generator.bench.dependencies import satisfies, unmet
+    assert satisfies("2.13.0+cpu", ">=2.6") and not satisfies("2.5.1", ">=2.6")
+    assert satisfies("0.8.5", "<0.9") and not satisfies("0.9", "<0.9") and not satisfies("0.10.0", "<0.9")
+    assert satisfies("0.6.0", "~=0.6.0") and not satisfies("0.7.0", "~=0.6.0") and satisfies("2.13.1", "==2.13.*")
+    assert unmet(["a-pkg>=1.0"], {"a-pkg": "1.2"}.get) is None
+    assert "cannot read" in unmet(["a-pkg>>1"], {"a-pkg": "1.2"}.get)
+
+
 @pytest.fixture(scope="module")
 def worker_runs() -> dict[str, str]:
     names = list(representatives())

@@ -6,10 +6,11 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from ..model.dtypes import DTYPE_BYTES
 from ..model.errors import KernelTraceError
+from .dependencies import installed_version, unmet
 
 if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this package before torch
     from ..model.dataset import Dataset
@@ -132,14 +133,15 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
               max_sampler_elements: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
               rejected: Optional[dict] = None, counts_cache: Optional[dict] = None,
-              capability: Optional[str] = None) -> Plan:
+              capability: Optional[str] = None, version_of: Callable[[str], Optional[str]] = installed_version) -> Plan:
     """The pairs to run, ordered by author, definition and solution (the bench reuses a worker for an author's
     next solution); `breadth_first`: first every solution on one representative workload of its definition
     (the median by bytes per call), those of definitions with several solutions first, then the rest, so a
     run cut short by its time budget has covered the contested definitions, then every definition, once. `rejected`: definition name ->
     why validate rejects it (rejected_definitions); their solutions are skipped, saying so. `counts_cache`:
     the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next. `hardware`
-    and `capability`: the device's, for which solutions a GPU run takes (why_not_on)."""
+    and `capability`: the device's, for which solutions a GPU run takes (why_not_on). `version_of`: the installed
+    version of a distribution, or None; a solution whose spec.dependencies it does not meet is skipped, saying why."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -159,7 +161,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         if rejected and d.name in rejected:
             plan.skipped.append((solution.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
             continue
-        why = why_not_on(ds, solution, device, hardware, capability)
+        why = why_not_on(ds, solution, device, hardware, capability) or unmet(solution.dependencies, version_of)
         if why:
             plan.skipped.append((solution.name, why))
             continue
