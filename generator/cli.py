@@ -172,6 +172,29 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_contenders(args: argparse.Namespace) -> int:
+    from .contenders import contenders
+
+    report = contenders(args.dataset, definitions=args.definitions or (), check=args.check, probe=args.probe)
+    for why, names in report.by_reason().items():
+        print(f"no contender for {len(names)} definition(s): {why}: " + ", ".join(names))
+    if args.check:
+        for p in report.problems:
+            print(f"kerneltrace contenders: {p}", file=sys.stderr)
+        if report.problems:
+            print("run `kerneltrace contenders` to regenerate", file=sys.stderr)
+            return 1
+        print(f"{report.files} generated contenders up to date")
+        return 0
+    for path in report.changed:
+        print(f"wrote {path}")
+    for path in report.removed:
+        print(f"removed {path}")
+    print(f"{report.files} generated contenders, {len(report.changed)} changed"
+          + (f", {len(report.removed)} removed" if report.removed else ""))
+    return 0
+
+
 def cmd_roofline(args: argparse.Namespace) -> int:
     from .analyse.roofline import export_cascades, format_roofline, roofline_rows, verify_export
     from .load import load
@@ -302,6 +325,15 @@ def _workloads_args(p: argparse.ArgumentParser) -> None:
                                                         "what the recipes make")
 
 
+def _contenders_args(p: argparse.ArgumentParser) -> None:
+    _add_dataset(p)
+    p.add_argument("--definitions", nargs="+", metavar="NAME", help="only these definitions")
+    p.add_argument("--check", action="store_true", help="write nothing, compile nothing; exit 1 listing the "
+                                                        "generated solutions that differ, are missing or are stale")
+    p.add_argument("--probe", action="store_true", help="trace the references again (TorchDynamo, nothing runs) "
+                                                        f"and update {CANONICAL['contenders'].pattern}")
+
+
 def _roofline_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--definition", action="append", metavar="NAME", help="only this definition (repeatable)")
@@ -375,6 +407,13 @@ COMMANDS = (
             f"Runs every recipe ({CANONICAL['recipes'].pattern}, run by the engine of generator/workloadgen) "
             "and writes the JSONL lines and the safetensors blobs of index inputs. "
             "--check writes nothing and fails if a committed file differs from what its recipe makes."),
+    Command("contenders", cmd_contenders, _contenders_args,
+            "write the generated contenders (torch.compile of every reference, library kernels), or --check them",
+            "Writes a torch.compile solution (solutions/torch-compile/) for every definition whose reference traces "
+            "as one graph with dynamic shapes, from the reference itself, and the library contenders "
+            "(generator/contenders/libraries). Whether a reference compiles is the probe's verdict, kept in "
+            f"{CANONICAL['contenders'].pattern} (--probe traces again; a changed reference is traced on the next "
+            "write). --check writes and compiles nothing and fails on a file that differs, is missing or is stale."),
     Command("roofline", cmd_roofline, _roofline_args,
             "FLOPs, bytes and speed-of-light time of every workload, per hardware",
             "Renders each definition's Einsum cascade with every workload's axes and prints "

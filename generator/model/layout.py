@@ -98,6 +98,9 @@ class Layout:
     def agent_trace_file(self, author: str, solution: str) -> str:
         return self["agent_traces"].path(author=author, solution=solution)
 
+    def probe_file(self, name: str) -> str:
+        return self["contenders"].path(probe=name)
+
     def trace_author(self, rel: str) -> str:
         """The author folder of a trace file; '' where the path does not name one."""
         where = self["traces"].fields(rel)
@@ -117,4 +120,7 @@ CANONICAL = Layout(
     Folder("blob", "blob/workloads/<type>/<definition>/<uuid>.safetensors", loaded=False),
     # A model's workload recipe, named as its calling record; read by workloadgen, not by the loader.
     Folder("recipes", "recipes/<model>.yaml", loaded=False),
+    # What `kerneltrace contenders --probe` found about each reference (does it compile, and if not why), read by
+    # the contenders writer and its --check; not a record kind, so the loader does not read it.
+    Folder("contenders", "contenders/<probe>.json", loaded=False),
 )

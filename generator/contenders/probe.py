@@ -1,0 +1,136 @@
+"""Does a reference compile? TorchDynamo traces it whole (fullgraph, dynamic shapes) and nothing runs.
+
+The probe calls `torch.compile(run, fullgraph=True, dynamic=DYNAMIC)` with a backend that records the graph
+and stops there (the graph is never run, so no input's values matter and no kernel is compiled): on the inputs
+of the definition's smallest workload, its largest and its median, which must reuse the largest's graph (one
+compile serves the definition's workloads, but for a size-1 axis's own). Inputs are uninitialised tensors of the workload's shapes and dtypes, blobs and scalars as the
+workload gives them. A reference compiles when each traces as one graph; else the verdict is why not (the
+first line of TorchDynamo's reason). Tracing is a few hundred milliseconds a definition on a CPU, so the whole
+dataset is probed in minutes; inductor's own failures (a dtype its CPU backend lacks) show in the bench as the
+solution's compile error.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import time
+from typing import Iterable
+
+from ..bench.inputs import TORCH_DTYPES, input_recipes, load_blob
+from ..bench.plan import call_bytes
+from ..bench.worker import load_reference
+from .compiler import DYNAMIC
+from .write import COMPILES, read_verdicts, reference_digest, write_verdicts
+
+PROBE_TIMEOUT_S = 120  # per definition: a trace that unrolls a huge Python loop is not one we would time anyway
+
+
+class _Traced(Exception):
+    """Raised in place of running the traced graph: tracing got that far."""
+
+
+class _TooSlow(Exception):
+    pass
+
+
+def _inputs(d, workload, root) -> list:
+    import torch
+
+    out = []
+    for name, recipe in input_recipes(d.data, workload.data["workload"], seed=0).items():
+        dtype = TORCH_DTYPES[d.data["inputs"][name]["dtype"]]
+        if recipe["type"] == "scalar":
+            out.append(recipe["value"])
+        elif recipe["type"] == "safetensors":
+            out.append(load_blob(root, recipe["path"], recipe["tensor_key"]).to(dtype))
+        else:  # values never read: the graph is not run
+            out.append(torch.empty(recipe["shape"], dtype=dtype))
+    return out
+
+
+def reason_of(exc: BaseException) -> str:
+    """One line that groups alike failures: the exception's kind and the first line of its message, without
+    file names, line numbers and addresses."""
+    lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+    text = lines[0] if lines else ""
+    text = re.sub(r"(/[^\s:'\"]+)+", "<path>", text)
+    text = re.sub(r"0x[0-9a-f]+", "<address>", text)
+    text = re.sub(r"\bline \d+", "line N", text)
+    return f"{type(exc).__name__}: {text}"[:240]
+
+
+def probe_one(ds, d) -> str:
+    """COMPILES, or why the definition's reference does not trace as one graph serving its workloads."""
+    import torch
+
+    workloads = sorted(ds.workloads_by_definition.get(d.name, []), key=lambda w: (call_bytes(d, w), w.uuid))
+    if not workloads:
+        return "no workload to trace it on"
+    graphs = []
+
+    def backend(gm, example_inputs):  # noqa: ARG001
+        graphs.append(gm)
+
+        def stop(*args):  # noqa: ARG001
+            raise _Traced()
+        return stop
+
+    torch._dynamo.reset()
+    fn = torch.compile(load_reference(d.data["reference"], d.name), backend=backend, fullgraph=True, dynamic=DYNAMIC)
+    # Smallest, largest, then the median: a size-1 axis may get a graph of its own (0/1 specialisation), but
+    # the graph the largest made must serve the median.
+    order = {w.uuid: w for w in (workloads[0], workloads[-1], workloads[(len(workloads) - 1) // 2])}
+    counts = []
+    for w in order.values():
+        try:
+            fn(*_inputs(d, w, ds.root))
+            return "the traced graph ran: tracing did not reach the backend"
+        except _Traced:
+            counts.append(len(graphs))
+        except _TooSlow:
+            return f"tracing took over {PROBE_TIMEOUT_S} s (a Python loop unrolled over a large axis)"
+        except Exception as exc:  # noqa: BLE001 - the reason is the verdict
+            return reason_of(exc)
+    if len(counts) == 3 and counts[2] > counts[1]:
+        return ("recompiles per workload: the trace specialises on a var axis (e.g. a Python loop over it), so "
+                "each workload size needs a graph of its own")
+    return COMPILES
+
+
+def _alarm(signum, frame):  # noqa: ARG001
+    raise _TooSlow()
+
+
+def probe(ds, definitions: Iterable[str] = (), progress: bool = True) -> dict:
+    """Probe the definitions (all where none are named), update the probe file; return {definition: verdict}."""
+    import torch
+
+    wanted = sorted(set(definitions) or ds.definitions)
+    data = read_verdicts(ds.root)
+    verdicts = data["verdicts"]
+    found: dict[str, str] = {}
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    started = time.monotonic()
+    try:
+        for k, name in enumerate(wanted):
+            d = ds.definitions[name]
+            signal.alarm(PROBE_TIMEOUT_S)
+            try:
+                found[name] = probe_one(ds, d)
+            finally:
+                signal.alarm(0)
+            verdicts[name] = {"reference": reference_digest(d.data["reference"]), "verdict": found[name]}
+            if progress:
+                print(f"[{k + 1}/{len(wanted)} {time.monotonic() - started:.0f} s] {name}: {found[name]}",
+                      file=sys.stderr)
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    data["about"] = ("Written by `kerneltrace contenders --probe`: whether each definition's reference traces as one "
+                     "graph with dynamic shapes (TorchDynamo, fullgraph), for the digest of the reference it traced. "
+                     "`kerneltrace contenders` writes a torch.compile contender where the verdict is 'compiles'.")
+    data["torch"] = torch.__version__.split("+")[0]
+    write_verdicts(ds.root, data)
+    return found
+
