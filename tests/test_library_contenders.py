@@ -76,6 +76,8 @@ PLANTED = [
     ("qk_rmsnorm", "Gemma's 1 + w offset dropped", ("OFFSET = 1.0", "OFFSET = 0.0")),
     ("rmsnorm_eps_input", "the call's eps ignored (1e-3 baked in)", ("float(eps)", "1e-3")),
     ("gelu_tanh_and_mul", "gate and up swapped", ("gate, up = ", "up, gate = ")),
+    ("rope", "cos and sin halves swapped", ("cos, sin = rows[:, :half], rows[:, half:]",
+                                            "sin, cos = rows[:, :half], rows[:, half:]")),
     ("gdn_decode", "the k-last state read as fla's default [K, V]", ("state_v_first=True", "state_v_first=False")),
     ("gdn_mtp", "the gate computed without dt_bias", ("dt_bias=dt_bias", "dt_bias=None")),
     ("gemm_fp8_rowwise", "the bias dropped", (", bias=bias", "")),
@@ -229,6 +231,7 @@ def worker(names: list[str]) -> None:
     import liger_kernel.ops.fused_add_rms_norm  # noqa: F401  (imported before the gaps are filled)
     import liger_kernel.ops.geglu  # noqa: F401
     import liger_kernel.ops.rms_norm  # noqa: F401
+    import liger_kernel.ops.rope  # noqa: F401
     import liger_kernel.ops.swiglu  # noqa: F401
     from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule  # noqa: F401
     from interp_gaps import install

@@ -1,4 +1,4 @@
-"""liger-kernel contenders: RMSNorm (plain and Gemma's 1 + w), the fused residual add + RMSNorm, SiLU-and-mul.
+"""liger-kernel contenders: RMSNorm (plain and Gemma's 1 + w), the fused residual add + RMSNorm, RoPE, SiLU/GELU-and-mul.
 
 Liger's norms run in casting mode "gemma": x and w widened to float32, the mean of squares, rsqrt,
 normalisation and the (offset + w) multiply in float32, one rounding to the input dtype, as the
@@ -93,6 +93,24 @@ def run(input):
     return {"output": out.to(torch.bfloat16)}
 '''
 
+ROPE_SOURCE = '''import torch
+from liger_kernel.ops.rope import LigerRopeFunction
+
+
+def run(positions, q, k, cos_sin_cache):
+    head_dim = q.shape[-1]
+    half = head_dim // 2
+    # The cache rows of the tokens' positions, split into the cos and sin halves (liger reads half-width
+    # cos/sin when told rotary_dim = head_dim: no duplication needed).
+    rows = cos_sin_cache[positions]
+    cos, sin = rows[:, :half], rows[:, half:]
+    # Liger rotates in place, in the [tokens, heads, dim] memory order it is given as a [1, heads, tokens, dim]
+    # view: copies of q and k, so that the inputs stay as they are.
+    q_out, k_out = LigerRopeFunction.apply(q.clone().unsqueeze(0).transpose(1, 2), k.clone().unsqueeze(0).transpose(1, 2),
+                                           cos, sin, None, 1, head_dim)
+    return {"q_out": q_out.transpose(1, 2).squeeze(0), "k_out": k_out.transpose(1, 2).squeeze(0)}
+'''
+
 SILU_SOURCE = '''import torch
 from liger_kernel.ops.swiglu import LigerFusedGateUpSiLUMulFunction
 
@@ -169,6 +187,15 @@ def _gelu_tanh(definition):  # noqa: ARG001 (every sibling is the same call)
         "widening (float32 copies of both halves) and the final rounding are inside the timed call.")
 
 
+def _rope(definition):  # noqa: ARG001 (every sibling is the same call)
+    return ROPE_SOURCE, (
+        "liger-kernel's RoPE Triton kernel (LigerRopeFunction, the rotate-half / NeoX pairing of HF Llama): q and k "
+        "rotated in float32 with the cos/sin of each token's position, rounded to bfloat16 once. Inside the timed "
+        "call: the gather of the tokens' cos_sin_cache rows (float32), contiguous copies of the cos and sin halves, "
+        "and copies of q and k (liger rotates in place; the inputs must stay unchanged); no transposing copy (the "
+        "[1, heads, tokens, dim] views keep the tokens-major memory liger works on).")
+
+
 def _silu(definition):  # noqa: ARG001 (every sibling is the same call)
     return SILU_SOURCE, (
         "liger-kernel's fused gate/up SwiGLU Triton kernel (LigerFusedGateUpSiLUMulFunction) on the input widened to "
@@ -189,6 +216,9 @@ _ALLREDUCE_SIG = sig("partials:tp_size,num_tokens,hidden_size:bfloat16 residual:
                      "output:num_tokens,hidden_size:bfloat16 residual_out:num_tokens,hidden_size:bfloat16")
 _EPS_INPUT_SIG = sig("input:batch_size,hidden_size:float16 weight:hidden_size:float16 eps::float32",
                      "output:batch_size,hidden_size:float16")
+_ROPE_SIG = sig("positions:num_tokens:int64 q:num_tokens,num_qo_heads,head_dim:bfloat16 "
+                "k:num_tokens,num_kv_heads,head_dim:bfloat16 cos_sin_cache:max_position,head_dim:float32",
+                "q_out:num_tokens,num_qo_heads,head_dim:bfloat16 k_out:num_tokens,num_kv_heads,head_dim:bfloat16")
 _SILU_SIG = sig("input:num_tokens,gate_up_size:bfloat16", "output:num_tokens,intermediate_size:bfloat16")
 
 
@@ -204,14 +234,15 @@ FAMILIES = (
     _family("allreduce_fused_add_rmsnorm", r"^allreduce_fused_add_rmsnorm_tp\d+_h\d+$", _ALLREDUCE_SIG, _allreduce),
     _family("rmsnorm_eps_input", r"^rmsnorm_fp16_h\d+$", _EPS_INPUT_SIG, _rmsnorm_eps_input),
     _family("gelu_tanh_and_mul", r"^gelu_tanh_and_mul_i\d+$", _SILU_SIG, _gelu_tanh),
+    _family("rope", r"^rope_(llama3|llama4|neox|gemma3_global|gemma3_local|yarn)_h\d+_kv\d+_d\d+$", _ROPE_SIG, _rope),
     _family("silu_and_mul", r"^silu_and_mul_i\d+$", _SILU_SIG, _silu),
 )
 
 # Families looked at and not claimed, with why (the note lists them).
 REJECTED = {
-    "rope_*": "liger's RoPE takes q and k as [batch, heads, seq, dim] with cos/sin per position and rounds to the "
-              "input dtype; the definitions take flat [tokens, heads * dim] with a cos/sin cache and positions: "
-              "not converted yet",
+    "rope_deepseek_yarn_* / rope_with_cos_sin_cache_*_rd64 / qk_gemma_rmsnorm_partial_rope_gate": "a key shared by "
+        "all heads ([tokens, dim], no head axis), partial rotary dims or a fused norm and gate: other calls than "
+        "liger's RoPE on [tokens, heads, dim]; not claimed",
     "fused_qk_rmsnorm / qk_rmsnorm_tp8_* / rmsnorm_gated / mamba_gated_rmsnorm / layernorm": "a fused qkv "
         "layout, a TP-split sum of squares or a gate that no liger call computes exactly; not claimed",
     "allreduce_fused_add_rmsnorm_fp8_*": "quantises the output to FP8 after the norm; liger's norm does not",
