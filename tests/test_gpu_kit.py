@@ -123,6 +123,10 @@ def test_kit_run_on_the_cpu_installs_describes_tests_benches_and_packs(tmp_path)
     env = (out / "env.txt").read_text()
     assert re.search(r"^python: 3\.\d+", env, re.M) and re.search(r"^torch: \d", env, re.M), env
     assert "## sandbox" in env and "KERNELTRACE_SANDBOX" in env
+    # The kernel libraries the library contenders call are imported by the run (from the kit's site on the GPU
+    # machine, where the image lacks them; here the test extra's copies win, as the machine's own do there).
+    for module in ("liger_kernel", "fla", "einops"):
+        assert re.search(rf"^  {module} \d+\.\d+", env, re.M), env
 
     summary = (out / "summary.txt").read_text()
     assert re.search(r"tests\s+ok", summary) and re.search(r"bench\s+ok", summary), summary

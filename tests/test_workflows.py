@@ -254,6 +254,7 @@ def test_bench_is_started_by_a_maintainer_sharded_and_without_secrets():
     assert "fromJSON(needs.plan.outputs.shards)" in bench["strategy"]["matrix"]["shard"]
     scripts = "\n".join(s.get("run", "") for s in bench["steps"])
     assert "--device cuda" in scripts and '--shard "$SHARD/$SHARDS"' in scripts
+    assert '".[bench,libraries]"' in scripts  # the library contenders' kernel libraries, from the registry
     upload = [s for s in bench["steps"] if s.get("uses", "").startswith("actions/upload-artifact@")]
     assert len(upload) == 1 and upload[0]["if"] == "always()"  # a crashed shard still hands in its traces
 

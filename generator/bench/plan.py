@@ -6,12 +6,13 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
 from ..model.contender_kinds import COMPILER, kind_of
 from ..model.dtypes import DTYPE_BYTES
 from ..model.errors import KernelTraceError
 from ..model.layout import CANONICAL
+from .dependencies import installed_version, unmet
 
 if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this package before torch
     from ..model.dataset import Dataset
@@ -150,7 +151,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
               max_bytes: Optional[int] = None, max_flops: Optional[float] = None,
               max_sampler_elements: Optional[int] = None, done: frozenset = frozenset(), hardware: str = "", breadth_first: bool = False,
               rejected: Optional[dict] = None, counts_cache: Optional[dict] = None,
-              capability: Optional[str] = None) -> Plan:
+              capability: Optional[str] = None, version_of: Callable[[str], Optional[str]] = installed_version) -> Plan:
     """The pairs to run, ordered by author, definition and solution (the bench reuses a worker for an author's
     next solution); `breadth_first`: first every solution on one representative workload of its definition
     (the median by bytes per call), those of definitions with several solutions first, then the rest, so a
@@ -158,7 +159,8 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
     compiler contender's workloads all come with its first: one compile each). `rejected`: definition name ->
     why validate rejects it (rejected_definitions); their solutions are skipped, saying so. `counts_cache`:
     the Einsum counts of workloads (einsum.workload_counts), shared with whoever counts them next. `hardware`
-    and `capability`: the device's, for which solutions a GPU run takes (why_not_on)."""
+    and `capability`: the device's, for which solutions a GPU run takes (why_not_on). `version_of`: the installed
+    version of a distribution, or None; a solution whose spec.dependencies it does not meet is skipped, saying why."""
     definitions, solutions, authors = set(definitions), set(solutions), set(authors)
     for name in sorted(definitions - set(ds.definitions)):
         raise KernelTraceError(f"--definitions: no definition named {name!r} in {ds.root}")
@@ -178,7 +180,8 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
         if rejected and d.name in rejected:
             plan.skipped.append((solution.name, f"not run: validate rejects its definition or workloads: {rejected[d.name]}"))
             continue
-        why = claimed_author(solution) or why_not_on(ds, solution, device, hardware, capability)
+        why = (claimed_author(solution) or why_not_on(ds, solution, device, hardware, capability)
+               or unmet(solution.dependencies, version_of))
         if why:
             plan.skipped.append((solution.name, why))
             continue

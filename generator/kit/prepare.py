@@ -23,7 +23,11 @@ from .steps import ARCHIVE, MAX_OUT_FILES, git
 # are missing there too, but only `build`, `serve` and `export` import them, never the bench.
 # typing_extensions too: referencing needs one with TypeVar(default=...) on Python < 3.13, and the image's
 # copy (torch's) is of no known version (a 3.12 venv without it fails `import jsonschema`).
-KIT_PACKAGES = ("jsonschema", "referencing", "rpds-py", "jsonschema-specifications", "attrs", "typing-extensions")
+# The pure-Python kernel libraries the library contenders call (generator/contenders/libraries/): liger-kernel
+# and fla-core (py3-none-any wheels; they need torch and triton, which the image has, and fla-core einops).
+KERNEL_LIBRARIES = ("liger-kernel", "fla-core", "einops")
+KIT_PACKAGES = ("jsonschema", "referencing", "rpds-py", "jsonschema-specifications", "attrs", "typing-extensions",
+                *KERNEL_LIBRARIES)
 ON_THE_IMAGE = frozenset({"torch", "triton", "numpy", "safetensors", "jinja2", "markupsafe", "pyyaml", "tqdm",
                           "pandas", "pyarrow", "pytest", "hypothesis", "setuptools", "huggingface-hub"})
 # pip matches manylinux_2_N exactly: offer the common ones (rpds-py ships manylinux_2_17 wheels).

@@ -2,9 +2,10 @@
 
 # Modules the bench path imports, checked on the machine (env.txt says which copy is used).
 CHECKED_IMPORTS = ("jsonschema", "referencing", "rpds", "jsonschema_specifications", "attrs", "typing_extensions",
-                   "jinja2", "yaml", "tqdm", "numpy", "safetensors", "torch", "triton", "pytest")
+                   "jinja2", "yaml", "tqdm", "numpy", "safetensors", "torch", "triton", "pytest",
+                   "liger_kernel", "fla", "einops")
 DISTRIBUTIONS = {"rpds": "rpds-py", "jsonschema_specifications": "jsonschema-specifications", "yaml": "pyyaml",
-                 "typing_extensions": "typing-extensions"}
+                 "typing_extensions": "typing-extensions", "liger_kernel": "liger-kernel", "fla": "fla-core"}
 
 # Loaded into the test step's pytest with -p: keeps the tests that are about CUDA (a skipif whose
 # condition or reason names CUDA, a `cuda` marker, or "cuda" in the test's name).
