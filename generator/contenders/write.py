@@ -19,7 +19,7 @@ from ..model.contender_kinds import COMPILER_AUTHOR, LIBRARY_AUTHORS
 from ..model.errors import KernelTraceError
 from ..model.fileio import dump_document, write_atomic
 from ..model.layout import CANONICAL
-from .compiler import compiler_solution
+from .compiler import compiler_solution, wrong_when_compiled
 
 PROBE = "torch-compile"  # the probe file's name: dataset/contenders/torch-compile.json
 GENERATED_AUTHORS = (COMPILER_AUTHOR, *LIBRARY_AUTHORS)
@@ -90,8 +90,8 @@ def render(ds, definitions: Iterable[str] = (), libraries=None) -> Rendered:
             why = "never probed" if seen is None else "whose reference changed since it was probed"
             out.unprobed.append((name, why))
             continue
-        if seen["verdict"] != COMPILES:
-            out.skipped.append((name, seen["verdict"]))
+        if seen["verdict"] != COMPILES or wrong_when_compiled(name):
+            out.skipped.append((name, wrong_when_compiled(name) if seen["verdict"] == COMPILES else seen["verdict"]))
             continue
         path, data = _file(compiler_solution(d.data, baselines.get(name)), d.type, root)
         out.files[path] = data
