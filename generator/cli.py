@@ -139,7 +139,7 @@ def _failures(outcomes, strict: bool) -> int:
               + (f": {reason}" if reason else ""))
     if any(o.status == "NOT_MEASURED" for o in failed):
         print("NOT_MEASURED pairs have no trace: their definition's reference failed, not the solution; "
-              "fix the reference (kerneltrace validate, tests/test_references.py) and run them again")
+              "fix the reference (kerneltrace validate, tests/dataset/test_references.py) and run them again")
         return 1
     return 1 if strict else 0
 

@@ -1,5 +1,5 @@
-"""The dynamic half of tests/test_reference_devices.py: a reference run with every input tensor on a second
-device, emulated on the CPU (tests/test_references.py runs it for every definition on its first input set).
+"""The dynamic half of tests/dataset/test_reference_devices.py: a reference run with every input tensor on a second
+device, emulated on the CPU (tests/dataset/test_references.py runs it for every definition on its first input set).
 
 A wrapper tensor (OnDevice) holds the CPU data and says it is on "meta", and a dispatch mode (OtherDevice)
 runs each op on the CPU data, turns `device=<meta>` into the CPU and wraps the results. An op that mixes a
@@ -15,7 +15,7 @@ watches devices on the CPU (both devices are "cpu") would tell the two apart.
 from __future__ import annotations
 
 import torch
-from test_references import as_output_dict, exec_function
+from reference_check import as_output_dict, exec_function
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map

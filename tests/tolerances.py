@@ -1,5 +1,5 @@
 """How close an output must be to a float64 result: the one home of the tolerances that
-tests/test_references.py (references and Python baselines) and tests/test_triton_solutions.py
+tests/dataset/test_references.py (references and Python baselines) and tests/dataset/test_triton_solutions.py
 (the Triton solutions, in their interpreter worker) both use.
 
 torch is imported inside assert_close, so that importing this module costs nothing where torch must

@@ -24,7 +24,7 @@ SUFFIX = "_compile"
 
 
 # Definitions (by name prefix) whose compiled reference traces and runs but disagrees with the independent check of
-# tests/test_references.py: a contender computes exactly the definition or is not written. Seen 2026-11-28 on the CPU:
+# tests/dataset/test_references.py: a contender computes exactly the definition or is not written. Seen 2026-11-28 on the CPU:
 # the ten fused all-reduce + add + RMSNorm definitions (e.g. tp2_h4096 set 1: max abs err 1.84 at scale 4.58).
 WRONG_WHEN_COMPILED = {
     "allreduce_fused_add_rmsnorm_": "compiled, its output differs from the independent check (max abs err 1.84 at "

@@ -63,7 +63,7 @@ def run_main(argv: Sequence[str], *, kit: Path, repo: Optional[Path] = None) -> 
 def cuda_test_files(repo: Path) -> list[str]:
     """The test files with tests that need CUDA (a skipif on CUDA, a cuda marker), relative to `repo`."""
     pattern = re.compile(r"skipif\([^\n]*cuda|mark\.cuda\b|requires_cuda|needs_cuda", re.IGNORECASE)
-    return [p.relative_to(repo).as_posix() for p in sorted((repo / "tests").glob("test_*.py"))
+    return [p.relative_to(repo).as_posix() for p in sorted((repo / "tests").rglob("test_*.py"))
             if pattern.search(p.read_text(encoding="utf-8", errors="replace"))]
 
 

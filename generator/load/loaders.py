@@ -1,5 +1,5 @@
 """One loader per record kind, registered under the kind's name in the registry (model/kinds.py): each
-reads one file of its kind with a FileReader. tests/test_kinds.py checks that every kind has one."""
+reads one file of its kind with a FileReader. tests/model/test_kinds.py checks that every kind has one."""
 
 from __future__ import annotations
 

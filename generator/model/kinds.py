@@ -3,7 +3,7 @@
 A kind is its schema (schema/<name>.json), its record class (records.py), its layout folder
 (layout.CANONICAL), its checks (validate: CHECKS[name]), its loader (load: @loads(name)) and
 one entry here. The schema reference, the loader, the validator and the Hub export take their
-lists of kinds from this table; tests/test_kinds.py checks that every kind has all its parts.
+lists of kinds from this table; tests/model/test_kinds.py checks that every kind has all its parts.
 """
 
 from __future__ import annotations

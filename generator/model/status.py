@@ -1,6 +1,6 @@
 """What the statuses of the records mean: a trace's status and which parts of its evaluation each status
 carries, a definition's status (draft or verified) and who the baseline author is. Every stage reads these
-words from here. TraceStatus lists schema/common.json's trace_status in its order (tests/test_status.py checks).
+words from here. TraceStatus lists schema/common.json's trace_status in its order (tests/model/test_status.py checks).
 """
 
 from __future__ import annotations

@@ -92,7 +92,7 @@ def whole() -> int:
 def main(argv: list[str]) -> int:
     if argv == ["--whole"]:
         return whole()
-    files = [Path(a).resolve() for a in argv] or sorted((ROOT / "tests").glob("test_*.py"))
+    files = [Path(a).resolve() for a in argv] or sorted((ROOT / "tests").rglob("test_*.py"))
     rows = []
     for path in files:
         wall, cpu, peak, code = measure(path)

@@ -1,7 +1,7 @@
 """How each kerneltrace Triton solution is exercised on the CPU, one module per family of kernels.
 
 Every Triton solution dataset/solutions/kerneltrace/<type>/<definition>/<definition>_triton.json is
-found by its place; tests/test_triton_solutions.py checks each one and fails for a solution with no
+found by its place; tests/dataset/test_triton_solutions.py checks each one and fails for a solution with no
 TritonCase here. A module of this folder that defines CASES = {definition name: TritonCase} is
 collected: a new family's file needs no registration.
 

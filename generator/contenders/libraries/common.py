@@ -4,7 +4,7 @@ A family claims a definition only when the definition's name matches the family'
 signature (input and output names, shapes by axis name, dtypes) is the one the family's call was
 written for; anything else that the family's name pattern catches is listed as skipped, with why.
 The semantics (eps placement, rounding points, offsets, layouts) are then proven by the checks in
-tests/test_library_contenders.py, one per distinct reference text of a family, on the CPU.
+tests/contenders/test_library_contenders.py, one per distinct reference text of a family, on the CPU.
 """
 
 from __future__ import annotations

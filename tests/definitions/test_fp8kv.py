@@ -1,0 +1,73 @@
+"""Attention over an FP8 KV cache (tests/reference_cases/fp8kv.py): the committed variants are exactly what their
+table renders (the template's reference, einsum cascade and baseline, other constants and text), and mistakes
+planted in the MLA template's reference fail its independent check on exactly the sets that should catch them.
+
+The GQA decode template (gqa_paged_decode_fp8kv_h32_kv8_d128_ps16) has its plants (a dropped k_scale, a dropped
+v_scale) in test_references.py's PLANTED list; the prefill template's are here. The variants share their
+templates' references byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from reference_check import assert_planted_mistake_fails
+
+from reference_cases import fp8kv
+
+
+def test_committed_fp8kv_variants_are_what_the_table_renders():
+    stale = [rel for rel, text in fp8kv.files().items()
+             if not (fp8kv.DATASET / rel).is_file() or (fp8kv.DATASET / rel).read_text(encoding="utf-8") != text]
+    assert not stale, (f"{len(stale)} FP8-KV variant files differ from their rendering, e.g. {stale[:3]}: run "
+                       "`cd tests && python -m reference_cases.fp8kv` and commit the result")
+
+
+def test_an_fp8kv_variant_is_its_template_with_other_heads():
+    for name, (kind, d) in fp8kv.rendered().items():
+        t = fp8kv.gqa_template(kind)
+        assert d["reference"] == t["reference"] and d["constraints"] == t["constraints"], name
+        assert d["inputs"] == t["inputs"] and d["outputs"] == t["outputs"], name
+        changed = {a for a, s in d["axes"].items() if s.get("value") != t["axes"][a].get("value")}
+        assert changed <= {"num_qo_heads", "num_kv_heads"}, name
+        consts = {a: s["value"] for a, s in d["axes"].items() if s["type"] == "const"}
+        assert consts["num_qo_heads"] % consts["num_kv_heads"] == 0, name
+        stem = {"decode": "gqa_paged_decode_fp8kv", "prefill": "gqa_paged_prefill_causal_fp8kv"}[kind]
+        assert name == f"{stem}_h{consts['num_qo_heads']}_kv{consts['num_kv_heads']}_d128_ps16", name
+    mla = json.loads((fp8kv.DATASET / "definitions" / "mla" / f"{fp8kv.MLA_TEMPLATE}.json").read_text(encoding="utf-8"))
+    for v in fp8kv.MLA_VARIANTS:
+        d = fp8kv.render_substituted(v)  # asserts that every text replacement still applies
+        assert d["reference"] == mla["reference"] and d["inputs"] == mla["inputs"], v.name
+        assert f"_h{d['axes']['num_qo_heads']['value']}_" in v.name, v.name
+
+
+PLANTED = [
+    # The prefill's value scale dropped: every set has v_scale != 1.
+    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)", [0, 1, 2]),
+    # The prefill's key scale dropped: set 2 has k_scale = 1.0, where it is moot.
+    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)", [0, 1]),
+    # The value dequantised twice (scaled again after the weighted sum).
+    (fp8kv.PREFILL_TEMPLATE, "output[q_start:q_end] = out.to(torch.bfloat16)",
+     "output[q_start:q_end] = (out * v_scale).to(torch.bfloat16)", [0, 1, 2]),
+    # The keys dequantised with the value's scale: every set has k_scale != v_scale.
+    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32) * v_scale",
+     [0, 1, 2]),
+    # The rotary key not dequantised: sets 0 and 1 have k_scale < 1; set 2 has k_scale = 1.0 (SGLang's), where it is moot.
+    (fp8kv.MLA_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale  # [kv_len, 64]", "[:kv_len].to(torch.float32)  # [kv_len, 64]",
+     [0, 1]),
+    # The latent not dequantised (neither as key nor as value).
+    (fp8kv.MLA_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale  # [kv_len, 512]",
+     "[:kv_len].to(torch.float32)  # [kv_len, 512]", [0, 1]),
+    # The scale applied twice to the latent (dequantised once more when it is used as the value).
+    (fp8kv.MLA_TEMPLATE, "output[b] = (exp / denom) @ ckv", "output[b] = (exp / denom) @ (ckv * k_scale)", [0, 1]),
+    # The value read as raw codes: the scale folded into the logits only (a kernel that forgets bmm2_scale).
+    (fp8kv.MLA_TEMPLATE, "output[b] = (exp / denom) @ ckv", "output[b] = (exp / denom) @ (ckv / k_scale)", [0, 1]),
+    # The scale applied to the value's weights before the softmax is normalised: it cancels, so the output lacks it.
+    (fp8kv.MLA_TEMPLATE, "exp = torch.exp(logits - row_max)", "exp = torch.exp(logits - row_max) * k_scale", [0, 1]),
+]
+
+
+@pytest.mark.parametrize("name, right, wrong, failing", PLANTED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PLANTED)])
+def test_planted_fp8kv_mistakes_fail(name, right, wrong, failing, one_torch_thread):
+    assert_planted_mistake_fails(name, right, wrong, failing)
