@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Optional, Sequence
 
+from ..model.layout import CANONICAL
 from .machine import describe_environment, install_wheels
 from .probes import PYTEST_PLUGIN
 from .steps import ARCHIVE, MAX_OUT_FILES, Run, Step, Stopped, cap_in_place
@@ -98,56 +99,14 @@ def run_kit(kit: Path, *, out: Path, budget_s: float, repo: Optional[Path] = Non
         raise Stopped(signal.Signals(signum).name)
 
     old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
-    stopper = threading.Event()
-    packer: Optional[threading.Thread] = None
     try:
         r.say(f"kit {kit} on {device}, budget {budget_s:.0f} s (packing keeps {r.reserve:.0f} s), out {out}")
-        bin_dir = kit / "bin"
-        if (bin_dir / "bwrap").is_file():
-            try:
-                (bin_dir / "bwrap").chmod(0o755)  # a copy may lose its mode on the way
-            except OSError:
-                pass
-        path_parts = [str(bin_dir), *filter(None, r.env.get("PATH", os.defpath).split(os.pathsep))]
-        r.env["PATH"] = os.pathsep.join(path_parts)
-        r.env["PYTHONPATH"] = os.pathsep.join([str(repo), str(kit / "site"),
-                                               *filter(None, r.env.get("PYTHONPATH", "").split(os.pathsep))])
-        r.env["PYTHONUNBUFFERED"] = "1"
-        r.env.pop("KERNELTRACE_SANDBOX", None)
-
-        install_wheels(r, python)
-        mode = describe_environment(r, python, device, sandbox)
-        if mode:
-            r.env["KERNELTRACE_SANDBOX"] = mode
-
-        # -- the tests that need CUDA ------------------------------------------------------------
+        _set_up(r, python, device, sandbox)
         if "tests" in skipped:
             r.step("tests", 0).status = "skipped: --skip"
         else:
-            files = cuda_test_files(repo)
-            s = r.step("tests", min(tests_s if tests_s is not None else 0.2 * budget_s, r.left() - r.reserve - floor))
-            if not files:
-                s.status = "skipped: no test file has CUDA tests"
-            else:
-                plugin_dir = work / "pytest-plugin"
-                plugin_dir.mkdir(parents=True, exist_ok=True)
-                (plugin_dir / "kit_cuda_select.py").write_text(PYTEST_PLUGIN, encoding="utf-8")
-                cmd = [python, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=",
-                       "-q", "-rs", "--junitxml", str(work / "tests.xml")]
-                if tests == "cuda":
-                    cmd += ["-p", "kit_cuda_select"]
-                saved = r.env["PYTHONPATH"]
-                r.env["PYTHONPATH"] = os.pathsep.join([saved, str(plugin_dir)])
-                try:
-                    code = r.timed(s, cmd + files, out / "tests.log")
-                finally:
-                    r.env["PYTHONPATH"] = saved
-                s.detail = " ".join(files) + (" (the CUDA tests in them)" if tests == "cuda" else "")
-                if code == 5:
-                    s.status = "ok"
-                    s.detail += ": no test selected"
-
-        # -- the harness benchmark ---------------------------------------------------------------
+            limit = min(tests_s if tests_s is not None else 0.2 * budget_s, r.left() - r.reserve - floor)
+            _run_tests(r, python, limit, tests)
         if "harness" in skipped:
             r.step("harness", 0).status = "skipped: --skip"
         elif not (repo / harness).is_file():
@@ -156,52 +115,10 @@ def run_kit(kit: Path, *, out: Path, budget_s: float, repo: Optional[Path] = Non
             s = r.step("harness", min(harness_s if harness_s is not None else 0.15 * budget_s,
                                       r.left() - r.reserve - floor))
             r.timed(s, [python, harness, "--device", device, "--json", str(out / "harness.json")], out / "harness.log")
-
-        # -- the bench ---------------------------------------------------------------------------
         if "bench" in skipped:
             r.step("bench", 0).status = "skipped: --skip"
         else:
-            s = r.step("bench", r.left() - r.reserve)
-            # The bench's own budget ends a little before the kill, so that it can stop between pairs.
-            grace = min(60.0, max(5.0, 0.1 * s.limit))
-            known = _bench_flags(r, python)
-            s.limit = r.left() - r.reserve
-            cmd = [python, "-m", "generator.cli", "bench", "--dataset", str(dataset), "--device", device,
-                   "--out", str(work), "--resume"]
-            wanted = [["--breadth-first"], ["--budget-s", f"{max(1, int(s.limit - grace))}"]]
-            if not any(a == "--timeout" or a.startswith("--timeout=") for a in bench_args):
-                wanted.append(["--timeout", f"{pair_timeout:g}"])
-            missing = []
-            for flag in wanted:
-                if flag[0] in known or not known:
-                    cmd += flag
-                else:
-                    missing.append(flag[0])
-            if missing:
-                s.detail = (f"this checkout's bench has no {', '.join(missing)}: not passed (the kit's limit of "
-                            f"{s.limit:.0f} s stops it)")
-                r.say(f"bench: WARNING: {s.detail}")
-            cmd += list(bench_args)
-            stopper.clear()
-
-            def repack() -> None:  # the traces so far, in case the whole command is killed from outside
-                while not stopper.wait(60.0):
-                    try:
-                        r.pack()
-                    except (OSError, tarfile.TarError):
-                        pass
-
-            packer = threading.Thread(target=repack, daemon=True)
-            packer.start()
-            try:
-                r.timed(s, cmd, out / "bench.log")
-            finally:
-                stopper.set()
-                packer.join(timeout=30)
-                packer = None
-            n = sum(1 for f in (work / "traces").rglob("*.jsonl") for line in open(f, encoding="utf-8") if line.strip()) \
-                if (work / "traces").is_dir() else 0
-            s.detail = (s.detail + "; " if s.detail else "") + f"{n} trace(s) in {work / 'traces'}"
+            _run_bench(r, python, dataset, device, pair_timeout, bench_args)
     except Stopped as exc:
         r.say(f"stopped by {exc}: packing what there is")
         for s in r.steps:
@@ -211,7 +128,6 @@ def run_kit(kit: Path, *, out: Path, budget_s: float, repo: Optional[Path] = Non
         r.say(f"the kit failed: {type(exc).__name__}: {exc}")
         r.steps.append(Step("kit", status=f"failed: {type(exc).__name__}: {exc}"))
     finally:
-        stopper.set()
         for sig, handler in old.items():
             signal.signal(sig, handler)
         with r.lock:
@@ -219,6 +135,98 @@ def run_kit(kit: Path, *, out: Path, budget_s: float, repo: Optional[Path] = Non
                 r.kill(r.child)
         code = finish(r)
     return code
+
+
+def _set_up(r: Run, python: str, device: str, sandbox: str) -> None:
+    """The children's environment: the kit's bin/ (bwrap) and site/ (its wheels) first, then the wheels installed
+    and the machine described (which also decides the sandbox mode)."""
+    bin_dir = r.kit / "bin"
+    if (bin_dir / "bwrap").is_file():
+        try:
+            (bin_dir / "bwrap").chmod(0o755)  # a copy may lose its mode on the way
+        except OSError:
+            pass
+    r.env["PATH"] = os.pathsep.join([str(bin_dir), *filter(None, r.env.get("PATH", os.defpath).split(os.pathsep))])
+    r.env["PYTHONPATH"] = os.pathsep.join([str(r.repo), str(r.kit / "site"),
+                                           *filter(None, r.env.get("PYTHONPATH", "").split(os.pathsep))])
+    r.env["PYTHONUNBUFFERED"] = "1"
+    r.env.pop("KERNELTRACE_SANDBOX", None)
+    install_wheels(r, python)
+    mode = describe_environment(r, python, device, sandbox)
+    if mode:
+        r.env["KERNELTRACE_SANDBOX"] = mode
+
+
+def _run_tests(r: Run, python: str, limit: float, tests: str) -> None:
+    """The test files with CUDA tests, only those tests unless `tests` is "all"."""
+    files = cuda_test_files(r.repo)
+    s = r.step("tests", limit)
+    if not files:
+        s.status = "skipped: no test file has CUDA tests"
+        return
+    plugin_dir = r.work / "pytest-plugin"
+    plugin_dir.mkdir(parents=True, exist_ok=True)
+    (plugin_dir / "kit_cuda_select.py").write_text(PYTEST_PLUGIN, encoding="utf-8")
+    cmd = [python, "-m", "pytest", "-p", "no:xdist", "-p", "no:cacheprovider", "-o", "addopts=",
+           "-q", "-rs", "--junitxml", str(r.work / "tests.xml")]
+    if tests == "cuda":
+        cmd += ["-p", "kit_cuda_select"]
+    saved = r.env["PYTHONPATH"]
+    r.env["PYTHONPATH"] = os.pathsep.join([saved, str(plugin_dir)])
+    try:
+        code = r.timed(s, cmd + files, r.out / "tests.log")
+    finally:
+        r.env["PYTHONPATH"] = saved
+    s.detail = " ".join(files) + (" (the CUDA tests in them)" if tests == "cuda" else "")
+    if code == 5:
+        s.status = "ok"
+        s.detail += ": no test selected"
+
+
+def _run_bench(r: Run, python: str, dataset: Path, device: str, pair_timeout: float,
+               bench_args: Sequence[str]) -> None:
+    """`kerneltrace bench --resume` for the rest of the budget, breadth-first, the traces repacked every minute."""
+    s = r.step("bench", r.left() - r.reserve)
+    # The bench's own budget ends a little before the kill, so that it can stop between pairs.
+    grace = min(60.0, max(5.0, 0.1 * s.limit))
+    known = _bench_flags(r, python)
+    s.limit = r.left() - r.reserve
+    cmd = [python, "-m", "generator.cli", "bench", "--dataset", str(dataset), "--device", device,
+           "--out", str(r.work), "--resume"]
+    wanted = [["--breadth-first"], ["--budget-s", f"{max(1, int(s.limit - grace))}"]]
+    if not any(a == "--timeout" or a.startswith("--timeout=") for a in bench_args):
+        wanted.append(["--timeout", f"{pair_timeout:g}"])
+    missing = []
+    for flag in wanted:
+        if flag[0] in known or not known:
+            cmd += flag
+        else:
+            missing.append(flag[0])
+    if missing:
+        s.detail = (f"this checkout's bench has no {', '.join(missing)}: not passed (the kit's limit of "
+                    f"{s.limit:.0f} s stops it)")
+        r.say(f"bench: WARNING: {s.detail}")
+    cmd += list(bench_args)
+    stopper = threading.Event()
+
+    def repack() -> None:  # the traces so far, in case the whole command is killed from outside
+        while not stopper.wait(60.0):
+            try:
+                r.pack()
+            except (OSError, tarfile.TarError):
+                pass
+
+    packer = threading.Thread(target=repack, daemon=True)
+    packer.start()
+    try:
+        r.timed(s, cmd, r.out / "bench.log")
+    finally:
+        stopper.set()
+        packer.join(timeout=30)
+    traces = r.work / CANONICAL["traces"].name
+    n = sum(1 for f in traces.rglob("*.jsonl") for line in open(f, encoding="utf-8") if line.strip()) \
+        if traces.is_dir() else 0
+    s.detail = (s.detail + "; " if s.detail else "") + f"{n} trace(s) in {traces}"
 
 
 def finish(r: Run) -> int:

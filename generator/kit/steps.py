@@ -13,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Sequence, TextIO
 
+from ..model.layout import CANONICAL
+
 MAX_OUT_FILES = 8  # what the device tool brings back from $OUT
 ARCHIVE = "kit-results.tar.gz"
 LOG_CAP = 4 * 2**20  # a log in --out is cut to its head and tail past this size (files come back up to 16 MiB)
@@ -163,7 +165,7 @@ class Run:
         part = self.out / (ARCHIVE + ".part")
         with tarfile.open(part, "w:gz") as tar:
             root = "kerneltrace-kit"
-            traces = self.work / "traces"
+            traces = self.work / CANONICAL["traces"].name
             if traces.is_dir():
                 for f in sorted(traces.rglob("*")):
                     if f.is_file():
