@@ -294,8 +294,8 @@ print(best.to_string(index=False))
 ```"""
 
 
-def _step_estimate(repo: str) -> str:
-    return f"""
+# The Models pages' estimate, told to consumers; the code that reproduces it follows (_step_estimate).
+_STEP_ESTIMATE_PROSE = """
 
 ## Per-step estimate for a model
 
@@ -307,7 +307,11 @@ workloads lie on both sides of the step's tokens, between the nearest on each si
 the baseline's latest stable passing latency on that very workload and hardware (and the best stable passing
 one there), else that workload's speed of light (`roofline`, a lower bound), else nothing (counted apart):
 
-```python
+"""
+
+
+def _step_estimate(repo: str) -> str:
+    return _STEP_ESTIMATE_PROSE + f"""```python
 import math
 import pandas as pd
 from datasets import load_dataset
