@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ..model.dtypes import SHORT_NAMES, TORCH_NAMES
+from ..model.dtypes import OTHER_SPELLINGS, TORCH_NAMES
 from ..model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES, DTYPES, closest_definition_types
 from ..model.status import DefinitionStatus
 from .rewrite import axis_value
@@ -26,23 +26,7 @@ class Normalised:
 
 # -- shared vocabulary ---------------------------------------------------------------------
 
-# Other spellings of the canonical dtypes. None: a lossless rename. A string: the note that
-# says what is lost.
-DTYPE_SPELLINGS: dict[str, tuple[str, Optional[str]]] = {
-    # Kernel Signature (seed 001): fp32, bf16 ...
-    **{short: (canonical, None) for short, canonical in SHORT_NAMES.items()},
-    # FlashInfer-Trace: DType.FLOAT8_E4M3FN = "float8_e4m3fn" (the torch name); the canonical
-    # float8_e4m3 means the same OCP e4m3 "fn" encoding (no infinities).
-    "float8_e4m3fn": ("float8_e4m3", None),
-    "float4_e2m1fn": ("float4_e2m1", None),
-    # torch names flashinfer-bench does not use but exports from torch code do.
-    "float8_e4m3fnuz": ("float8_e4m3", "is the fnuz encoding (no negative zero, exponent bias 8); "
-                                       "the canonical float8_e4m3 is the OCP fn encoding, so values differ"),
-    "float8_e5m2fnuz": ("float8_e5m2", "is the fnuz encoding (no negative zero, exponent bias 16); "
-                                       "the canonical float8_e5m2 is the OCP encoding, so values differ"),
-    "float4_e2m1fn_x2": ("float4_e2m1", "packs two values per byte (torch float4_e2m1fn_x2); "
-                                        "the canonical shape counts values, check the last axis"),
-}
+DTYPE_SPELLINGS = OTHER_SPELLINGS  # the foreign spellings of the canonical dtypes (model/dtypes.py owns them)
 TORCH_DTYPE = TORCH_NAMES  # dtype -> its torch spelling in code
 DTYPE_SET = frozenset(DTYPES)
 TYPE_SET = frozenset(DEFINITION_TYPES)

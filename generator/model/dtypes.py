@@ -68,3 +68,19 @@ TORCH_TENSOR_DTYPES = {d.name: d.torch for d in _TABLE if d.torch and not d.torc
 # (neither format has them).
 SHORT_NAMES = MappingProxyType({"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "fp8_e4m3": "float8_e4m3",
                                 "fp8_e5m2": "float8_e5m2", "fp4_e2m1": "float4_e2m1"})
+
+# Other spellings a foreign file may use for a canonical dtype, with what a rename to it loses (None: nothing).
+# The torch and FlashInfer-Trace names come from the table above; the rest are the spellings seen in the wild.
+OTHER_SPELLINGS: Mapping[str, tuple[str, Optional[str]]] = MappingProxyType({
+    **{short: (name, None) for short, name in SHORT_NAMES.items()},  # Kernel Signature (seed 001): fp32, bf16 ...
+    **{d.torch: (d.name, None) for d in _TABLE if d.torch and d.torch != d.name and not d.torch_packed},
+    **{d.flashinfer: (d.name, None) for d in _TABLE if d.flashinfer and d.flashinfer != d.name},
+    **{d.torch: (d.name, f"packs two values per byte (torch {d.torch}); the canonical shape counts values, "
+                         "check the last axis") for d in _TABLE if d.torch_packed},
+    "float4_e2m1fn": ("float4_e2m1", None),  # FlashInfer-Trace files written before its float4_e2m1
+    # torch names flashinfer-bench does not use but exports from torch code do.
+    "float8_e4m3fnuz": ("float8_e4m3", "is the fnuz encoding (no negative zero, exponent bias 8); "
+                                       "the canonical float8_e4m3 is the OCP fn encoding, so values differ"),
+    "float8_e5m2fnuz": ("float8_e5m2", "is the fnuz encoding (no negative zero, exponent bias 16); "
+                                       "the canonical float8_e5m2 is the OCP encoding, so values differ"),
+})
