@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ..model.dtypes import OTHER_SPELLINGS, TORCH_NAMES
-from ..model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES, DTYPES, closest_definition_types
+from ..model.schemas import DEFINITION_TYPE_ALIASES, DEFINITION_TYPES, DTYPES, closest_definition_types, type_named_in
 from ..model.status import DefinitionStatus
 from .rewrite import axis_value
 
@@ -86,8 +86,7 @@ def canonical_type(value: Any, tags: Any, notes: list[str]) -> tuple[Any, Any]:
 
 def infer_type(name: Any) -> Optional[str]:
     """A canonical type named inside a definition name: 'attention(gqa-4)' -> 'gqa'."""
-    if not isinstance(name, str):
-        return None
+    return type_named_in(name) if isinstance(name, str) else None
     low = name.lower()
     by_length = sorted(DEFINITION_TYPES, key=len, reverse=True)
     for t in by_length:

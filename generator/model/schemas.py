@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import Optional
 
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
@@ -68,6 +69,28 @@ DEFINITION_TYPE_ALIASES = {alias: node["const"] for alias, node in
 _ATTENTION_TYPES = ("mha", "gqa", "mla", "dsa")
 
 
+def type_named_in(name: str, *, aliases: bool = False) -> Optional[str]:
+    """The canonical type a definition name names, the one rule for it: a type it starts with or holds as a word
+    (the longest), then (with `aliases`) an alias inside it, then a type of 4+ letters inside it ('rmsnorm' ->
+    norm; short types such as 'mha' only as whole words); None when none."""
+    import re
+
+    low = name.lower()
+    tokens = re.split(r"[^a-z0-9]+", low)
+    by_length = sorted(DEFINITION_TYPES, key=len, reverse=True)
+    for t in by_length:
+        if low.startswith(t + "_") or t in tokens:
+            return t
+    if aliases:
+        for alias, t in DEFINITION_TYPE_ALIASES.items():
+            if alias in low:
+                return t
+    for t in by_length:
+        if len(t) >= 4 and t in low:
+            return t
+    return None
+
+
 def closest_definition_types(word: str) -> tuple[str, ...]:
     """The canonical type(s) a foreign or misspelt type name means: an alias's type, a canonical
     type named inside it ('gqa_paged_decode' -> gqa, 'fused_add_rmsnorm' -> norm), the attention
@@ -78,17 +101,9 @@ def closest_definition_types(word: str) -> tuple[str, ...]:
     low = word.lower()
     if low in DEFINITION_TYPE_ALIASES:
         return (DEFINITION_TYPE_ALIASES[low],)
-    tokens = re.split(r"[^a-z0-9]+", low)
-    by_length = sorted(DEFINITION_TYPES, key=len, reverse=True)
-    for t in by_length:
-        if low.startswith(t + "_") or t in tokens:
-            return (t,)
-    for alias, t in DEFINITION_TYPE_ALIASES.items():
-        if alias in low:
-            return (t,)
-    for t in by_length:
-        if len(t) >= 4 and t in low:
-            return (t,)
-    if "attention" in low or "attn" in tokens:
+    named = type_named_in(low, aliases=True)
+    if named is not None:
+        return (named,)
+    if "attention" in low or "attn" in re.split(r"[^a-z0-9]+", low):
         return _ATTENTION_TYPES
     return tuple(difflib.get_close_matches(low, DEFINITION_TYPES, n=1, cutoff=0.75))
