@@ -83,29 +83,22 @@ class _Importer(Files):
         return not problems
 
     def dataset_definition_type(self, name: str) -> Optional[str]:
-        base = self.root / "definitions"
-        if not base.is_dir():
-            return None
-        for folder in sorted(base.iterdir()):
-            if (folder / f"{name}.json").is_file():
-                return folder.name
+        for found in sorted(self.root.glob(CANONICAL.definition_file("*", name))):
+            return CANONICAL.fields(found.relative_to(self.root).as_posix())["type"]
         return None
 
     def dataset_solution_author(self, definition: str, name: str) -> Optional[str]:
-        base = self.root / "solutions"
-        if not base.is_dir():
-            return None
-        for found in sorted(base.glob(f"*/*/{definition}/{name}.json")):
-            return found.relative_to(base).parts[0]
+        for found in sorted(self.root.glob(CANONICAL.solution_file("*", "*", definition, name))):
+            return CANONICAL.solution_author(found.relative_to(self.root).as_posix())
         return None
 
     def author_from_place(self, path: Path) -> Optional[str]:
         """The author folder of a trace file that already sits in this dataset's traces/<author>/<type>/."""
         try:
-            parts = path.resolve().relative_to((self.root / "traces").resolve()).parts
+            rel = path.resolve().relative_to(self.root.resolve()).as_posix()
         except (OSError, ValueError):
             return None
-        return parts[0] if len(parts) == 3 else None
+        return CANONICAL.trace_author(rel) or None
 
     def dataset_definition(self, name: str, type_: str) -> Optional[dict]:
         try:

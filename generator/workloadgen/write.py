@@ -43,7 +43,7 @@ def render(root: Path, specs: Iterable[Spec]) -> dict[Path, bytes]:
         where = f"recipe {spec.definition}/{spec.key}"
         if d is None:
             raise KernelTraceError(f"{where}: no definition named {spec.definition!r} loads from "
-                                       f"{root / 'definitions'} (`kerneltrace validate` says why if its file is there)")
+                                       f"{root / CANONICAL['definitions'].name} (`kerneltrace validate` says why if its file is there)")
         if (spec.definition, spec.key) in seen:
             raise KernelTraceError(f"{where}: key used twice")
         seen.add((spec.definition, spec.key))
