@@ -86,3 +86,18 @@ def check_forced(label: str, d: dict, axes: dict, expected: dict, setting: str, 
     if values:
         print(f"  {label}: {setting} {tuple(values)} forced: interpreter {spent:.2f} s, matches the reference")
     return spent
+
+
+def paged_decode_shape_args(d, batch: int, ctx: int, cache_dtype=None) -> tuple:
+    """Empty tensors of a paged decode at `batch` sequences of `ctx` tokens each (full pages, in order), shaped by
+    the definition's heads, head size and page size: (q, k_cache, v_cache, kv_indptr, kv_indices, kv_last_page_len),
+    for the compile checks, which only read shapes and dtypes."""
+    import torch
+
+    hq, hk, D, ps = (d["axes"][n]["value"] for n in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
+    pages_per_seq = ctx // ps
+    num_pages = batch * pages_per_seq
+    cache = torch.empty(num_pages, ps, hk, D, dtype=cache_dtype or torch.bfloat16)
+    return (torch.empty(batch, hq, D, dtype=torch.bfloat16), cache, cache,
+            torch.arange(0, num_pages + 1, pages_per_seq, dtype=torch.int32),
+            torch.arange(num_pages, dtype=torch.int32), torch.full((batch,), ps, dtype=torch.int32))

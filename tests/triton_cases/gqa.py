@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from . import TritonCase
-from .common import check_forced, paged_inputs
+from .common import check_forced, paged_decode_shape_args, paged_inputs
 
 
 def paged_decode_inputs(d, g):
@@ -27,17 +27,9 @@ def paged_decode_extra(module, index, label, axes, inputs, outputs, expected, d)
 
 
 def paged_decode_shapes(d):
-    import torch
-    bf = torch.bfloat16
-    hq, hk, D, ps = (d["axes"][n]["value"] for n in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
+    ps, D = d["axes"]["page_size"]["value"], d["axes"]["head_dim"]["value"]
     for batch, ctx in ((1, 32768 if ps == 16 else 4096), (64, 2048)):
-        pages_per_seq = ctx // ps
-        num_pages = batch * pages_per_seq
-        cache = torch.empty(num_pages, ps, hk, D, dtype=bf)
-        yield (torch.empty(batch, hq, D, dtype=bf), cache, cache,
-               torch.arange(0, num_pages + 1, pages_per_seq, dtype=torch.int32),
-               torch.arange(num_pages, dtype=torch.int32), torch.full((batch,), ps, dtype=torch.int32),
-               1.0 / math.sqrt(D))
+        yield (*paged_decode_shape_args(d, batch, ctx), 1.0 / math.sqrt(D))
 
 
 PAGED_DECODE = TritonCase(paged_decode_inputs, paged_decode_shapes, paged_decode_extra)

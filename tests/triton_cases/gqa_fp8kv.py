@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from . import TritonCase
-from .common import check_forced, paged_inputs
+from .common import check_forced, paged_decode_shape_args, paged_inputs
 
 # (k_scale, v_scale, std of the key codes) per set; the value codes are drawn with std 64 (the bench's draw).
 # Set 2: k_scale 1.0 (vLLM's value without calibrated scales), where codes of std 64 would make one key win
@@ -46,16 +46,10 @@ def fp8kv_decode_extra(module, index, label, axes, inputs, outputs, expected, d)
 
 def fp8kv_decode_shapes(d):
     import torch
-    hq, hk, D, ps = (d["axes"][n]["value"] for n in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
+    D = d["axes"]["head_dim"]["value"]
     # batch 1 at 32k tokens (33 splits, the merge), 64 x 2k and 256 x 1k (one split: stage 1 writes the outputs)
     for batch, ctx in ((1, 32768), (64, 2048), (256, 1024)):
-        pages_per_seq = ctx // ps
-        num_pages = batch * pages_per_seq
-        cache = torch.empty(num_pages, ps, hk, D, dtype=torch.float8_e4m3fn)
-        yield (torch.empty(batch, hq, D, dtype=torch.bfloat16), cache, cache,
-               torch.arange(0, num_pages + 1, pages_per_seq, dtype=torch.int32),
-               torch.arange(num_pages, dtype=torch.int32), torch.full((batch,), ps, dtype=torch.int32),
-               1.0 / math.sqrt(D), 0.02, 0.01)
+        yield (*paged_decode_shape_args(d, batch, ctx, torch.float8_e4m3fn), 1.0 / math.sqrt(D), 0.02, 0.01)
 
 
 CASES = {"gqa_paged_decode_fp8kv_h32_kv8_d128_ps16": TritonCase(fp8kv_decode_inputs, fp8kv_decode_shapes,

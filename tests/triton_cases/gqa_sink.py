@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from . import TritonCase
-from .common import check_forced, paged_inputs
+from .common import check_forced, paged_decode_shape_args, paged_inputs
 
 
 def with_sinks(inputs, sinks):
@@ -39,16 +39,9 @@ def sink_decode_extra(module, index, label, axes, inputs, outputs, expected, d):
 
 def sink_decode_shapes(d):
     import torch
-    bf = torch.bfloat16
-    hq, hk, D, ps = (d["axes"][n]["value"] for n in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"))
+    hq, D = d["axes"]["num_qo_heads"]["value"], d["axes"]["head_dim"]["value"]
     for batch, ctx in ((1, 32768), (64, 1024), (256, 512)):
-        pages_per_seq = ctx // ps
-        num_pages = batch * pages_per_seq
-        cache = torch.empty(num_pages, ps, hk, D, dtype=bf)
-        yield (torch.empty(batch, hq, D, dtype=bf), cache, cache,
-               torch.arange(0, num_pages + 1, pages_per_seq, dtype=torch.int32),
-               torch.arange(num_pages, dtype=torch.int32), torch.full((batch,), ps, dtype=torch.int32),
-               torch.empty(hq, dtype=torch.float32), 1.0 / math.sqrt(D))
+        yield (*paged_decode_shape_args(d, batch, ctx), torch.empty(hq, dtype=torch.float32), 1.0 / math.sqrt(D))
 
 
 SINK_DECODE = TritonCase(sink_decode_inputs, sink_decode_shapes, sink_decode_extra)
