@@ -78,6 +78,9 @@ def imports(root: Path = GENERATOR) -> Iterator[Import]:
 
 MAX_LINES = 500
 LONG_MODULES_EXEMPT: tuple[str, ...] = ()  # none: every module of generator/ keeps to MAX_LINES
+MAX_FUNCTION_LINES = 80
+# "module::function" names over MAX_FUNCTION_LINES, each on its way out (say where in a comment)
+LONG_FUNCTIONS_EXEMPT: tuple[str, ...] = ("bench/__init__.py::run_bench",)  # the bench's split (issue 39)
 
 
 def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
@@ -168,6 +171,19 @@ def long_modules(root: Path = GENERATOR) -> list[str]:
     return out
 
 
+def long_functions(root: Path = GENERATOR) -> list[str]:
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        rel = path.relative_to(root).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES and f"{rel}::{node.name}" not in LONG_FUNCTIONS_EXEMPT:
+                    out.append(f"{rel}:{node.lineno}: {node.name}() is {lines} lines, over {MAX_FUNCTION_LINES}: "
+                               "split it into the steps it takes")
+    return out
+
+
 def recipe_imports(root: Path = GENERATOR) -> list[str]:
     """Recipe modules (those of workloadgen/ that define `workloads()`, as workloadgen/write.py finds them)
     that import another recipe module."""
@@ -237,6 +253,10 @@ def test_no_module_is_too_long():
     assert long_modules() == []
 
 
+def test_no_function_is_too_long():
+    assert long_functions() == []
+
+
 def test_recipes_do_not_import_each_other():
     assert recipe_imports() == []
 
@@ -284,6 +304,9 @@ def test_a_long_module_and_a_recipe_importing_a_recipe_fail(tmp_path):
     assert f"load/planted.py: {MAX_LINES + 1} lines, over {MAX_LINES}: split it by what its parts do" in long_modules(copy)
     assert ("workloadgen/planted_b.py:1: recipe workloadgen.planted_b imports recipe workloadgen.planted_a; share "
             "through the engine, not another recipe") in recipe_imports(copy)
+    copy = _plant(tmp_path / "fn", "load/planted.py", "def f():\n" + "    x = 1\n" * MAX_FUNCTION_LINES)
+    assert long_functions(copy) == [f"load/planted.py:1: f() is {MAX_FUNCTION_LINES + 1} lines, over "
+                                    f"{MAX_FUNCTION_LINES}: split it into the steps it takes"]
 
 
 if __name__ == "__main__":
@@ -292,5 +315,5 @@ if __name__ == "__main__":
         edges[imp.source or "(top)"][imp.target or "(root)"].append(imp.where)
     for source in sorted(edges, key=lambda s: (RANK.get(s, TOP), s)):
         print(f"{source} -> " + ", ".join(f"{t} ({len(w)})" for t, w in sorted(edges[source].items())))
-    for v in violations() + import_circles() + long_modules() + recipe_imports():
+    for v in violations() + import_circles() + long_modules() + long_functions() + recipe_imports():
         print("VIOLATION", v)
