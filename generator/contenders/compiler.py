@@ -19,17 +19,15 @@ MODE = "default"
 # Var axes are dynamic: one compile serves every workload of a definition. True makes every size symbolic
 # from the first call (measured against automatic dynamic and mark_dynamic on the Benchmarking page).
 DYNAMIC = True
-DEPENDENCIES = ["torch>=2.4"]  # torch.compile with dynamic shapes over dict outputs; inductor's CPU and GPU backends
+# torch.compile with dynamic shapes over dict outputs; inductor's CPU and GPU backends; emulate_precision_casts
+DEPENDENCIES = ["torch>=2.6"]
 SUFFIX = "_compile"
 
 
 # Definitions (by name prefix) whose compiled reference traces and runs but disagrees with the independent check of
-# tests/dataset/test_references.py: a contender computes exactly the definition or is not written. Seen 2026-11-28 on the CPU:
-# the ten fused all-reduce + add + RMSNorm definitions (e.g. tp2_h4096 set 1: max abs err 1.84 at scale 4.58).
-WRONG_WHEN_COMPILED = {
-    "allreduce_fused_add_rmsnorm_": "compiled, its output differs from the independent check (max abs err 1.84 at "
-                                    "scale 4.58 on tp2_h4096, CPU inductor, 2026-11-28): not claimed",
-}
+# tests/dataset/test_references.py: a contender computes exactly the definition or is not written. None since
+# inductor emulates the reference's roundings (emulate_precision_casts, below).
+WRONG_WHEN_COMPILED: dict[str, str] = {}
 
 
 def wrong_when_compiled(definition: str) -> str:
@@ -51,6 +49,10 @@ def compiled_source(reference: str) -> str:
             "# Compiled in this thread: the bench flags threads a solution leaves running (inductor's compile pool, tqdm's\n"
             "# monitor thread), and the first call is timed apart anyway (performance.first_call_ms).\n"
             "_kerneltrace_torch._inductor.config.compile_threads = 1\n"
+            "# The reference's roundings are part of the definition: by default inductor keeps a value that the code\n"
+            "# rounds to bfloat16 and widens again in float32 inside a fused kernel, which changes results where the\n"
+            "# rounding matters (a residual add before a norm: max abs err 1.84 at scale 4.58, fused all-reduce + RMSNorm).\n"
+            "_kerneltrace_torch._inductor.config.emulate_precision_casts = True\n"
             "try:\n"
             "    import tqdm as _kerneltrace_tqdm\n\n"
             "    _kerneltrace_tqdm.tqdm.monitor_interval = 0\n"

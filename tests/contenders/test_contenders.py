@@ -52,7 +52,7 @@ def test_writer_gives_a_compiling_definition_its_contender_and_a_failing_one_a_r
     baseline = json.loads((root / "solutions/baseline/norm/rmsnorm_h128/rmsnorm_h128_torch.json").read_text())
     assert s["name"] == solution_name("rmsnorm_h128") and s["author"] == "torch-compile"
     assert s["spec"]["target_hardware"] == baseline["spec"]["target_hardware"]
-    assert s["spec"]["language"] == "python" and s["spec"]["dependencies"] == ["torch>=2.4"]
+    assert s["spec"]["language"] == "python" and s["spec"]["dependencies"] == ["torch>=2.6"]
     main_py = s["sources"][0]["content"]
     assert DEFINITION["reference"].rstrip("\n") in main_py and main_py == compiled_source(DEFINITION["reference"])
     assert main_py.rstrip().splitlines()[-1].startswith("run = _kerneltrace_torch.compile(run, ")

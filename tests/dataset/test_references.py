@@ -49,7 +49,12 @@ def _compiled_sample() -> set[str]:
     for path in sorted(SOLUTION_FILES):
         if path.parts[-4] == COMPILER_AUTHOR and is_representative(path.parent.name):
             first.setdefault(path.parts[-3], path.parent.name)
-    return set(first.values())
+    return set(first.values()) | ROUNDING_SENSITIVE
+
+
+# Compiled contenders whose result depends on inductor keeping the reference's roundings (a bfloat16 residual sum
+# before a norm: without emulate_precision_casts, max abs err 1.84 at scale 4.58), in the sample whatever their type.
+ROUNDING_SENSITIVE = {"allreduce_fused_add_rmsnorm_tp2_h4096"}
 
 
 COMPILED_SAMPLE = _compiled_sample()
