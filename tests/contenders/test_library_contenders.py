@@ -81,6 +81,8 @@ PLANTED = [
     ("gdn_decode", "the k-last state read as fla's default [K, V]", ("state_v_first=True", "state_v_first=False")),
     ("gdn_mtp", "the gate computed without dt_bias", ("dt_bias=dt_bias", "dt_bias=None")),
     ("gemm_fp8_rowwise", "the bias dropped", (", bias=bias", "")),
+    ("softmax_temperature", "the softmax over the batch instead of the vocabulary", ("dim=-1)", "dim=0)")),
+    ("softmax_temperature", "the logits times the temperature", ("logits / temperature", "logits * temperature")),
     ("silu_and_mul", "gate and up swapped", ("input.to(torch.float32)", "input.roll(input.shape[1] // 2, 1).to(torch.float32)")),
 ]
 

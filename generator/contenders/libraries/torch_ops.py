@@ -1,4 +1,5 @@
-"""torch's own vendor kernels where the baseline calls something else: torch._scaled_mm for the row-wise FP8 GEMMs.
+"""torch's own vendor kernels where the baseline calls something else: torch._scaled_mm for the row-wise FP8 GEMMs,
+torch._grouped_mm for the grouped GEMMs, torch.softmax for the temperature softmax.
 
 The baselines widen both FP8 operands to float32 and multiply there; torch._scaled_mm runs the FP8
 product on the tensor cores (cuBLASLt / CUTLASS on GPUs, a real FP8 path on the CPU), accumulates in
@@ -60,6 +61,22 @@ def _grouped(definition):  # noqa: ARG001 (every sibling is the same call)
         "the end offsets m_indptr[1:] and B.transpose(1, 2), both views.")
 
 
+SOFTMAX_SOURCE = '''import torch
+
+
+def run(logits, temperature):
+    # ATen's fused softmax (max, exp and sum in one kernel, float32 throughout) over the temperature-divided rows.
+    return {"probs": torch.softmax(logits / temperature.unsqueeze(1), dim=-1)}
+'''
+
+
+def _softmax(definition):  # noqa: ARG001 (every sibling is the same call)
+    return SOFTMAX_SOURCE, (
+        "torch.softmax (ATen's fused softmax kernel: the row max, the exponentials and their sum in one kernel, "
+        "float32 throughout) of the logits divided by each request's temperature, where the baseline writes the "
+        "max-subtracted exponentials and their sum as three separate torch operations. No layout conversion.")
+
+
 FAMILIES = (
     Family(name="grouped_gemm", author=AUTHOR, pattern=re.compile(r"^grouped_gemm_e\d+_n\d+_k\d+$"),
            signatures=(sig("A:total_tokens,K:bfloat16 B:num_experts,N,K:bfloat16 m_indptr:len_m_indptr:int32",
@@ -70,6 +87,11 @@ FAMILIES = (
            signatures=(sig(_ROWWISE, "C:M,N:bfloat16"), sig(_ROWWISE + " bias:N:bfloat16", "C:M,N:bfloat16")),
            render=_rowwise, language="python", target_hardware=("cpu", "H100_SXM", "H200"),
            dependencies=DEPENDENCIES, suffix="scaled_mm"),
+    Family(name="softmax_temperature", author=AUTHOR, pattern=re.compile(r"^softmax_temperature_v\d+$"),
+           signatures=(sig("logits:batch_size,vocab_size:float32 temperature:batch_size:float32",
+                           "probs:batch_size,vocab_size:float32"),),
+           render=_softmax, language="python", target_hardware=("cpu", "H100_SXM", "H200"),
+           dependencies=DEPENDENCIES, suffix="softmax"),
 )
 
 REJECTED = {
