@@ -14,6 +14,7 @@ from .model.errors import KernelTraceError
 from .model.evaluation import BENCH_TIMEOUT_S
 from .model.layout import CANONICAL
 from .model.repo_id import DEFAULT_REPO_ID
+from .model.status import NOT_MEASURED
 
 
 def _add_dataset(p: argparse.ArgumentParser) -> None:
@@ -137,7 +138,7 @@ def _failures(outcomes, strict: bool) -> int:
         reason = _failure_reason(o)
         print(f"  {o.status}: {o.pair.solution.name} on workload {o.pair.workload.uuid}"
               + (f": {reason}" if reason else ""))
-    if any(o.status == "NOT_MEASURED" for o in failed):
+    if any(o.status == NOT_MEASURED for o in failed):
         print("NOT_MEASURED pairs have no trace: their definition's reference failed, not the solution; "
               "fix the reference (kerneltrace validate, tests/dataset/test_references.py) and run them again")
         return 1

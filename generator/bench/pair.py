@@ -37,7 +37,7 @@ import random
 import statistics
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -56,11 +56,9 @@ from .check import (
     two_sample_chi2,
 )
 from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
+from .options import Options
 from .plan import Pair
 from .remote import Failed, Remote
-
-if TYPE_CHECKING:
-    from .runner import Options
 
 CORRECTNESS_CALLS = 3
 MIN_CHECKED = 4  # calls of a later batch revealed and compared, at least (every call when outputs are small)

@@ -5,7 +5,7 @@ deadline, and every way a worker can fail becomes a Failed (the pair's status) o
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 import torch
 
@@ -13,10 +13,8 @@ from ..model.errors import KernelTraceError
 from ..model.status import TraceStatus
 from . import protocol
 from .capture import Capture, CaptureUnavailable
+from .options import Options
 from .sandbox import Worker
-
-if TYPE_CHECKING:
-    from .runner import Options
 
 STARTUP_S = 300.0
 

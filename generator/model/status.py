@@ -70,3 +70,7 @@ class DefinitionStatus(_Word):
 # The author whose solution of a definition is the reference point of speedups (analyse/leaderboard.py) and
 # whose solution every definition should have (validate/completeness.py).
 BASELINE_AUTHOR = "baseline"
+
+# A bench outcome, never a trace status: the definition's reference failed, so the solution was not measured
+# (bench/runner.py's outcomes; the CLI's exit status and summary read it).
+NOT_MEASURED = "NOT_MEASURED"
