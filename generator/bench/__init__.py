@@ -148,7 +148,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         ds = load(dataset_root)
         if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
             raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
-        environment = describe(device)
+        environment = describe(device, ds)
         environment["provenance"] = provenance()  # one run id for the run's traces
         environment["sandbox"] = mode
         if mode != "bwrap":

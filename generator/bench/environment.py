@@ -12,12 +12,6 @@ from pathlib import Path
 
 from ..model.records import BENCH_TOOL
 
-# Marketing names torch reports -> hardware spec names in dataset/hardware/.
-GPU_NAMES = [
-    (r"H100.*(PCIe)", "H100_PCIE"), (r"H100", "H100_SXM"), (r"H200", "H200"), (r"B200", "B200"),
-    (r"A100", "A100"), (r"L40S", "L40S"),
-]
-
 
 def cpu_model() -> str:
     try:
@@ -36,15 +30,16 @@ def cpu_hardware_name(threads: int) -> str:
     return f"CPU_{slug}_{threads}T"
 
 
-def gpu_hardware_name(device_name: str) -> str:
-    for pattern, name in GPU_NAMES:
-        if re.search(pattern, device_name):
-            return name
-    return re.sub(r"[^A-Za-z0-9]+", "_", device_name).strip("_")
+def gpu_hardware_name(device_name: str, ds=None) -> str:
+    """The name the dataset's hardware specs give the GPU torch calls `device_name` (a spec's `aliases` list the
+    names torch reports: the one owner of that mapping), else the name itself as a word: a GPU with no spec gets
+    no speed-of-light floor and is filed under its own name until someone adds its spec."""
+    spec = ds.hardware_spec(device_name) if ds is not None else None
+    return spec.name if spec is not None else re.sub(r"[^A-Za-z0-9]+", "_", device_name).strip("_")
 
 
-def describe(device: str) -> dict:
-    """The trace's evaluation.environment for runs on `device`."""
+def describe(device: str, ds=None) -> dict:
+    """The trace's evaluation.environment for runs on `device` (the GPU named by the hardware specs of `ds`)."""
     import torch
 
     libs = {"torch": torch.__version__, "python": platform.python_version()}
@@ -59,7 +54,7 @@ def describe(device: str) -> dict:
     if device.startswith("cuda"):
         name = torch.cuda.get_device_name(torch.device(device))
         libs["cuda"] = torch.version.cuda
-        env["hardware"] = gpu_hardware_name(name)
+        env["hardware"] = gpu_hardware_name(name, ds)
         try:
             out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
                                  capture_output=True, text=True, timeout=30, check=True)
