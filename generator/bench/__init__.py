@@ -8,6 +8,7 @@ need it).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from ..model.errors import KernelTraceError
 from ..model.evaluation import MIN_CALL_MS
 from ..model.status import TraceStatus
+from .options import DEVICE_TIMING
 from .plan import (
     DEFAULT_CPU_MAX_BYTES,
     DEFAULT_CPU_MAX_FLOPS,
@@ -101,15 +103,57 @@ def _capability(device: str) -> Optional[str]:
     return "{}.{}".format(*torch.cuda.get_device_capability(torch.device(device)))
 
 
-# Timing of one pair on the CPU: a host clock over back-to-back calls settles in a fraction of a second. Batches
-# are as long as a quarter of the budget allows (up to 33 calls): the outside bound's slack for a busy host is per
-# batch (pair.BATCH_SLACK_MS), so its share of each call is ~10 % of a call of 1.5 ms to 12 ms and 0.15 ms below
-# (batches of 5 calls forgave 1 ms a call: issue 38's stopped clock on sub-millisecond kernels).
-CPU_TIMING = {"budget_s": 0.2, "min_samples": 5, "max_samples": 96, "target_rse": 0.02, "min_batches": 3}
-# GPUs: do_bench's median settles within ~100 samples; 0.5 s a pair's timed loop (both sides) keeps a ten-minute
-# GPU window for hundreds of pairs. Each batch starts with 10 ms of device work, so the clocks are up (timing.py).
-CUDA_TIMING = {"budget_s": 0.5, "min_samples": 10, "max_samples": 200, "target_rse": 0.01, "min_batches": 5,
-               "warmup_ms": 10.0}
+# The devices' timing as plain dicts (the shape `timing=` overrides take); options.DEVICE_TIMING owns the values.
+CPU_TIMING = dataclasses.asdict(DEVICE_TIMING["cpu"])
+CUDA_TIMING = dataclasses.asdict(DEVICE_TIMING["cuda"])
+
+
+def _sandbox(device: str) -> tuple[str, str]:
+    """The sandbox the workers run in, and why not bwrap; a GPU run refuses to run without it."""
+    from .sandbox import sandbox_mode
+
+    mode, why = sandbox_mode(device)
+    if mode != "bwrap" and device != "cpu" and os.environ.get("KERNELTRACE_SANDBOX", "").strip().lower() != "none":
+        # A GPU window is where numbers are ranked from: it fails closed. (The CPU run warns: contributors' checks.)
+        raise KernelTraceError(f"--device {device}: solutions would run WITHOUT the bubblewrap sandbox ({why}), where "
+                               "they can read the dataset's references and seeds; a GPU run refuses that. Install "
+                               "bubblewrap, or set KERNELTRACE_SANDBOX=none to run unsandboxed anyway (its traces say "
+                               "environment.sandbox \"none\" and are never ranked on the site).")
+    return mode, why
+
+
+def _environment(ds, device: str, mode: str, why: str) -> dict:
+    """The run's traces' evaluation.environment: the machine, one provenance (one run id) and the sandbox."""
+    from .environment import describe, provenance
+
+    environment = describe(device, ds)
+    environment["provenance"] = provenance()
+    environment["sandbox"] = mode
+    if mode != "bwrap":
+        print(f"kerneltrace bench: WARNING: solutions run WITHOUT the bubblewrap sandbox: {why}. They can "
+              "read any file this user can (the dataset, its seeds and references) and reach the network, "
+              "and a process they start can outlive them; outputs are still compared here and the clock "
+              "still bounded from outside. Traces record environment.sandbox = \"none\" and are never ranked on "
+              "the site.", file=sys.stderr)
+    return environment
+
+
+def _progress(summary: BenchSummary, progress: bool):
+    """(the progress bar or None, the callback that files each outcome in `summary` and moves the bar)."""
+    bar = None
+    if progress and summary.plan.pairs:
+        from tqdm import tqdm
+        bar = tqdm(total=len(summary.plan.pairs), unit="pair", desc=f"bench {summary.hardware}",
+                   file=sys.stderr, dynamic_ncols=True)
+
+    def on_outcome(o: Outcome) -> None:
+        summary.outcomes.append(o)
+        if bar is not None:
+            counts = summary.counts()
+            bar.set_postfix(passed=counts.get(TraceStatus.PASSED, 0),
+                            failed=sum(v for k, v in counts.items() if k != TraceStatus.PASSED), refresh=False)
+            bar.update(1)
+    return bar, on_outcome
 
 
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
@@ -120,23 +164,16 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
               budget_s: Optional[float] = None) -> BenchSummary:
     import time
 
-    from .sandbox import Worker, sandbox_mode
+    from .sandbox import Worker
 
     started = time.monotonic()
     _check_device(device)
-    mode, why = sandbox_mode(device)
-    if mode != "bwrap" and device != "cpu" and os.environ.get("KERNELTRACE_SANDBOX", "").strip().lower() != "none":
-        # A GPU window is where numbers are ranked from: it fails closed. (The CPU run warns: contributors' checks.)
-        raise KernelTraceError(f"--device {device}: solutions would run WITHOUT the bubblewrap sandbox ({why}), where "
-                               "they can read the dataset's references and seeds; a GPU run refuses that. Install "
-                               "bubblewrap, or set KERNELTRACE_SANDBOX=none to run unsandboxed anyway (its traces say "
-                               "environment.sandbox \"none\" and are never ranked on the site).")
+    mode, why = _sandbox(device)
     # The reference's worker and the first solution's start now (Python and torch, a few seconds each), while
     # this process imports torch and loads the dataset.
     ahead = [Worker(device, mode) for _ in range(2)]
     try:
         from ..load import load
-        from .environment import describe, provenance
         from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
         from .store import repair_tails
 
@@ -148,15 +185,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         ds = load(dataset_root)
         if ds.load_diagnostics and any(d.is_error for d in ds.load_diagnostics):
             raise KernelTraceError(f"{dataset_root} has errors; run `kerneltrace validate --dataset {dataset_root}` first")
-        environment = describe(device, ds)
-        environment["provenance"] = provenance()  # one run id for the run's traces
-        environment["sandbox"] = mode
-        if mode != "bwrap":
-            print(f"kerneltrace bench: WARNING: solutions run WITHOUT the bubblewrap sandbox: {why}. They can "
-                  "read any file this user can (the dataset, its seeds and references) and reach the network, "
-                  "and a process they start can outlive them; outputs are still compared here and the clock "
-                  "still bounded from outside. Traces record environment.sandbox = \"none\" and are never ranked on "
-                  "the site.", file=sys.stderr)
+        environment = _environment(ds, device, mode, why)
         if device == "cpu":
             max_bytes = DEFAULT_CPU_MAX_BYTES if max_bytes is None else max_bytes
             max_flops = DEFAULT_CPU_MAX_FLOPS if max_flops is None else max_flops
@@ -171,23 +200,10 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         summary = BenchSummary(plan, hardware=environment["hardware"])
         opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,
                        prefetch=(device != "cpu" or correctness_only) if prefetch is None else prefetch,
-                       timing=timing or (CPU_TIMING if device == "cpu" else CUDA_TIMING),
+                       timing=dict(timing or {}),
                        floors_ms=floors_ms(ds, plan, environment["hardware"], einsum_counts),
                        deadline=None if budget_s is None else started + budget_s)
-        bar = None
-        if progress and plan.pairs:
-            from tqdm import tqdm
-            bar = tqdm(total=len(plan.pairs), unit="pair", desc=f"bench {environment['hardware']}",
-                       file=sys.stderr, dynamic_ncols=True)
-
-        def on_outcome(o: Outcome) -> None:
-            summary.outcomes.append(o)
-            if bar is not None:
-                counts = summary.counts()
-                bar.set_postfix(passed=counts.get(TraceStatus.PASSED, 0),
-                                failed=sum(v for k, v in counts.items() if k != TraceStatus.PASSED), refresh=False)
-                bar.update(1)
-
+        bar, on_outcome = _progress(summary, progress)
         try:
             taken, ahead[:] = list(ahead), []
             run_plan(plan, opts, dataset_root, environment, on_outcome, started=taken)

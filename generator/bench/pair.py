@@ -56,7 +56,7 @@ from .check import (
     two_sample_chi2,
 )
 from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
-from .options import Options
+from .options import Options, timing_for
 from .plan import Pair
 from .remote import Failed, Remote
 
@@ -87,7 +87,7 @@ class WorkloadRun:
         self.in_bytes = sum(_numel(shape_of(s, self.axes)) * TORCH_DTYPES[s["dtype"]].itemsize
                             for s in self.definition["inputs"].values())
         self.deadline = time.monotonic() + opts.timeout_s
-        self.cfg = timing.TimingConfig(**opts.timing)
+        self.cfg = timing_for(opts.device, opts.timing)
         self.sampling = self.definition["type"] == "sampling"
         self.draws = sampling_draws(_numel(self.outs[0]["shape"])) if self.sampling else 0  # per compared input set
         self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)

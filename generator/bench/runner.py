@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 from ..model.status import NOT_MEASURED, TraceStatus
-from . import capture, timing
-from .options import Options
+from . import capture
+from .options import Options, timing_for
 from .pair import WorkloadRun
 from .plan import Pair, Plan, worker_owner
 from .remote import Failed, ReferenceFailed, Remote
@@ -58,7 +58,7 @@ def output_mode(opts: Options) -> str:
 def _load_message(pair: Pair, opts: Options, reference: bool) -> dict:
     d = pair.definition.data
     msg = {"op": "load", "device": opts.device, "output_names": list(d["outputs"]),
-           "warmup_ms": timing.TimingConfig(**opts.timing).warmup_ms}
+           "warmup_ms": timing_for(opts.device, opts.timing).warmup_ms}
     if reference:
         return {**msg, "reference": d["reference"], "name": d["name"], "dps": False}
     s = pair.solution.data

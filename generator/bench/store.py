@@ -177,8 +177,10 @@ class MergeSummary:
 def _trace_files(folder: Path) -> Iterator[tuple[Path, Path]]:
     """(file, path relative to the traces root) for every trace file in a shard folder, which may be
     a dataset-like folder (with traces/) or a copy of a traces/ folder itself."""
-    base = folder / "traces" if (folder / "traces").is_dir() else folder
-    for path in sorted(base.glob("*/*/*.jsonl")):
+    traces = CANONICAL["traces"]
+    base = folder / traces.name if (folder / traces.name).is_dir() else folder
+    below = traces.glob.split("/", 1)[1]  # the pattern below traces/: <author>/<type>/<definition>.jsonl
+    for path in sorted(base.glob(below)):
         yield path, path.relative_to(base)
 
 
@@ -194,7 +196,7 @@ def merge(dataset: Path, folders: Iterable[Path]) -> MergeSummary:
         for path, rel in _trace_files(folder):
             incoming.setdefault(rel, []).extend(read_traces(path))
     for rel, records in sorted(incoming.items()):
-        target = dataset / "traces" / rel
+        target = dataset / CANONICAL["traces"].name / rel
         existing = list(read_traces(target)) if target.is_file() else []
         by_key: dict = {}
         order: list = []

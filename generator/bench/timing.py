@@ -26,31 +26,20 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import torch
 
 from ..model.stability import spread_is_unstable
+
+if TYPE_CHECKING:  # the trusted side's statistics (enough) read it; the worker never builds one
+    from .options import TimingConfig
 
 _perf_counter = time.perf_counter
 now = _perf_counter  # the worker's own clock for its phases (diagnostics only)
 SLOW_BUDGETS = 2  # calls too slow for min_samples in this many budgets stop there with what they have
 _Event = torch.cuda.Event if torch.cuda.is_available() else None
 _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
-
-
-@dataclass(frozen=True)
-class TimingConfig:
-    min_samples: int = 10
-    max_samples: int = 500
-    target_rse: float = 0.01  # relative standard error of the mean
-    budget_s: float = 2.0  # wall-clock budget for the timed repetitions of one call
-    # Timed batches at least (unless the calls are too slow for them in SLOW_BUDGETS budgets): the outside bound takes
-    # a median over batches, so that noise in a few does not count.
-    min_batches: int = 5
-    # CUDA: device work queued ahead of each timed batch, so the clocks are up when the first call runs.
-    warmup_ms: float = 0.0
 
 
 def summarize(samples_ms: list[float], timer: str) -> dict:

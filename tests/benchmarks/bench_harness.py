@@ -13,7 +13,7 @@ same workload by each method. Bars on a GPU: harness within 5 % of do_bench or w
 is larger; speedups within 5 %. Last, pairs per minute of the harness over the panel.
 
 On CUDA it first runs the clock probe: a small kernel timed by the worker's own timing.time_calls after
-an idle spell, with several warm-ups (timing.TimingConfig.warmup_ms), against do_bench of the same
+an idle spell, with several warm-ups (options.TimingConfig.warmup_ms), against do_bench of the same
 kernel: it shows how much of a small kernel's time an idle-clocked GPU adds, and what warm-up removes it.
 """
 
