@@ -1285,7 +1285,7 @@ def test_without_bubblewrap_the_bench_warns_runs_and_says_so(tmp_path, monkeypat
 def test_a_gpu_run_refuses_to_run_without_the_sandbox_unless_told_to(tmp_path, monkeypatch):
     """The GPU run fails closed: without bubblewrap it stops before starting a worker, saying why and how to opt in
     (KERNELTRACE_SANDBOX=none, whose traces the site never ranks); the CPU run only warns (the test above)."""
-    import generator.bench as bench
+    import generator.bench.run as bench
     from generator.bench import sandbox
 
     root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(1))
@@ -1605,7 +1605,7 @@ def test_a_run_on_hardware_without_a_spec_warns_that_no_floor_bounds_it(tmp_path
     root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(1))
     for spec in (root / "hardware").glob("*.json"):  # whatever the factory wrote: this host's spec is gone
         spec.unlink()
-    from generator.bench import floors_ms
+    from generator.bench.run import floors_ms
     from generator.model.evaluation import MIN_CALL_MS
 
     ds = load(root)
