@@ -139,7 +139,7 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
 # draws the reference then has ~10 others, too few for p < 1e-3 (greedy passed in 1 to 5% of batch-1
 # input sets, simulated); from 128 draws on none passed in 60 sets. 256 leaves a margin. A dropped top-k
 # on such a row shows only as draws past the k-th token, which can hold as little as 0.2% of the mass:
-# the support check finds them, over the batches (tests/test_bench_checks.py).
+# the support check finds them, over the batches (tests/bench/test_bench_checks.py).
 SAMPLING_DRAWS = 256
 
 
@@ -148,7 +148,7 @@ def sampling_draws(rows: int) -> int:
     row-draws in all (at least 32 calls). The two-sample test sums its statistic over rows, so a batch of
     rows gives the power of that many more draws of one row, and the reference's cost per input set stays
     that of SAMPLING_DRAWS single-row draws (a batch-64 sampler over 201k tokens otherwise takes minutes per
-    input set on a CPU). Batch-1 workloads, the hardest case (tests/test_bench_checks.py), keep all 256."""
+    input set on a CPU). Batch-1 workloads, the hardest case (tests/bench/test_bench_checks.py), keep all 256."""
     return max(32, -(-SAMPLING_DRAWS // max(int(rows), 1)))
 # Slack on a top-p nucleus's mass in the support check: the reference sums up to 262k float32
 # probabilities (its cumsum drifts a few 1e-6), a kernel may sum in another order or renormalise.

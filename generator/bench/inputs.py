@@ -95,7 +95,7 @@ except ModuleNotFoundError:  # input_recipes needs no torch: the export lists re
 
 # Dataset dtype name -> torch dtype name (the dataset writes `float8_e4m3`, torch `float8_e4m3fn`).
 # Spelled out here, not imported from generator/model/dtypes.py, so that this file works alone when a
-# consumer copies it; tests/test_inputs.py checks that both tables agree.
+# consumer copies it; tests/bench/test_inputs.py checks that both tables agree.
 TORCH_DTYPE_NAMES = {
     "float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
     "float8_e4m3": "float8_e4m3fn", "float8_e5m2": "float8_e5m2",

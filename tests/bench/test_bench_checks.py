@@ -28,7 +28,7 @@ from generator.bench.inputs import make_inputs
 from generator.bench.plan import call_bytes
 from generator.load import load
 
-DATASET = Path(__file__).resolve().parent.parent / "dataset"
+DATASET = Path(__file__).resolve().parents[2] / "dataset"
 _DS = load(DATASET)
 NAMES = sorted(_DS.definitions)
 

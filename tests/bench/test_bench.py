@@ -28,9 +28,9 @@ from generator.validate import validate_path
 
 from dataset_factory import DEFINITION, WORKLOAD, dump, dump_lines, write_dataset
 
-DATASET = Path(__file__).resolve().parent.parent / "dataset"
+DATASET = Path(__file__).resolve().parents[2] / "dataset"
 FAST = {"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}
-BUNDLED = Path(__file__).resolve().parents[1] / "dataset"
+BUNDLED = Path(__file__).resolve().parents[2] / "dataset"
 CORRECT = (
     "import torch\n\n"
     "def compute(input, weight, eps):\n"

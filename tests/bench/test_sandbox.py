@@ -13,7 +13,7 @@ import pytest
 
 from generator.bench.sandbox import sandbox_mode
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_sandbox_runs_the_python_of_a_virtual_environment_under_tmp():
