@@ -209,6 +209,24 @@ def cmd_contenders(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_definitions(args: argparse.Namespace) -> int:
+    from .definitions import definitions
+
+    report = definitions(args.dataset, check=args.check)
+    if args.check:
+        for p in report.problems:
+            print(f"kerneltrace definitions: {p}", file=sys.stderr)
+        if report.problems:
+            print("run `kerneltrace definitions` to regenerate", file=sys.stderr)
+            return 1
+        print(f"{report.files} family files up to date")
+        return 0
+    for path in report.changed:
+        print(f"wrote {path}")
+    print(f"{report.files} family files, {len(report.changed)} changed")
+    return 0
+
+
 def cmd_roofline(args: argparse.Namespace) -> int:
     from .analyse.roofline import export_cascades, format_roofline, roofline_rows, verify_export
     from .load import load
@@ -340,6 +358,12 @@ def _workloads_args(p: argparse.ArgumentParser) -> None:
                                                         "what the recipes make")
 
 
+def _definitions_args(p: argparse.ArgumentParser) -> None:
+    _add_dataset(p)
+    p.add_argument("--check", action="store_true", help="write nothing; exit 1 listing the files that are not what "
+                                                        "their family renders")
+
+
 def _contenders_args(p: argparse.ArgumentParser) -> None:
     _add_dataset(p)
     p.add_argument("--definitions", nargs="+", metavar="NAME", help="only these definitions")
@@ -422,6 +446,11 @@ COMMANDS = (
             f"Runs every recipe ({CANONICAL['recipes'].pattern}, run by the engine of generator/workloadgen) "
             "and writes the JSONL lines and the safetensors blobs of index inputs. "
             "--check writes nothing and fails if a committed file differs from what its recipe makes."),
+    Command("definitions", cmd_definitions, _definitions_args,
+            "write the definition families (siblings of a template), or --check the committed ones",
+            f"Renders every family ({CANONICAL['families'].pattern}: a template definition and, per sibling, what "
+            "differs from it) into the siblings' definitions, Einsum cascades and baselines, and writes those that "
+            "differ. --check writes nothing and fails if a committed file differs from what its family renders."),
     Command("contenders", cmd_contenders, _contenders_args,
             "write the generated contenders (torch.compile of every reference, library kernels), or --check them",
             "Writes a torch.compile solution (solutions/torch-compile/) for every definition whose reference traces "

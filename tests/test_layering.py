@@ -22,7 +22,7 @@ RANK = {
     "model": 0,  # the contract, shared by every stage
     "formats": 1, "einsum": 1,  # foreign dialects; the cascade format
     "load": 2,
-    "validate": 3, "workloadgen": 3,
+    "validate": 3, "workloadgen": 3, "definitions": 3,  # definitions: sibling families rendered from tables
     "bench": 4,
     "analyse": 5, "contenders": 5,  # contenders: the generated solutions (probe traces with the bench's inputs)
     "site": 6, "export": 6,

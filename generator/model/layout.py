@@ -129,4 +129,7 @@ CANONICAL = Layout(
     # What `kerneltrace contenders --probe` found about each reference (does it compile, and if not why), read by
     # the contenders writer and its --check; not a record kind, so the loader does not read it.
     Folder("contenders", "contenders/<probe>.json", loaded=False),
+    # Sibling definitions as a template and a table of constants, rendered by `kerneltrace definitions` into
+    # definitions/, einsums/ and the baselines; not a record kind, so the loader does not read it.
+    Folder("families", "families/<family>.json", loaded=False),
 )
