@@ -1,8 +1,8 @@
-"""The fused all-reduce + residual add + RMSNorm variants (tests/reference_cases/fused_allreduce_variants.py) are what
-their table renders: the template's structure, einsum cascade and baseline, the references differing in the eps line
-only. The mathematics is checked once on the template (collective_fusion.py, test_references' planted mistakes);
-each variant's own cheap check runs in tests/dataset/test_references.py. Here also: a variant with the template's eps fails
-its check (so the check tells the models' eps apart)."""
+"""The fused all-reduce + residual add + RMSNorm variants (dataset/families/fused_allreduce_variants.json, checked by
+tests/reference_cases/fused_allreduce_variants.py): the template's structure, einsum cascade and baseline, the
+references differing in the eps line only. The mathematics is checked once on the template (collective_fusion.py,
+test_references' planted mistakes); each variant's own cheap check runs in tests/dataset/test_references.py. Here
+also: a variant with the template's eps fails its check (so the check tells the models' eps apart)."""
 
 from __future__ import annotations
 
@@ -14,38 +14,28 @@ from reference_check import InputSets, check_outputs
 from reference_cases import fused_allreduce_variants as fav
 
 
-def test_committed_variants_are_what_the_table_renders():
-    stale = [rel for rel, text in fav.files().items()
-             if not (fav.DATASET / rel).is_file() or (fav.DATASET / rel).read_text(encoding="utf-8") != text]
-    assert not stale, (f"{len(stale)} variant files differ from their rendering, e.g. {stale[:3]}: run "
-                       "`cd tests && python -m reference_cases.fused_allreduce_variants` and commit the result")
+def definition(name: str) -> dict:
+    return json.loads((fav.DATASET / "definitions" / "reduction" / f"{name}.json").read_text(encoding="utf-8"))
 
 
-def test_a_variant_is_the_template_with_other_constants():
-    t = fav.template()
-    names = set()
-    for v in fav.VARIANTS:
-        d = fav.render(v)
-        names.add(d["name"])
+def test_a_variant_is_the_template_with_its_models_eps():
+    t = definition(fav.TEMPLATE)
+    eps_line = next(line for line in t["reference"].splitlines() if line.strip().startswith("eps = "))
+    for name, eps in fav.EPS.items():
+        d = definition(name)
         ref, tref = d["reference"].splitlines(), t["reference"].splitlines()
-        assert len(ref) == len(tref) and [i for i, (a, b) in enumerate(zip(ref, tref)) if a != b] == \
-            [tref.index(fav.TEMPLATE_EPS.rstrip("\n"))], v.name
-        assert f"eps = {v.eps}  #" in d["reference"]
-        assert {n: s for n, s in d["inputs"].items()} == t["inputs"] and d["outputs"] == t["outputs"], v.name
-        assert (d["axes"]["tp_size"]["value"], d["axes"]["hidden_size"]["value"]) == (v.tp, v.hidden)
-        # model: tags exactly for the records that count it (their release fuses by default), model-alt: for the rest
-        assert all(f"model-alt:{r}" in d["tags"] for r in v.records), v.name
-        assert sorted(t for t in d["tags"] if t.startswith("model:")) == sorted(f"model:{r}" for r in v.counted), v.name
-        assert v.limit >= 64, v.name
-        json.dumps(d)
-    assert len(names) == len(fav.VARIANTS)
+        assert len(ref) == len(tref) and [i for i, (a, b) in enumerate(zip(ref, tref)) if a != b] in \
+            ([tref.index(eps_line)], []), name
+        assert f"eps = {eps:g}".replace("e-0", "e-") in d["reference"], name
+        assert d["inputs"] == t["inputs"] and d["outputs"] == t["outputs"], name
+        assert f"tp{d['axes']['tp_size']['value']}_h{d['axes']['hidden_size']['value']}" in name
 
 
 @pytest.mark.parametrize("name", ["allreduce_fused_add_rmsnorm_tp8_h7168", "allreduce_fused_add_rmsnorm_tp4_h2048"])
 def test_the_template_eps_fails_a_variant_check(name):
-    [v] = [v for v in fav.VARIANTS if v.name == name]
-    d = fav.render(v)
-    planted = InputSets({**d, "reference": d["reference"].replace(f"eps = {v.eps}", "eps = 1e-5")})
+    d = definition(name)
+    eps = f"{fav.EPS[name]:g}".replace("e-0", "e-")
+    planted = InputSets({**d, "reference": d["reference"].replace(f"eps = {eps}", "eps = 1e-5")})
     caught = []
     for index in range(len(planted.case.sizes)):
         axes, _, expected = planted[index]
