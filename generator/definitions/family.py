@@ -13,7 +13,7 @@ from ..model.fileio import dump_document
 from ..model.layout import CANONICAL
 from ..model.status import BASELINE_AUTHOR
 
-SIBLING_KEYS = {"name", "set", "axes", "replace"}
+SIBLING_KEYS = {"name", "set", "axes", "inputs", "outputs", "replace", "einsum_replace", "baseline_replace"}
 # Fields of the template a sibling may set: what names, describes and tags it; never its inputs, outputs or
 # reference (a different computation is a definition of its own, with its own independent check).
 SETTABLE = {"description", "tags"}
@@ -73,12 +73,27 @@ def _sibling_definition(family: Family, template: dict, s: dict, i: int) -> dict
             raise _fail(family.path, f"$.siblings[{i}].axes.{axis}", f"{family.template} has no axis {axis}",
                         f"use one of {', '.join(d['axes'])}")
         d["axes"][axis].update(changes)
-    for k, (old, new) in enumerate(s.get("replace", [])):
-        if d["reference"].count(old) != 1:
-            raise _fail(family.path, f"$.siblings[{i}].replace[{k}]", f"{old!r} is not exactly once in the reference",
-                        "replace text that appears once")
-        d["reference"] = d["reference"].replace(old, new)
+    for side in ("inputs", "outputs"):  # a tensor's description only: its shape and dtype are the template's
+        for tensor, changes in s.get(side, {}).items():
+            if tensor not in d[side] or set(changes) != {"description"}:
+                raise _fail(family.path, f"$.siblings[{i}].{side}.{tensor}", "may only change an existing tensor's "
+                            "description", f"the template's {side} are {', '.join(d[side])}")
+            d[side][tensor].update(changes)
+    d["reference"] = _replaced(family, d["reference"], s.get("replace", []), f"$.siblings[{i}].replace", "reference")
     return d
+
+
+def _replaced(family: Family, text: str, pairs: list, where: str, what: str) -> str:
+    """`text` with each [old, new] of `pairs` applied in turn, old appearing exactly once."""
+    for k, pair in enumerate(pairs):
+        if not (isinstance(pair, list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise _fail(family.path, f"{where}[{k}]", "is not a pair of strings", "write [\"old text\", \"new text\"]")
+        old, new = pair
+        if text.count(old) != 1:
+            raise _fail(family.path, f"{where}[{k}]", f"{old!r} is not exactly once in the {what}",
+                        "replace text that appears once")
+        text = text.replace(old, new)
+    return text
 
 
 def render_family(root: Path, family: Family) -> dict[str, str]:
@@ -99,7 +114,11 @@ def render_family(root: Path, family: Family) -> dict[str, str]:
     for i, s in enumerate(family.siblings):
         name = s["name"]
         out[CANONICAL.definition_file(family.type, name)] = dump_document(_sibling_definition(family, template, s, i))
-        out[CANONICAL.einsum_file(family.type, name)] = einsum
+        out[CANONICAL.einsum_file(family.type, name)] = _replaced(family, einsum, s.get("einsum_replace", []),
+                                                                  f"$.siblings[{i}].einsum_replace", "Einsum cascade")
+        sources_ = [{**src, "content": _replaced(family, src["content"], s.get("baseline_replace", []),
+                                                 f"$.siblings[{i}].baseline_replace", "baseline's source")}
+                    if k == 0 else src for k, src in enumerate(baseline["sources"])]
         out[CANONICAL.solution_file(BASELINE_AUTHOR, family.type, name, f"{name}_torch")] = dump_document(
-            {**baseline, "name": f"{name}_torch", "definition": name})
+            {**baseline, "name": f"{name}_torch", "definition": name, "sources": sources_})
     return out

@@ -29,8 +29,12 @@ def test_a_sibling_is_its_template_with_other_constants():
         template = json.loads((DEFAULT_DATASET / "definitions" / family.type / f"{family.template}.json").read_text())
         for s in family.siblings:
             d = json.loads((DEFAULT_DATASET / "definitions" / family.type / f"{s['name']}.json").read_text())
-            same = ("inputs", "outputs", "constraints") + (() if s.get("replace") else ("reference",))
+            same = ("constraints",) + (() if s.get("replace") else ("reference",))
             assert all(d.get(k) == template.get(k) for k in same), s["name"]
+            for side in ("inputs", "outputs"):  # descriptions aside, the template's tensors
+                strip = [{n: {k: v for k, v in x.items() if k != "description"} for n, x in y[side].items()}
+                         for y in (d, template)]
+                assert strip[0] == strip[1], (s["name"], side)
             assert list(d["axes"]) == list(template["axes"]), s["name"]
 
 
@@ -66,6 +70,11 @@ def test_an_edited_rendered_file_fails_the_check_and_the_command_restores_it(fam
     (lambda f: f["siblings"][0].update(replace=[["no such text", "x"]]), "$.siblings[0].replace[0]: 'no such text' is not"),
     (lambda f: f["siblings"][0]["axes"].update(Q={"value": 1}), "$.siblings[0].axes.Q: "),
     (lambda f: f.update(template="gemm_nowhere"), "$.template: gemm_nowhere's definitions/"),
+    (lambda f: f["siblings"][0].update(inputs={"A": {"dtype": "float16"}}), "$.siblings[0].inputs.A: may only change"),
+    (lambda f: f["siblings"][0].update(einsum_replace=[["no such text", "x"]]),
+     "$.siblings[0].einsum_replace[0]: 'no such text' is not exactly once in the Einsum cascade"),
+    (lambda f: f["siblings"][0].update(baseline_replace=["just one string"]),
+     "$.siblings[0].baseline_replace[0]: is not a pair of strings"),
 ])
 def test_a_wrong_family_file_names_the_field_and_the_fix(family_dataset, edit, where):
     [path] = sorted((family_dataset / "families").glob("*.json"))[:1]
