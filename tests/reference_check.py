@@ -16,7 +16,7 @@ from typing import Callable
 import torch  # the test extra installs it; a missing torch must fail, not skip
 
 from reference_cases import CASES
-from tolerances import assert_close
+from tolerances import TOLERANCE, assert_close
 
 DATASET = Path(__file__).resolve().parent.parent / "dataset"
 DEFINITION_FILES = sorted((DATASET / "definitions").glob("*/*.json"))
@@ -182,13 +182,14 @@ def check_signature(outputs: dict, definition: dict, axes: dict, who: str) -> No
         assert value.dtype == TORCH_DTYPES[spec["dtype"]], f"{who}: {name} has dtype {value.dtype}"
 
 
-def check_outputs(outputs: dict, definition: dict, axes: dict, expected: dict, who: str, reference=None) -> None:
+def check_outputs(outputs: dict, definition: dict, axes: dict, expected: dict, who: str, reference=None,
+                  tolerance: dict = TOLERANCE) -> None:
     check_signature(outputs, definition, axes, who)
     for name, spec in definition["outputs"].items():
         value = outputs[name]
-        assert_close(value, expected[name], spec["dtype"], f"{who}: {name} vs independent")
+        assert_close(value, expected[name], spec["dtype"], f"{who}: {name} vs independent", tolerance)
         if reference is not None:
-            assert_close(value, reference[name], spec["dtype"], f"{who}: {name} vs reference")
+            assert_close(value, reference[name], spec["dtype"], f"{who}: {name} vs reference", tolerance)
 
 
 

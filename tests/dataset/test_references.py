@@ -27,6 +27,7 @@ import torch  # the test extra installs it; a missing torch must fail, not skip
 from generator.model.contender_kinds import COMPILER_AUTHOR
 
 from reference_cases import _MODULES, CASES
+from tolerances import SOLUTION_TOLERANCE
 from reference_check import (DATASET, DEFINITION_FILES, SIBLING_OF, SOLUTION_FILES, WORKLOAD_FILES, InputSets,
                              as_output_dict, assert_inputs_unchanged, assert_planted_mistake_fails, check_outputs,
                              check_statistically, clone_inputs, exec_function, is_representative, load_definition,
@@ -459,7 +460,8 @@ def test_python_solutions_match_reference(sets):
             before = clone_inputs(inputs)
             outputs = as_output_dict(run(*inputs.values()), d)
             assert_inputs_unchanged(before, inputs, sol["name"])
-            check_outputs(outputs, d, axes, expected, f"{sol['name']} (set {index})", sets.reference_outputs(index))
+            check_outputs(outputs, d, axes, expected, f"{sol['name']} (set {index})", sets.reference_outputs(index),
+                          SOLUTION_TOLERANCE)
 
 
 @pytest.mark.parametrize("path", WORKLOAD_FILES, ids=lambda p: p.stem)

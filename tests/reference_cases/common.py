@@ -128,3 +128,47 @@ def write_files(files: Mapping[str, str], root: Path) -> list[Path]:
             path.write_text(text, encoding="utf-8")
             written.append(path)
     return written
+
+
+# --------------------------------------------------------------------------------------------------
+# RMSNorm and fused add + RMSNorm, as several models' modules check them: rows at three scales (the third makes
+# the model's eps a visible part of mean(x^2)), a weight around 1, float64 F.rms_norm.
+# --------------------------------------------------------------------------------------------------
+
+def rmsnorm_inputs_at(scales: tuple):
+    def rmsnorm_inputs(ax, g, i):
+        B, H = ax["batch_size"], ax["hidden_size"]
+        scale = scales[i % 3]
+        return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
+                "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
+    return rmsnorm_inputs
+
+
+def rmsnorm_expected_at(eps: float):
+    import torch.nn.functional as F
+
+    def rmsnorm_expected(ax, x):
+        return {"output": F.rms_norm(x["hidden_states"].double(), (ax["hidden_size"],), x["weight"].double(), eps=eps)}
+    return rmsnorm_expected
+
+
+def fused_inputs_at(scales: tuple):
+    def fused_inputs(ax, g, i):
+        B, H = ax["batch_size"], ax["hidden_size"]
+        scale = scales[i % 3]
+        # The residual dominates the sum, so rounding the sum to bfloat16 before normalising matters.
+        return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
+                "residual": (torch.randn(B, H, generator=g) * scale * 8).bfloat16(),
+                "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
+    return fused_inputs
+
+
+def fused_expected_at(eps: float):
+    import torch.nn.functional as F
+
+    def fused_expected(ax, x):
+        exact = x["hidden_states"].double() + x["residual"].double()
+        rounded = exact.to(torch.bfloat16).double()  # the residual stream is stored in bfloat16
+        return {"output": F.rms_norm(rounded, (ax["hidden_size"],), x["weight"].double(), eps=eps),
+                "residual_out": exact}
+    return fused_expected

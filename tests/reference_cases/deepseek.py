@@ -19,7 +19,16 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .common import Case, fp8, shrunk, uniform
+from .common import (
+    Case,
+    fp8,
+    fused_expected_at,
+    fused_inputs_at,
+    rmsnorm_expected_at,
+    rmsnorm_inputs_at,
+    shrunk,
+    uniform,
+)
 
 LN2 = math.log(2.0)
 EPS = 1e-6  # rms_norm_eps of deepseek-ai/DeepSeek-V3
@@ -30,31 +39,11 @@ SM_SCALE = 192 ** -0.5 * (0.1 * math.log(40.0) + 1.0) ** 2  # yarn mscale^2 / sq
 # Norms: rows of very different scales; 1e-3 makes eps = 1e-6 a visible part of mean(x^2).
 # --------------------------------------------------------------------------------------------------
 
-def rmsnorm_inputs(ax, g, i):
-    B, H = ax["batch_size"], ax["hidden_size"]
-    scale = [1.0, 30.0, 1e-3][i % 3]
-    return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
-            "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
-
-
-def rmsnorm_expected(ax, x):
-    return {"output": F.rms_norm(x["hidden_states"].double(), (ax["hidden_size"],), x["weight"].double(), eps=EPS)}
-
-
-def fused_inputs(ax, g, i):
-    B, H = ax["batch_size"], ax["hidden_size"]
-    scale = [1.0, 30.0, 1e-3][i % 3]
-    # The residual dominates, so rounding the sum to bfloat16 before normalising matters.
-    return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
-            "residual": (torch.randn(B, H, generator=g) * scale * 8).bfloat16(),
-            "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
-
-
-def fused_expected(ax, x):
-    exact = x["hidden_states"].double() + x["residual"].double()
-    rounded = exact.to(torch.bfloat16).double()  # the residual stream is stored in bfloat16
-    return {"residual_out": exact,
-            "output": F.rms_norm(rounded, (ax["hidden_size"],), x["weight"].double(), eps=EPS)}
+# 1e-3: eps = 1e-6 is then a visible part of mean(x^2) (common.rmsnorm_inputs_at).
+rmsnorm_inputs = rmsnorm_inputs_at((1.0, 30.0, 1e-3))
+rmsnorm_expected = rmsnorm_expected_at(EPS)
+fused_inputs = fused_inputs_at((1.0, 30.0, 1e-3))
+fused_expected = fused_expected_at(EPS)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ from .common import (
     PAGED_PREFILL_SETS,
     RAGGED_SETS,
     Case,
+    fused_expected_at,
+    fused_inputs_at,
+    rmsnorm_expected_at,
+    rmsnorm_inputs_at,
     rope_expected,
     rope_inputs_with,
     shrunk,
@@ -31,31 +35,11 @@ EPS = 1e-5  # rms_norm_eps of meta-llama/Llama-3.1-8B
 # Norms. Rows of very different scales (a residual stream grows layer by layer); a weight around 1.
 # --------------------------------------------------------------------------------------------------
 
-def rmsnorm_inputs(ax, g, i):
-    B, H = ax["batch_size"], ax["hidden_size"]
-    scale = [1.0, 20.0, 0.01][i % 3]  # 0.01: eps = 1e-5 is then a visible part of mean(x^2) ~ 1e-4
-    return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
-            "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
-
-
-def rmsnorm_expected(ax, x):
-    return {"output": F.rms_norm(x["hidden_states"].double(), (ax["hidden_size"],), x["weight"].double(), eps=EPS)}
-
-
-def fused_inputs(ax, g, i):
-    B, H = ax["batch_size"], ax["hidden_size"]
-    scale = [1.0, 20.0, 0.01][i % 3]
-    # The residual dominates the sum, so rounding the sum to bfloat16 before normalising matters.
-    return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
-            "residual": (torch.randn(B, H, generator=g) * scale * 8).bfloat16(),
-            "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
-
-
-def fused_expected(ax, x):
-    exact = x["hidden_states"].double() + x["residual"].double()
-    rounded = exact.to(torch.bfloat16).double()  # the residual stream is stored in bfloat16
-    return {"residual_out": exact,
-            "output": F.rms_norm(rounded, (ax["hidden_size"],), x["weight"].double(), eps=EPS)}
+# 0.01: eps = 1e-5 is then a visible part of mean(x^2) ~ 1e-4 (common.rmsnorm_inputs_at).
+rmsnorm_inputs = rmsnorm_inputs_at((1.0, 20.0, 0.01))
+rmsnorm_expected = rmsnorm_expected_at(EPS)
+fused_inputs = fused_inputs_at((1.0, 20.0, 0.01))
+fused_expected = fused_expected_at(EPS)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -13,7 +13,16 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .common import Case, rope_expected, rope_inputs_with, shrunk
+from .common import (
+    Case,
+    fused_expected_at,
+    fused_inputs_at,
+    rmsnorm_expected_at,
+    rmsnorm_inputs_at,
+    rope_expected,
+    rope_inputs_with,
+    shrunk,
+)
 
 LN2 = math.log(2.0)
 EPS = 1e-6  # rms_norm_eps of Qwen/Qwen3-30B-A3B
@@ -53,31 +62,11 @@ def routing_expected(ax, x):
 # Norms. Rows of very different scales; a weight around 1.
 # --------------------------------------------------------------------------------------------------
 
-def rmsnorm_inputs(ax, g, i):
-    B, H = ax["batch_size"], ax["hidden_size"]
-    scale = [1.0, 30.0, 0.002][i % 3]  # 0.002: eps = 1e-6 is then a visible part of mean(x^2) ~ 4e-6
-    return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
-            "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
-
-
-def rmsnorm_expected(ax, x):
-    return {"output": F.rms_norm(x["hidden_states"].double(), (ax["hidden_size"],), x["weight"].double(), eps=EPS)}
-
-
-def fused_inputs(ax, g, i):
-    B, H = ax["batch_size"], ax["hidden_size"]
-    scale = [1.0, 30.0, 0.002][i % 3]
-    # The residual dominates the sum, so rounding the sum to bfloat16 before normalising matters.
-    return {"hidden_states": (torch.randn(B, H, generator=g) * scale).bfloat16(),
-            "residual": (torch.randn(B, H, generator=g) * scale * 8).bfloat16(),
-            "weight": (1.0 + 0.5 * torch.randn(H, generator=g)).bfloat16()}
-
-
-def fused_expected(ax, x):
-    exact = x["hidden_states"].double() + x["residual"].double()
-    rounded = exact.to(torch.bfloat16).double()  # the residual stream is stored in bfloat16
-    return {"output": F.rms_norm(rounded, (ax["hidden_size"],), x["weight"].double(), eps=EPS),
-            "residual_out": exact}
+# 0.002: eps = 1e-6 is then a visible part of mean(x^2) ~ 4e-6 (common.rmsnorm_inputs_at).
+rmsnorm_inputs = rmsnorm_inputs_at((1.0, 30.0, 0.002))
+rmsnorm_expected = rmsnorm_expected_at(EPS)
+fused_inputs = fused_inputs_at((1.0, 30.0, 0.002))
+fused_expected = fused_expected_at(EPS)
 
 
 def qknorm_inputs(ax, g, i):
