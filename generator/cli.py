@@ -163,19 +163,24 @@ def cmd_merge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checked(command: str, problems: list, up_to_date: str) -> int:
+    """A generating command's --check: each problem on stderr and the command that fixes them (exit 1), else the
+    line that says all is current (exit 0)."""
+    for p in problems:
+        print(f"kerneltrace {command}: {p}", file=sys.stderr)
+    if problems:
+        print(f"run `kerneltrace {command}` to regenerate", file=sys.stderr)
+        return 1
+    print(up_to_date)
+    return 0
+
+
 def cmd_workloads(args: argparse.Namespace) -> int:
     from .workloadgen.write import all_specs, check, prune, render, write
 
     files = render(args.dataset, all_specs(args.dataset))
     if args.check:
-        problems = check(args.dataset, files)
-        for p in problems:
-            print(f"kerneltrace workloads: {p}", file=sys.stderr)
-        if problems:
-            print("run `kerneltrace workloads` to regenerate", file=sys.stderr)
-            return 1
-        print(f"{len(files)} recipe files up to date")
-        return 0
+        return _checked("workloads", check(args.dataset, files), f"{len(files)} recipe files up to date")
     changed = list(write(args.dataset, files))
     for path in changed:
         print(f"wrote {path}")
@@ -193,13 +198,7 @@ def cmd_contenders(args: argparse.Namespace) -> int:
     for why, names in report.by_reason().items():
         print(f"no contender for {len(names)} definition(s): {why}: " + ", ".join(names))
     if args.check:
-        for p in report.problems:
-            print(f"kerneltrace contenders: {p}", file=sys.stderr)
-        if report.problems:
-            print("run `kerneltrace contenders` to regenerate", file=sys.stderr)
-            return 1
-        print(f"{report.files} generated contenders up to date")
-        return 0
+        return _checked("contenders", report.problems, f"{report.files} generated contenders up to date")
     for path in report.changed:
         print(f"wrote {path}")
     for path in report.removed:
@@ -214,13 +213,7 @@ def cmd_definitions(args: argparse.Namespace) -> int:
 
     report = definitions(args.dataset, check=args.check)
     if args.check:
-        for p in report.problems:
-            print(f"kerneltrace definitions: {p}", file=sys.stderr)
-        if report.problems:
-            print("run `kerneltrace definitions` to regenerate", file=sys.stderr)
-            return 1
-        print(f"{report.files} family files up to date")
-        return 0
+        return _checked("definitions", report.problems, f"{report.files} family files up to date")
     for path in report.changed:
         print(f"wrote {path}")
     print(f"{report.files} family files, {len(report.changed)} changed")
