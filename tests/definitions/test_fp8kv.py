@@ -1,5 +1,5 @@
-"""Attention over an FP8 KV cache (tests/reference_cases/fp8kv.py): the committed variants are exactly what their
-table renders (the template's reference, einsum cascade and baseline, other constants and text), and mistakes
+"""Attention over an FP8 KV cache (tests/reference_cases/fp8kv.py, the variants rendered from dataset/families/): a
+variant is its template's reference, einsum cascade and baseline with other heads, and mistakes
 planted in the MLA template's reference fail its independent check on exactly the sets that should catch them.
 
 The GQA decode template (gqa_paged_decode_fp8kv_h32_kv8_d128_ps16) has its plants (a dropped k_scale, a dropped
@@ -17,29 +17,32 @@ from reference_check import assert_planted_mistake_fails
 from reference_cases import fp8kv
 
 
-def test_committed_fp8kv_variants_are_what_the_table_renders():
-    stale = [rel for rel, text in fp8kv.files().items()
-             if not (fp8kv.DATASET / rel).is_file() or (fp8kv.DATASET / rel).read_text(encoding="utf-8") != text]
-    assert not stale, (f"{len(stale)} FP8-KV variant files differ from their rendering, e.g. {stale[:3]}: run "
-                       "`cd tests && python -m reference_cases.fp8kv` and commit the result")
+def definition(name: str) -> dict:
+    kind = "mla" if name.startswith("mla_") else "gqa"
+    return json.loads((fp8kv.DATASET / "definitions" / kind / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def test_an_fp8kv_variant_is_its_template_with_other_heads():
-    for name, (kind, d) in fp8kv.rendered().items():
-        t = fp8kv.gqa_template(kind)
-        assert d["reference"] == t["reference"] and d["constraints"] == t["constraints"], name
-        assert d["inputs"] == t["inputs"] and d["outputs"] == t["outputs"], name
-        changed = {a for a, s in d["axes"].items() if s.get("value") != t["axes"][a].get("value")}
-        assert changed <= {"num_qo_heads", "num_kv_heads"}, name
-        consts = {a: s["value"] for a, s in d["axes"].items() if s["type"] == "const"}
-        assert consts["num_qo_heads"] % consts["num_kv_heads"] == 0, name
-        stem = {"decode": "gqa_paged_decode_fp8kv", "prefill": "gqa_paged_prefill_causal_fp8kv"}[kind]
-        assert name == f"{stem}_h{consts['num_qo_heads']}_kv{consts['num_kv_heads']}_d128_ps16", name
-    mla = json.loads((fp8kv.DATASET / "definitions" / "mla" / f"{fp8kv.MLA_TEMPLATE}.json").read_text(encoding="utf-8"))
-    for v in fp8kv.MLA_VARIANTS:
-        d = fp8kv.render_substituted(v)  # asserts that every text replacement still applies
-        assert d["reference"] == mla["reference"] and d["inputs"] == mla["inputs"], v.name
-        assert f"_h{d['axes']['num_qo_heads']['value']}_" in v.name, v.name
+    for kind, template in fp8kv.TEMPLATES.items():
+        t = definition(template)
+        names = fp8kv.siblings_of(template)
+        assert names, template
+        for name in names:
+            d = definition(name)
+            assert d["reference"] == t["reference"] and d["constraints"] == t["constraints"], name
+            assert {n: x["shape"] for n, x in d["inputs"].items()} == {n: x["shape"] for n, x in t["inputs"].items()}
+            changed = {a for a, x in d["axes"].items() if x.get("value") != t["axes"][a].get("value")}
+            assert changed <= {"num_qo_heads", "num_kv_heads"}, name
+            consts = {a: x["value"] for a, x in d["axes"].items() if x["type"] == "const"}
+            assert consts["num_qo_heads"] % consts["num_kv_heads"] == 0, name
+            stem = {"decode": "gqa_paged_decode_fp8kv", "prefill": "gqa_paged_prefill_causal_fp8kv"}[kind]
+            assert name == f"{stem}_h{consts['num_qo_heads']}_kv{consts['num_kv_heads']}_d128_ps16", name
+    mla = definition(fp8kv.MLA_TEMPLATE)
+    for name in fp8kv.siblings_of(fp8kv.MLA_TEMPLATE):
+        d = definition(name)
+        assert d["reference"] == mla["reference"], name
+        assert {n: x["shape"] for n, x in d["inputs"].items()} == {n: x["shape"] for n, x in mla["inputs"].items()}
+        assert f"_h{d['axes']['num_qo_heads']['value']}_" in name, name
 
 
 PLANTED = [
