@@ -29,6 +29,7 @@ from .store import done_keys
 if TYPE_CHECKING:
     from .runner import Outcome
 
+
 @dataclass
 class BenchSummary:
     plan: Plan
