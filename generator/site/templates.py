@@ -72,5 +72,5 @@ def environment() -> jinja2.Environment:
                              autoescape=_autoescape, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(FILTERS)
     env.globals["unstable"] = UNSTABLE_RULE
-    env.globals["pages"] = LIST_PAGES  # the list and hand-written pages' links, from urls.py
+    env.globals["site_links"] = LIST_PAGES  # the list and hand-written pages' links, from urls.py
     return env
