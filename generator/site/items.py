@@ -15,7 +15,8 @@ import jinja2
 
 from ..model.dataset import Dataset
 from .prose import paragraphs
-from .results import SiteResults, definition_results, hardware_context, solution_context
+from ..analyse.site_tables import SiteResults
+from .results import definition_results, hardware_context, solution_context
 from .templates import environment
 from .urls import hardware_part_pages, html_link, solution_page
 
