@@ -15,10 +15,11 @@ watches devices on the CPU (both devices are "cpu") would tell the two apart.
 from __future__ import annotations
 
 import torch
-from reference_check import as_output_dict, exec_function
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten, tree_map
+
+from reference_check import as_output_dict, exec_function
 
 OTHER = torch.device("meta")  # stands for the inputs' device: any device but the default one
 FROM_DATA = frozenset({torch.tensor, torch.as_tensor, torch.asarray})

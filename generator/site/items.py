@@ -13,9 +13,10 @@ from typing import Iterator, Mapping, Optional
 
 import jinja2
 
+from ..analyse.site_tables import SiteResults
 from ..model.dataset import Dataset
 from .prose import paragraphs
-from .results import SiteResults, definition_results, hardware_context, solution_context
+from .results import definition_results, hardware_context, solution_context
 from .templates import environment
 from .urls import hardware_part_pages, html_link, solution_page
 

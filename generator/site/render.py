@@ -12,17 +12,15 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
+from typing import Mapping, Optional
 
-from ..analyse.coverage import engine_releases, model_coverage
-from ..analyse.roofline import sol_sections
-from ..analyse.estimates import DECODE_TOKENS, PREFILL_TOKENS, representative_workload
+from ..analyse.estimates import DECODE_TOKENS, PREFILL_TOKENS
+from ..analyse.site_tables import analyse
 from ..model.contender_kinds import kind_of
 from ..model.dataset import Dataset
 from ..model.records import Definition
 from .items import ItemPlan
 from .prose import summary
-from .results import analyse as analyse_results
 from .results import kernel_filters, result_pages
 from .schema_doc import schema_reference, vocabulary
 from .templates import environment
@@ -80,8 +78,10 @@ def kernel_best(boards, workload=None) -> tuple[KernelBest, ...]:
     return tuple(out)
 
 
-def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[DefinitionRow]:
-    """Every definition: verified (not draft) kernels first, then drafts, each by name."""
+def definition_rows(ds: Dataset, boards: Optional[dict] = None,
+                    representative: Optional[Mapping] = None) -> list[DefinitionRow]:
+    """Every definition: verified (not draft) kernels first, then drafts, each by name; `representative`: the
+    workload per definition that its kernels-index numbers are on (analyse.site_tables)."""
     workloads, solutions, traces = ds.workloads_by_definition, ds.solutions_by_definition, ds.traces_by_definition
     rows = [
         DefinitionRow(
@@ -89,7 +89,7 @@ def definition_rows(ds: Dataset, boards: Optional[dict] = None) -> list[Definiti
             stages=tuple(sorted(d.stages)), tags=tuple(sorted(d.tags)),
             workload_count=len(workloads.get(name, ())), solution_count=len(solutions.get(name, ())),
             trace_count=len(traces.get(name, ())), draft=d.is_draft, summary=summary(d.description),
-            best=kernel_best((boards or {}).get(name, ()), representative_workload(ds, name)),
+            best=kernel_best((boards or {}).get(name, ()), (representative or {}).get(name)),
             kinds=tuple(sorted({kind_of(s.author) for s in solutions.get(name, ())})),
         )
         for name, d in sorted(ds.definitions.items())
@@ -111,8 +111,8 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     when they are known already (serve's quick rebuilds)."""
     env = environment()
     # Leaderboards, rankings, per-hardware results and model estimates, computed once (analyse layer).
-    results = analyse_results(ds, boards)
-    rows = definition_rows(ds, results.boards)
+    results = analyse(ds, boards, speed_of_light)  # every table the pages show, before any is rendered
+    rows = definition_rows(ds, results.boards, results.representative)
     pages = {
         "definitions.md": env.get_template("definitions.md.j2").render(rows=rows, totals=totals(ds),
                                                                        filters=kernel_filters(ds, rows),
@@ -121,10 +121,10 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
                                                                        prefill_tokens=PREFILL_TOKENS),
         "schema.md": env.get_template("schema.md.j2").render(kinds=schema_reference(), vocabulary=vocabulary()),
     }
-    coverage = model_coverage(ds)
+    coverage = results.coverage
     serving_point = {"decode_tokens": DECODE_TOKENS, "prefill_tokens": PREFILL_TOKENS}
     pages["models.md"] = env.get_template("models.md.j2").render(coverage=coverage, prefix="",
-                                                                 releases=engine_releases(coverage),
+                                                                 releases=results.releases,
                                                                  estimates=results.models, dataset=dataset_label,
                                                                  **serving_point)
     for m in coverage:  # one page per calling record: its kernels and where its steps' time goes
@@ -134,8 +134,7 @@ def render_pages(ds: Dataset, dataset_label: str = "dataset", boards=None,
     pages["coverage.txt"] = env.get_template("coverage.md.j2").render(coverage=coverage, prefix="generated/")
     # Authors, the hardware list and the home page's summary.
     pages.update(result_pages(ds, env, results))
-    sol = sol_sections(ds) if speed_of_light is None else speed_of_light
-    return dict(sorted(pages.items())), ItemPlan(ds, results, tuple(rows), sol, dataset_label)
+    return dict(sorted(pages.items())), ItemPlan(ds, results, tuple(rows), results.speed_of_light, dataset_label)
 
 
 def _is_same(pages: dict[str, str], folder: Path) -> bool:

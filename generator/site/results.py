@@ -11,19 +11,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
 from markupsafe import Markup
 
-from ..analyse.estimates import StepEstimate, step_estimates
-from ..analyse.hardware import HardwareSummary, Machines, hardware_summaries, machines
-from ..analyse.headline import KIND_ORDER, Headline, headlines
-from ..analyse.leaderboard import LatestResult, all_leaderboards, latest_results
-from ..analyse.rankings import AuthorRanking, author_rankings
+from ..analyse.hardware import HardwareSummary, Machines
+from ..analyse.headline import KIND_ORDER
+from ..analyse.rankings import AuthorRanking
 from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
+from ..analyse.site_tables import SiteResults
 from ..model.contender_kinds import kind_of, library_requirement
 from ..model.dataset import Dataset
 from ..model.records import AgentTrace, Solution
@@ -33,7 +32,6 @@ from .urls import board_anchor, definition_page, hardware_page, solution_page
 
 LOG_LIMIT = 6000  # characters of a failure log shown (its end: that is where errors are)
 MESSAGE_LIMIT = 20000  # characters of one agent-trace message shown
-LATEST = 10  # results on the home page
 MODEL_TAGS = ("model:", "model-alt:")  # tags the kernels index's Model filter stands for
 
 
@@ -211,33 +209,6 @@ class HardwareRow:
     definition_href: str  # its built page, relative to the generated folder
     anchor: str
     draft: bool = False  # a draft (Definition.is_draft: not tagged status:verified): listed after verified kernels, marked
-
-
-@dataclass(frozen=True)
-class SiteResults:
-    """Everything the result pages show, computed once per build."""
-
-    boards: Mapping[str, tuple[Leaderboard, ...]]
-    rankings: tuple[AuthorRanking, ...]
-    hardware: tuple[HardwareSummary, ...]
-    latest: tuple[LatestResult, ...]
-    agent_traces: Mapping[str, AgentTrace]  # by solution name
-    models: Mapping[str, tuple[StepEstimate, ...]]  # by calling record name: per stage and hardware
-    headlines: Mapping[str, tuple[Headline, ...]]  # by definition: its first screen, per hardware with results
-    machines: Machines  # the hardware with results, and whether any is a GPU
-
-
-def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]] = None) -> SiteResults:
-    """`boards`: the leaderboards per definition when the caller has them (serve's quick rebuilds)."""
-    boards = all_leaderboards(ds) if boards is None else boards
-    agent: dict[str, AgentTrace] = {}
-    for t in sorted(ds.agent_traces, key=lambda a: (a.solution, a.author, a.source.path)):
-        s = ds.solutions.get(t.solution)
-        if t.solution not in agent or (s is not None and s.author == t.author):
-            agent[t.solution] = t
-    summaries = hardware_summaries(ds, boards)
-    return SiteResults(boards, author_rankings(ds, boards), summaries, latest_results(boards, LATEST), agent,
-                       step_estimates(ds, boards), headlines(ds, boards), machines(summaries))
 
 
 def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:

@@ -33,8 +33,18 @@ from ..model.diagnostics import Diagnostic
 from ..model.errors import KernelTraceError
 from ..validate import checks_by_kind, refuse_errors, scoped_diagnostics
 from . import shell
-from .build import (CONFIG_FILE, DOCS_DIR, GENERATED_DIR, _label, _plural, _project, _replace_dir, _say, render_site,
-                    run_mkdocs)
+from .build import (
+    CONFIG_FILE,
+    DOCS_DIR,
+    GENERATED_DIR,
+    _label,
+    _plural,
+    _project,
+    _replace_dir,
+    _say,
+    render_site,
+    run_mkdocs,
+)
 from .render import current_umask
 
 # Dataset folders whose files belong to one definition (the layout's <definition> field names it).

@@ -19,10 +19,22 @@ from ..model.records import TensorSpec
 from ..model.stability import MAX_SPREAD, MIN_OVER_MEDIAN
 from .escape import escape_block, escape_html, escape_inline, fence_for, highlight_html
 from .prose import anchor_id, blocks, paragraphs
-from .results import (fmt_bytes, fmt_err, fmt_ms, fmt_pct, fmt_sol_pct, fmt_speedup, fmt_value, fmt_when, kind_label,
-                      machines_note, sort_key, trend)
+from .results import (
+    fmt_bytes,
+    fmt_err,
+    fmt_ms,
+    fmt_pct,
+    fmt_sol_pct,
+    fmt_speedup,
+    fmt_value,
+    fmt_when,
+    kind_label,
+    machines_note,
+    sort_key,
+    trend,
+)
 from .rows import board_rows, fmt_spread, provenance_summary, solution_rows, trace_details
-from .urls import board_anchor, definition_page, hardware_page, html_link, model_page, solution_page
+from .urls import LIST_PAGES, board_anchor, definition_link, hardware_page, html_link, model_link, solution_link
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 MARKDOWN_SUFFIX = ".md.j2"
@@ -41,8 +53,7 @@ FILTERS = {
     "highlight": lambda code, path="", language="": Markup(highlight_html(code, path, language)),
     # links
     "url": lambda path: quote(str(path)), "hwpage": hardware_page, "html_page": html_link, "anchor": board_anchor,
-    "solution_url": lambda name: quote(solution_page(name)), "definition_url": lambda name: quote(definition_page(name)),
-    "model_url": lambda name: quote(model_page(name)),
+    "definition_link": definition_link, "solution_link": solution_link, "model_link": model_link,
     # numbers
     "shape": _shape, "ms": fmt_ms, "speedup": fmt_speedup, "pct": fmt_pct, "solpct": fmt_sol_pct, "err": fmt_err,
     "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread, "bytes": fmt_bytes,
@@ -73,4 +84,5 @@ def environment() -> jinja2.Environment:
                              autoescape=_autoescape, keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(FILTERS)
     env.globals["unstable"] = UNSTABLE_RULE
+    env.globals["site_links"] = LIST_PAGES  # the list and hand-written pages' links, from urls.py
     return env

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from urllib.parse import quote
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
@@ -15,6 +16,12 @@ def hardware_slug(name: str) -> str:
         return name
     base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.")[:60] or "hardware"
     return f"{base}-{hashlib.sha1(name.encode('utf-8')).hexdigest()[:8]}"
+
+
+# The list pages and the hand-written pages the item pages link to, relative to the generated folder (the
+# hand-written ones sit one floor up, in site_src/).
+LIST_PAGES = {"definitions": "definitions.html", "hardware": "hardware.html", "authors": "authors.html",
+              "roofline": "../roofline.html", "contributing": "../contributing.html"}
 
 
 def definition_page(name: str) -> str:
@@ -38,6 +45,21 @@ def hardware_part_pages(name: str, parts: int) -> list[str]:
     """A machine's page and its continuations (-2, -3, ...) when its rows are cut into `parts` pages."""
     base = html_link(hardware_page(name))
     return [base] + [base[:-5] + f"-{k}.html" for k in range(2, parts + 1)]
+
+
+def definition_link(name: str) -> str:
+    """A definition's built page as a link (quoted), relative to the generated folder."""
+    return quote(html_link(definition_page(name)))
+
+
+def solution_link(name: str) -> str:
+    """A solution's built page as a link (quoted), relative to the generated folder."""
+    return quote(html_link(solution_page(name)))
+
+
+def model_link(name: str) -> str:
+    """A calling record's page as a Markdown link (quoted), relative to the generated folder."""
+    return quote(model_page(name))
 
 
 def html_link(page: str) -> str:

@@ -204,9 +204,9 @@ def input_sets(d: dict, family: str):
     """The first input set of the definition's reference case; for norms also its rows scaled by 1e-3, where
     the mean of squares is near eps (a wrong eps shows there)."""
     import torch
-    from reference_check import all_axes
 
     from reference_cases import CASES
+    from reference_check import all_axes
     case = CASES[d["name"]]
     axes = all_axes(d, case.sizes[0])
     inputs = case.make_inputs(axes, torch.Generator().manual_seed(17), 0)

@@ -29,9 +29,9 @@ from pathlib import Path
 import pytest
 import torch
 from device_emulation import OffDevice, run_on_other_device
-from reference_check import all_axes
 
 from reference_cases import CASES
+from reference_check import all_axes
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
 DEFINITION_FILES = sorted((DATASET / "definitions").glob("*/*.json"))

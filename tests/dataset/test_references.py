@@ -27,11 +27,25 @@ import torch  # the test extra installs it; a missing torch must fail, not skip
 from generator.model.contender_kinds import COMPILER_AUTHOR
 
 from reference_cases import _MODULES, CASES
+from reference_check import (
+    DATASET,
+    DEFINITION_FILES,
+    SIBLING_OF,
+    SOLUTION_FILES,
+    WORKLOAD_FILES,
+    InputSets,
+    as_output_dict,
+    assert_inputs_unchanged,
+    assert_planted_mistake_fails,
+    check_outputs,
+    check_statistically,
+    clone_inputs,
+    exec_function,
+    is_representative,
+    load_definition,
+    sibling_key,
+)
 from tolerances import SOLUTION_TOLERANCE
-from reference_check import (DATASET, DEFINITION_FILES, SIBLING_OF, SOLUTION_FILES, WORKLOAD_FILES, InputSets,
-                             as_output_dict, assert_inputs_unchanged, assert_planted_mistake_fails, check_outputs,
-                             check_statistically, clone_inputs, exec_function, is_representative, load_definition,
-                             sibling_key)
 
 
 def python_solutions_of(name: str) -> list[Path]:

@@ -4,9 +4,9 @@ mistakes planted in the FP8 dispatch's reference fail its check (collective_fusi
 from __future__ import annotations
 
 import pytest
-from reference_check import InputSets, check_outputs
 
 from reference_cases import ep_variants
+from reference_check import InputSets, check_outputs
 
 
 def test_variants_keep_their_templates_mathematics():

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from reference_check import assert_planted_mistake_fails
 
 from reference_cases import fp8kv
+from reference_check import assert_planted_mistake_fails
 
 
 def definition(name: str) -> dict:

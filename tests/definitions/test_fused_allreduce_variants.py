@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from reference_check import InputSets, check_outputs
 
 from reference_cases import fused_allreduce_variants as fav
+from reference_check import InputSets, check_outputs
 
 
 def definition(name: str) -> dict:

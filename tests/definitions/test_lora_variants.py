@@ -5,9 +5,9 @@ variant's check, and so do the unsharded layer's slice offsets a tensor-parallel
 from __future__ import annotations
 
 import pytest
-from reference_check import InputSets, check_outputs
 
 from reference_cases import lora_variants as lv
+from reference_check import InputSets, check_outputs
 
 EXPANDS = [(d, m) for template, d, m in lv.definitions() if template == lv.EXPAND]
 TP_EXPANDS = [(d, m) for d, m in EXPANDS if m.tp > 1]

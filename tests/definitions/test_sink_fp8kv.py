@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from reference_check import assert_planted_mistake_fails
 
 from reference_cases import sink_fp8kv
+from reference_check import assert_planted_mistake_fails
 
 FULL, SWA = sink_fp8kv.name(0), sink_fp8kv.name(sink_fp8kv.WINDOW)
 

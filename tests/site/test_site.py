@@ -628,3 +628,21 @@ def test_pages_say_plainly_when_no_gpu_has_results(tmp_path):
     dump_lines(root / "traces/baseline/norm/rmsnorm_h128.jsonl", [TRACE, gpu])
     for text in said(root):
         assert "Results on H100 (GPU), test_cpu (CPU)." in text and "No GPU results yet" not in text, text[:400]
+
+
+SPELT_LINK = re.compile(r'href="\{\{ (?:root|prefix|up) \}\}(?:solutions/|definitions/|\.\./)?[a-z]+\.html|'
+                        r'(?:solutions|definitions)/\{\{[^}]*\}\}\.html')
+
+
+def spelt_links(text: str) -> list[str]:
+    """Page paths a template spells out itself instead of taking them from urls.py."""
+    return SPELT_LINK.findall(text)
+
+
+def test_templates_take_page_links_from_urls():
+    from generator.site.templates import TEMPLATE_DIR
+    found = {p.name: spelt_links(p.read_text()) for p in TEMPLATE_DIR.glob("*.j2")}
+    assert not {k: v for k, v in found.items() if v}, "page paths belong in generator/site/urls.py"
+    # a planted spelt-out link is caught, both shapes
+    assert spelt_links('<a href="{{ root }}solutions/{{ e.solution | url }}.html">')
+    assert spelt_links('<a href="{{ root }}hardware.html">')
