@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..model.errors import KernelTraceError
 from ..model.fileio import write_atomic
 from ..model.layout import CANONICAL
 from .family import read_families, render_family
@@ -31,7 +32,8 @@ def render(root: Path) -> dict[str, str]:
     for family in read_families(root):
         for rel, text in render_family(root, family).items():
             if rel in out:
-                raise ValueError(f"{family.path}: renders {rel}, which another family renders too")
+                raise KernelTraceError(f"{family.path}: renders {rel}, which another family renders too; name each "
+                                       "sibling in one family only")
             out[rel] = text
     return out
 

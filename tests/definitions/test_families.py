@@ -84,3 +84,11 @@ def test_a_wrong_family_file_names_the_field_and_the_fix(family_dataset, edit, w
     with pytest.raises(KernelTraceError) as caught:
         definitions(family_dataset, check=True)
     assert str(path) in str(caught.value) and where in str(caught.value), str(caught.value)
+
+
+def test_a_sibling_named_by_two_families_is_refused(family_dataset):
+    [path] = sorted((family_dataset / "families").glob("minimax_m2_public_gemms.json"))
+    twin = path.with_name("zz_twin.json")
+    twin.write_text(path.read_text())
+    with pytest.raises(KernelTraceError, match="which another family renders too"):
+        definitions(family_dataset, check=True)
