@@ -14,12 +14,12 @@ import json
 import pytest
 
 from reference_cases import fp8kv
-from reference_check import assert_planted_mistake_fails
+from reference_check import DATASET, assert_planted_mistake_fails
 
 
 def definition(name: str) -> dict:
     kind = "mla" if name.startswith("mla_") else "gqa"
-    return json.loads((fp8kv.DATASET / "definitions" / kind / f"{name}.json").read_text(encoding="utf-8"))
+    return json.loads((DATASET / "definitions" / kind / f"{name}.json").read_text(encoding="utf-8"))
 
 
 def test_an_fp8kv_variant_is_its_template_with_other_heads():

@@ -29,21 +29,20 @@ Here: the checks, at each sibling's real heads, and vLLM's rule (use_cascade), w
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .common import Case
+from .common import Case, families
 from .llama import decode_derived
 from .serving_families import CASCADE_SETS, cascade_expected, cascade_inputs, merge_expected, merge_inputs
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
-FAMILIES = sorted((DATASET / "families").glob("cascade_variants_*.json"))
+FAMILIES = families("cascade_variants_*")
 NUM_SMS = 132  # H100 SXM and H200: torch.cuda.get_device_properties().multi_processor_count
 
 
 def sibling_names(prefix: str) -> list[str]:
     """The rendered siblings whose names start with `prefix` (gqa_cascade_decode_ or merge_state_)."""
-    return [s["name"] for path in FAMILIES for s in json.loads(path.read_text(encoding="utf-8"))["siblings"]
+    return [s["name"] for family in FAMILIES for s in family["siblings"]
             if s["name"].startswith(prefix)]
 
 

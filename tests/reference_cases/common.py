@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Optional
 
 import torch
+
+FAMILIES_DIR = Path(__file__).resolve().parents[2] / "dataset" / "families"
+
+
+def families(pattern: str) -> list[dict]:
+    """The definition families dataset/families/<pattern>.json (a glob), read with plain json, by file name: which
+    siblings `kerneltrace definitions` renders, so that the modules give each one its check."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(FAMILIES_DIR.glob(f"{pattern}.json"))]
 
 
 def fp8(values, scale=1.0):

@@ -17,15 +17,12 @@ DeepSeek-V3's absorbed-MLA check, for the prefill Llama's bottom-right causal ma
 
 from __future__ import annotations
 
-import json
-
 import torch
 
 from . import deepseek
-from .common import PAGED_PREFILL_SETS, Case, fp8
+from .common import PAGED_PREFILL_SETS, Case, families, fp8
 from .llama import decode_derived, paged_prefill_expected, paged_prefill_inputs, prefill_derived
 from .serving_families import fp8kv_decode_expected, fp8kv_decode_inputs
-from .variants import DATASET
 
 # --------------------------------------------------------------------------------------------------
 # MLA decode over an FP8 latent cache, page size 64. One per-tensor scale for the latent and the rotary key
@@ -61,13 +58,11 @@ MLA_CASE = Case(MLA_SETS, mla_fp8_inputs, mla_fp8_expected, derived=deepseek.mla
 GQA_TEMPLATE = "gqa_paged_decode_fp8kv_h32_kv8_d128_ps16"
 PREFILL_TEMPLATE = "gqa_paged_prefill_causal_fp8kv_h32_kv8_d128_ps16"
 TEMPLATES = {"decode": GQA_TEMPLATE, "prefill": PREFILL_TEMPLATE}
-FAMILIES = DATASET / "families"
 
 
 def siblings_of(template: str) -> list[str]:
     """The variants `kerneltrace definitions` renders from `template` (dataset/families/fp8kv_<template>.json)."""
-    family = json.loads((FAMILIES / f"fp8kv_{template}.json").read_text(encoding="utf-8"))
-    return [s["name"] for s in family["siblings"]]
+    return [s["name"] for family in families(f"fp8kv_{template}") for s in family["siblings"]]
 
 
 # The FP8 GQA prefill: the bfloat16 prefill's check on a dequantised pool.

@@ -6,12 +6,8 @@ large (every column is the same dot product over K).
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+from .common import families
 from .llama import gemm_case
 
-FAMILY = Path(__file__).resolve().parents[2] / "dataset" / "families" / "minimax_m2_public_gemms.json"
-
 CASES = {s["name"]: gemm_case(**({"N": 256} if s["axes"]["N"]["value"] > 256 else {}))
-         for s in json.loads(FAMILY.read_text(encoding="utf-8"))["siblings"]}
+         for f in families("minimax_m2_public_gemms") for s in f["siblings"]}

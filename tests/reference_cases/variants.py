@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import deepseek, deepseek_v32, mamba2, qwen3_next
-from .common import Case, replace_in_descriptions, shrunk
+from .common import Case, families, replace_in_descriptions, shrunk
 from .llama import (
     decode_expected,
     decode_inputs,
@@ -32,7 +32,7 @@ from .llama import (
 )
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
-FAMILIES = sorted((DATASET / "families").glob("variants_*.json"))
+FAMILIES = families("variants_*")
 
 TEMPLATES = {"decode": "gqa_paged_decode_h32_kv8_d128_ps16",
              "prefill": "gqa_paged_prefill_causal_h32_kv8_d128_ps16",
@@ -120,8 +120,7 @@ def _cases() -> dict:
     """A case per rendered variant: the GQA templates' cheap check at the variant's page size, or its template's own."""
     kinds = {t: k for k, t in TEMPLATES.items()}
     out = {}
-    for path in FAMILIES:
-        family = json.loads(path.read_text(encoding="utf-8"))
+    for family in FAMILIES:
         template = family["template"]
         t_axes = json.loads((DATASET / "definitions" / family["type"] / f"{template}.json").read_text(encoding="utf-8"))["axes"]
         for s in family["siblings"]:
