@@ -38,6 +38,12 @@ def load_definition(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def definition_named(name: str) -> dict:
+    """The committed definition `name`, whichever type's folder holds it."""
+    [path] = [p for p in DEFINITION_FILES if p.stem == name]
+    return load_definition(path)
+
+
 def exec_function(code: str, filename: str, name: str = "run") -> Callable:
     namespace: dict = {"__name__": f"kerneltrace_test_{Path(filename).stem}"}
     exec(compile(code, filename, "exec"), namespace)

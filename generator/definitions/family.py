@@ -13,10 +13,16 @@ from ..model.fileio import dump_document
 from ..model.layout import CANONICAL
 from ..model.status import BASELINE_AUTHOR
 
-SIBLING_KEYS = {"name", "set", "axes", "inputs", "outputs", "replace", "einsum_replace", "baseline_replace"}
-# Fields of the template a sibling may set: what names, describes and tags it; never its inputs, outputs or
-# reference (a different computation is a definition of its own, with its own independent check).
-SETTABLE = {"description", "tags"}
+SIBLING_KEYS = {"name", "set", "axes", "inputs", "outputs", "replace", "einsum_replace", "baseline_set",
+                "baseline_replace"}
+# Top-level fields a sibling may set outright; its tensors, axes and code change field by field or by exact text
+# replacement, so that what it shares with the template stays written once. Every sibling still has an independent
+# check of its own in tests/reference_cases (test_references fails a definition without one): a family saves
+# writing, it proves nothing.
+SETTABLE = {"description", "tags", "constraints"}
+BASELINE_SETTABLE = {"description"}
+TENSOR_FIELDS = {"shape", "dtype", "description", "random"}
+AXIS_FIELDS = {"type", "value", "description", "parent"}
 
 
 @dataclass(frozen=True)
@@ -56,10 +62,12 @@ def _read(path: Path) -> Family:
         if unknown:
             raise _fail(path, f"{where}.{sorted(unknown)[0]}", "is not a sibling field",
                         f"use {', '.join(sorted(SIBLING_KEYS))}")
-        wrong = set(s.get("set", {})) - SETTABLE
-        if wrong:
-            raise _fail(path, f"{where}.set.{sorted(wrong)[0]}", "cannot differ between siblings",
-                        f"a sibling sets only {', '.join(sorted(SETTABLE))}; other changes make a definition of its own")
+        for key, allowed in (("set", SETTABLE), ("baseline_set", BASELINE_SETTABLE)):
+            wrong = set(s.get(key, {})) - allowed
+            if wrong:
+                raise _fail(path, f"{where}.{key}.{sorted(wrong)[0]}", "cannot be set outright",
+                            f"{key} names only {', '.join(sorted(allowed))}; change tensors, axes and code field by "
+                            "field or by replacing text")
     return Family(path, data["template"], data["type"], tuple(siblings))
 
 
@@ -68,19 +76,43 @@ def _sibling_definition(family: Family, template: dict, s: dict, i: int) -> dict
     d["name"] = s["name"]
     for key, value in s.get("set", {}).items():
         d[key] = value
-    for axis, changes in s.get("axes", {}).items():
-        if axis not in d["axes"]:
-            raise _fail(family.path, f"$.siblings[{i}].axes.{axis}", f"{family.template} has no axis {axis}",
-                        f"use one of {', '.join(d['axes'])}")
-        d["axes"][axis].update(changes)
-    for side in ("inputs", "outputs"):  # a tensor's description only: its shape and dtype are the template's
-        for tensor, changes in s.get(side, {}).items():
-            if tensor not in d[side] or set(changes) != {"description"}:
-                raise _fail(family.path, f"$.siblings[{i}].{side}.{tensor}", "may only change an existing tensor's "
-                            "description", f"the template's {side} are {', '.join(d[side])}")
-            d[side][tensor].update(changes)
+    d["axes"] = _changed(family, d["axes"], s.get("axes", {}), f"$.siblings[{i}].axes", AXIS_FIELDS, ("type",))
+    for side in ("inputs", "outputs"):
+        d[side] = _changed(family, d[side], s.get(side, {}), f"$.siblings[{i}].{side}", TENSOR_FIELDS,
+                           ("shape", "dtype"))
     d["reference"] = _replaced(family, d["reference"], s.get("replace", []), f"$.siblings[{i}].replace", "reference")
     return d
+
+
+def _changed(family: Family, items: dict, changes: dict, where: str, fields: set, required: tuple) -> dict:
+    """`items` (axes or tensors by name) with a sibling's changes: {name: {field: value}} updates an entry (a null
+    value drops the field), {name: null} drops the entry, and a name the template lacks adds it, appended."""
+    if not isinstance(changes, dict):
+        raise _fail(family.path, where, "is not an object", "write {\"<name>\": {\"<field>\": value}}")
+    out = dict(items)
+    for name, change in changes.items():
+        if change is None:
+            if name not in out:
+                raise _fail(family.path, f"{where}.{name}", "drops an entry the template does not have",
+                            f"the template's are {', '.join(items)}")
+            del out[name]
+            continue
+        wrong = set(change) - fields if isinstance(change, dict) else {"(not an object)"}
+        if wrong:
+            raise _fail(family.path, f"{where}.{name}", f"cannot change {sorted(wrong)[0]}",
+                        f"change only {', '.join(sorted(fields))}")
+        entry = dict(out.get(name, {}))
+        for key, value in change.items():
+            if value is None:
+                entry.pop(key, None)
+            else:
+                entry[key] = value
+        missing = [key for key in required if key not in entry]
+        if missing:
+            raise _fail(family.path, f"{where}.{name}", f"is new here and has no {missing[0]}",
+                        f"a new entry gives {', '.join(required)} (or name one of {', '.join(items)})")
+        out[name] = entry
+    return out
 
 
 def _replaced(family: Family, text: str, pairs: list, where: str, what: str) -> str:
@@ -120,5 +152,5 @@ def render_family(root: Path, family: Family) -> dict[str, str]:
                                                  f"$.siblings[{i}].baseline_replace", "baseline's source")}
                     if k == 0 else src for k, src in enumerate(baseline["sources"])]
         out[CANONICAL.solution_file(BASELINE_AUTHOR, family.type, name, f"{name}_torch")] = dump_document(
-            {**baseline, "name": f"{name}_torch", "definition": name, "sources": sources_})
+            {**baseline, "name": f"{name}_torch", "definition": name, **s.get("baseline_set", {}), "sources": sources_})
     return out

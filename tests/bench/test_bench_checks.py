@@ -99,7 +99,7 @@ SHRINK = {
        for name in ("moe_fp8_block_scale_ds_routing_topk8_ng1_kg1_e48_h7168_i2048",
                     "moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "moe_fp8_block_scale_renorm_topk8_e128_h4096_i1536",
                     "moe_fp8_block_scale_renorm_topk10_e128_h2048_i512")},
-    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe_render.py): hidden 256 and intermediate 64 (two or more
+    # The TRT-LLM fused MoEs (reference_cases/trtllm_moe_variants.py): hidden 256 and intermediate 64 (two or more
     # 32-wide e8m0 blocks a row; hidden_states the largest float input, whose cut-short last eighth must fail),
     # the real expert counts and top k.
     **{f"{kind}_topk{k}_e{e}_h{h}_i{i}": {"hidden_size": 256, "intermediate_size": 64, "gemm1_out_size": 128,

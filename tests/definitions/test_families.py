@@ -4,6 +4,7 @@ an edited rendered file, and a family file that is wrong, fail with the file, th
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -24,18 +25,21 @@ def test_the_committed_families_are_what_they_render(capsys):
     assert families and len(rendered) == 3 * sum(len(f.siblings) for f in families)
 
 
-def test_a_sibling_is_its_template_with_other_constants():
+def test_what_a_sibling_does_not_name_is_its_templates():
+    """The renderer's promise, on every committed sibling: a field, tensor, axis or text the family entry does not
+    change is the template's (so a template edit reaches every sibling)."""
     for family in read_families(DEFAULT_DATASET):
         template = json.loads((DEFAULT_DATASET / "definitions" / family.type / f"{family.template}.json").read_text())
         for s in family.siblings:
             d = json.loads((DEFAULT_DATASET / "definitions" / family.type / f"{s['name']}.json").read_text())
-            same = ("constraints",) + (() if s.get("replace") else ("reference",))
-            assert all(d.get(k) == template.get(k) for k in same), s["name"]
-            for side in ("inputs", "outputs"):  # descriptions aside, the template's tensors
-                strip = [{n: {k: v for k, v in x.items() if k != "description"} for n, x in y[side].items()}
-                         for y in (d, template)]
-                assert strip[0] == strip[1], (s["name"], side)
-            assert list(d["axes"]) == list(template["axes"]), s["name"]
+            kept = set(template) - set(s.get("set", {})) - {"name", "axes", "inputs", "outputs", "reference"}
+            assert all(d.get(k) == template.get(k) for k in kept), s["name"]
+            assert (d["reference"] == template["reference"]) == (not s.get("replace")), s["name"]
+            for side in ("axes", "inputs", "outputs"):
+                named = s.get(side, {})
+                assert {n: x for n, x in d[side].items() if n not in named} == \
+                    {n: x for n, x in template[side].items() if n not in named}, (s["name"], side)
+                assert [n for n in d[side] if n in template[side]] == [n for n in template[side] if n in d[side]]
 
 
 @pytest.fixture
@@ -65,19 +69,25 @@ def test_an_edited_rendered_file_fails_the_check_and_the_command_restores_it(fam
 
 
 @pytest.mark.parametrize("edit, where", [
-    (lambda f: f["siblings"][0]["set"].update(reference="def run(): pass"), "$.siblings[0].set.reference: cannot differ"),
+    (lambda f: f["siblings"][0]["set"].update(reference="def run(): pass"),
+     "$.siblings[0].set.reference: cannot be set outright"),
+    (lambda f: f["siblings"][0].update(baseline_set={"spec": {}}), "$.siblings[0].baseline_set.spec: cannot be set"),
     (lambda f: f["siblings"][0].update(shape={}), "$.siblings[0].shape: is not a sibling field"),
     (lambda f: f["siblings"][0].update(replace=[["no such text", "x"]]), "$.siblings[0].replace[0]: 'no such text' is not"),
-    (lambda f: f["siblings"][0]["axes"].update(Q={"value": 1}), "$.siblings[0].axes.Q: "),
+    (lambda f: f["siblings"][0]["axes"].update(Q={"value": 1}), "$.siblings[0].axes.Q: is new here and has no type"),
     (lambda f: f.update(template="gemm_nowhere"), "$.template: gemm_nowhere's definitions/"),
-    (lambda f: f["siblings"][0].update(inputs={"A": {"dtype": "float16"}}), "$.siblings[0].inputs.A: may only change"),
+    (lambda f: f["siblings"][0].update(inputs={"A": {"stride": 1}}), "$.siblings[0].inputs.A: cannot change stride"),
+    (lambda f: f["siblings"][0].update(inputs={"A_scale": {"dtype": "float32"}}),
+     "$.siblings[0].inputs.A_scale: is new here and has no shape"),
+    (lambda f: f["siblings"][0].update(outputs={"nothing": None}),
+     "$.siblings[0].outputs.nothing: drops an entry the template does not have"),
     (lambda f: f["siblings"][0].update(einsum_replace=[["no such text", "x"]]),
      "$.siblings[0].einsum_replace[0]: 'no such text' is not exactly once in the Einsum cascade"),
     (lambda f: f["siblings"][0].update(baseline_replace=["just one string"]),
      "$.siblings[0].baseline_replace[0]: is not a pair of strings"),
 ])
 def test_a_wrong_family_file_names_the_field_and_the_fix(family_dataset, edit, where):
-    [path] = sorted((family_dataset / "families").glob("*.json"))[:1]
+    path = family_dataset / "families" / "minimax_m2_public_gemms.json"  # a GEMM family: tensors A, B, C
     data = json.loads(path.read_text())
     edit(data)
     path.write_text(json.dumps(data))
@@ -92,3 +102,36 @@ def test_a_sibling_named_by_two_families_is_refused(family_dataset):
     twin.write_text(path.read_text())
     with pytest.raises(KernelTraceError, match="which another family renders too"):
         definitions(family_dataset, check=True)
+
+
+def test_a_sibling_may_change_a_tensor_add_one_and_drop_one(family_dataset):
+    """What the FP8-query and FP8-KV siblings use: a dtype changed, a scale added after the template's tensors, a
+    field and a tensor dropped; the rest of the tensor as the template has it."""
+    path = family_dataset / "families" / "minimax_m2_public_gemms.json"
+    data = json.loads(path.read_text())
+    sibling = data["siblings"][0]
+    template = json.loads((family_dataset / "definitions" / data["type"] / f"{data['template']}.json").read_text())
+    first, last = list(template["inputs"])[0], list(template["inputs"])[-1]
+    sibling["inputs"] = {first: {"dtype": "float8_e4m3", "random": None},
+                         "A_scale": {"shape": [], "dtype": "float32", "description": "A's scale."}, last: None}
+    path.write_text(json.dumps(data))
+    rel = f"definitions/{data['type']}/{sibling['name']}.json"
+    d = json.loads(render(family_dataset)[rel])
+    assert list(d["inputs"]) == [n for n in template["inputs"] if n != last] + ["A_scale"]
+    assert d["inputs"][first] == {k: v for k, v in {**template["inputs"][first], "dtype": "float8_e4m3"}.items()
+                                  if k != "random"}
+    assert d["inputs"]["A_scale"]["shape"] == [] and d["outputs"] == template["outputs"]
+
+
+WRITES = re.compile(r"\.write_(text|bytes)\(|write_atomic\(|open\([^)]*[\"'][wax]b?[\"']|shutil\.(copy|move)")
+
+
+def test_no_module_under_tests_writes_into_the_dataset():
+    """The dataset is written by the generator's stages (`kerneltrace definitions`, `workloads`, `contenders`, ...);
+    the checks under tests/reference_cases and tests/triton_cases only read it."""
+    tests = Path(__file__).resolve().parents[1]
+    writers = [p.relative_to(tests).as_posix() for folder in ("reference_cases", "triton_cases")
+               for p in sorted((tests / folder).rglob("*.py")) if WRITES.search(p.read_text(encoding="utf-8"))]
+    assert not writers, f"{writers} write files: render them from dataset/families/ with `kerneltrace definitions`"
+    assert WRITES.search('(DATASET / rel).write_text(text, encoding="utf-8")')  # the rule catches the old writer
+    assert WRITES.search('with open(path, "w") as f:')

@@ -1,33 +1,23 @@
 """gpt-oss decode attention with sinks over an FP8 KV cache (tests/reference_cases/sink_fp8kv.py): the committed
-definitions, einsum cascades and baselines are what the module writes, they are their bfloat16 twins with the
+definitions (siblings in dataset/families/) are their bfloat16 twins with the
 caches as float8 codes plus two scales, and mistakes planted in the references fail the independent check on
 exactly the sets that should catch them (test_references.py runs the references themselves).
 """
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from reference_cases import sink_fp8kv
-from reference_check import assert_planted_mistake_fails
+from reference_check import assert_planted_mistake_fails, definition_named
 
 FULL, SWA = sink_fp8kv.name(0), sink_fp8kv.name(sink_fp8kv.WINDOW)
 
 
-def test_committed_sink_fp8kv_files_are_what_the_module_writes():
-    stale = [rel for rel, text in sink_fp8kv.files().items()
-             if not (sink_fp8kv.DATASET / rel).is_file() or (sink_fp8kv.DATASET / rel).read_text(encoding="utf-8") != text]
-    assert not stale, (f"{stale} differ from their rendering: run `cd tests && python -m reference_cases.sink_fp8kv` "
-                       "and commit the result")
-
-
 def test_a_sink_fp8kv_kernel_is_its_bfloat16_twin_with_codes_and_scales():
     for window in (0, sink_fp8kv.WINDOW):
-        d = sink_fp8kv.render(window)
-        t = json.loads((sink_fp8kv.DATASET / "definitions" / "gqa" / f"{sink_fp8kv.twin(window)}.json")
-                       .read_text(encoding="utf-8"))
+        d = definition_named(sink_fp8kv.name(window))
+        t = definition_named(sink_fp8kv.twin(window))
         assert d["axes"] == t["axes"] and d["outputs"] == t["outputs"] and d["constraints"] == t["constraints"]
         assert list(d["inputs"]) == [*t["inputs"], "k_scale", "v_scale"]
         assert {n: s["dtype"] for n, s in d["inputs"].items() if s["dtype"] != t["inputs"].get(n, {}).get("dtype")} \

@@ -1,29 +1,21 @@
 """Speculative decoding's verify kernels for DeepSeek-V3, GLM-4.5 and Qwen3-Next (tests/reference_cases/
-specdec_variants.py) are exactly what their tables render: the template's reference, einsum cascade and baseline
-with the variant's constants. The mathematics is checked once, on the templates (tests/dataset/test_references.py); this
+specdec_variants.py) are siblings in dataset/families/: the template's reference, tensors and axes with the variant's
+constants. The mathematics is checked once, on the templates (tests/dataset/test_references.py); this
 proves nothing else changed."""
 
 from __future__ import annotations
 
 import json
 
-from reference_cases import specdec_variants as sv
-from reference_cases.variants import render_substituted
-
-
-def test_committed_specdec_variants_are_what_the_tables_render():
-    stale = [rel for rel, text in sv.files().items()
-             if not (sv.DATASET / rel).is_file() or (sv.DATASET / rel).read_text(encoding="utf-8") != text]
-    assert not stale, (f"{len(stale)} variant files differ from their rendering, e.g. {stale[:3]}: run "
-                       "`cd tests && python -m reference_cases.specdec_variants` and commit the result")
+from reference_cases.common import families
+from reference_check import definition_named
 
 
 def test_a_specdec_variant_is_its_template_with_other_constants():
-    rendered = {name: (template, d) for name, (template, d) in sv.rendered().items()}
-    for v in sv.MLA_VARIANTS:
-        rendered[v.name] = (v.template, render_substituted(v))  # asserts every text replacement still applies
-    for name, (template, d) in rendered.items():
-        t = sv._load(d["type"], template)
+    siblings = {s["name"]: f["template"] for f in families("specdec_variants_*") for s in f["siblings"]}
+    assert len(siblings) == 7
+    for name, template in siblings.items():
+        d, t = definition_named(name), definition_named(template)
         assert d["reference"] == t["reference"] and d["constraints"] == t["constraints"], name
         assert {n: s["shape"] for n, s in d["inputs"].items()} == {n: s["shape"] for n, s in t["inputs"].items()}, name
         assert {n: s["shape"] for n, s in d["outputs"].items()} == {n: s["shape"] for n, s in t["outputs"].items()}, name

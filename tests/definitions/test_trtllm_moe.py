@@ -1,5 +1,5 @@
-"""The TRT-LLM fused MoE definitions (tests/reference_cases/trtllm_moe_render.py) are exactly what their table
-renders, and the packed routing of their workloads round-trips. The mathematics of each is checked against
+"""The TRT-LLM fused MoE definitions (tests/reference_cases/trtllm_moe_variants.py) are named for their constants
+(families in dataset/families/), and the packed routing of their workloads round-trips. The mathematics of each is checked against
 reference_cases/trtllm_moe.py's independent formulation by tests/dataset/test_references.py."""
 
 from __future__ import annotations
@@ -8,21 +8,15 @@ import numpy as np
 
 from generator.workloadgen import core, packed_routing
 
-from reference_cases import trtllm_moe_render as render
-
-
-def test_committed_trtllm_moe_files_are_what_the_table_renders():
-    stale = [rel for rel, text in render.files().items()
-             if not (render.DATASET / rel).is_file() or (render.DATASET / rel).read_text(encoding="utf-8") != text]
-    assert not stale, (f"{len(stale)} files differ from their rendering, e.g. {stale[:3]}: run "
-                       "`cd tests && python -m reference_cases.trtllm_moe_render` and commit the result")
+from reference_cases import trtllm_moe_variants as render
+from reference_check import definition_named
 
 
 def test_the_thirteen_public_names():
     names = {v.name for v in render.VARIANTS}
     assert len(names) == 13
     for v in render.VARIANTS:
-        d = render.render(v)
+        d = definition_named(v.name)
         consts = {a: s["value"] for a, s in d["axes"].items() if s["type"] == "const"}
         assert f"_topk{v.m.top_k}_e{consts['num_experts']}_h{consts['hidden_size']}_i{consts['intermediate_size']}" \
             in v.name

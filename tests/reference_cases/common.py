@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, Optional
+from typing import Callable, Optional
 
 import torch
 
@@ -112,31 +112,6 @@ def rope_expected(ax, x):
         return torch.cat([z.real, z.imag], dim=-1)
 
     return {"q_out": rotate(x["q"]), "k_out": rotate(x["k"])}
-
-
-def replace_in_descriptions(d: dict, pairs, where: str) -> dict:
-    """Every (old, new) applied to the descriptions of a template definition `d` (its own, its axes', inputs' and
-    outputs'), in place; each must apply somewhere, so a changed template fails loudly. `where` names the sibling."""
-    texts = [d] + [spec for part in ("axes", "inputs", "outputs") for spec in d[part].values()]
-    for old, new in pairs:
-        hits = [t for t in texts if old in t.get("description", "")]
-        assert hits, f"{where}: {old[:60]!r}... is no longer in its template's text"
-        for t in hits:
-            t["description"] = t["description"].replace(old, new)
-    return d
-
-
-def write_files(files: Mapping[str, str], root: Path) -> list[Path]:
-    """Write the files a table renders (path relative to the dataset root -> text) where they differ under `root`;
-    the paths written. What `cd tests && python -m reference_cases.<table module>` runs."""
-    written = []
-    for rel, text in files.items():
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-            written.append(path)
-    return written
 
 
 # --------------------------------------------------------------------------------------------------

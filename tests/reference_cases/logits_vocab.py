@@ -1,12 +1,12 @@
 """Logits processing per vocabulary: the grammar bitmask's independent check, and the penalties, min-p and
-bitmask kernels of every recorded model's vocabulary, rendered from the Llama-3.1-8B (vocab 128256) templates.
+bitmask kernels of every recorded model's vocabulary, siblings of the Llama-3.1-8B (vocab 128256)
+templates in dataset/families/.
 
 The templates (logits_penalties_v128256 and min_p_logits_v128256, checked in full by serving_families.py, and
 apply_token_bitmask_v128256, checked here) hold the mathematics; a sibling <kernel>_v<vocab> is its template with
 another vocabulary constant and the text that says whose it is: the reference, the einsum cascade (written over
-{{ vocab_size }}) and the baseline are the template's, byte for byte. tests/test_logits_vocab.py proves every
-committed sibling file is what files() writes from the table below (`cd tests && python -m
-reference_cases.logits_vocab` rewrites them); each sibling also gets the template's independent check at tiny
+{{ vocab_size }}) and the baseline are the template's, byte for byte. tests/definitions/test_logits_vocab.py
+proves nothing else differs; each sibling also gets the template's independent check at tiny
 batches of its real vocabulary.
 
 The grammar bitmask is xgrammar's apply_token_bitmask_inplace as vLLM and SGLang call it: bit j % 32 of word j // 32
@@ -16,8 +16,6 @@ words another way: the int32 words as little-endian bytes, numpy's unpackbits(bi
 
 from __future__ import annotations
 
-import copy
-import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,26 +23,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .common import Case, shrunk, write_files
+from .common import Case, shrunk
 from .serving_families import min_p_expected, min_p_inputs, penalties_expected, penalties_inputs
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
-TEMPLATE_VOCAB = 128256
 # kernel -> (definition type, template name)
 KERNELS = {"logits_penalties": ("elementwise", "logits_penalties_v128256"),
            "min_p_logits": ("reduction", "min_p_logits_v128256"),
            "apply_token_bitmask": ("elementwise", "apply_token_bitmask_v128256")}
-LLAMA = ("for Llama-3.1-8B (vocab_size = 128256, meta-llama/Llama-3.1-8B config.json; Llama-3.2-3B and "
-         "Llama-3.3-70B have the same vocabulary)")
-LLAMA_AXIS = "vocab_size = 128256 (meta-llama/Llama-3.1-8B config.json)."
-SGLANG_NOTE = {  # the vLLM kernels on a model whose records are served by SGLang: a last sentence
-    "logits_penalties": (" The dataset's records serve {label} with SGLang, whose penalizers "
-                         "(python/sglang/srt/sampling/penaltylib) apply the same penalties with kernels of their own: "
-                         "this is the model served with vLLM."),
-    "min_p_logits": (" The dataset's records serve {label} with SGLang, whose sampler applies min-p to the "
-                     "probabilities inside its sampling kernel instead: this is the model served with vLLM."),
-    "apply_token_bitmask": "",  # both engines call xgrammar's kernel
-}
 
 
 @dataclass(frozen=True)
@@ -85,68 +71,6 @@ VOCABS = [
 
 def words(vocab: int) -> int:
     return -(-vocab // 32)
-
-
-def template(kernel: str) -> dict:
-    kind, name = KERNELS[kernel]
-    return json.loads((DATASET / "definitions" / kind / f"{name}.json").read_text(encoding="utf-8"))
-
-
-def _replace(text: str, old: str, new: str, where: str) -> str:
-    assert old in text, f"{where}: {old[:60]!r}... is no longer in the template's text"
-    return text.replace(old, new)
-
-
-def render(kernel: str, v: Vocab) -> dict:
-    """The sibling's definition: the template with v's vocabulary, models and tags."""
-    d = copy.deepcopy(template(kernel))
-    name = f"{kernel}_v{v.size}"
-    note = SGLANG_NOTE[kernel].format(label=v.label) if v.sglang else ""
-    d["name"] = name
-    d["description"] = _replace(d["description"], LLAMA, f"for {v.label} (vocab_size = {v.size}, {v.source})",
-                                name) + note
-    d["tags"] = ["stage:decode", *v.tags, "status:draft"]
-    axes = d["axes"]
-    axes["vocab_size"]["value"] = v.size
-    axes["vocab_size"]["description"] = _replace(axes["vocab_size"]["description"], LLAMA_AXIS,
-                                                 f"vocab_size = {v.size} ({v.source}).", name)
-    if "bitmask_size" in axes:
-        axes["bitmask_size"]["value"] = words(v.size)
-        axes["bitmask_size"]["description"] = _replace(axes["bitmask_size"]["description"],
-                                                       f"= {words(TEMPLATE_VOCAB)}.", f"= {words(v.size)}.", name)
-    for spec in d["inputs"].values():
-        twin = DATASET / "definitions" / "reduction" / f"softmax_temperature_v{v.size}.json"
-        temperature = f"softmax_temperature_v{v.size}'s" if twin.is_file() else "the samplers' logits"
-        spec["description"] = spec["description"].replace("softmax_temperature_v128256's", temperature)
-        if spec.get("random", {}).get("distribution") == "randint" and spec["random"].get("high") == TEMPLATE_VOCAB:
-            spec["random"]["high"] = v.size  # token ids over the vocabulary
-    left = json.dumps(d).count(str(TEMPLATE_VOCAB))
-    assert not left, f"{name}: the template's vocabulary is still named {left} time(s)"
-    return d
-
-
-def rendered() -> dict:
-    """name -> (kernel, definition) of every sibling."""
-    return {f"{k}_v{v.size}": (k, render(k, v)) for k in KERNELS for v in VOCABS}
-
-
-def files() -> dict:
-    """Every file the siblings consist of: dataset-relative path -> text."""
-    out = {}
-    for name, (kernel, d) in rendered().items():
-        kind, tname = KERNELS[kernel]
-        out[f"definitions/{kind}/{name}.json"] = json.dumps(d, indent=2, ensure_ascii=False) + "\n"
-        out[f"einsums/{kind}/{name}.yaml"] = (DATASET / "einsums" / kind / f"{tname}.yaml").read_text(encoding="utf-8")
-        sol = json.loads((DATASET / "solutions" / "baseline" / kind / tname / f"{tname}_torch.json").read_text(
-            encoding="utf-8"))
-        out[f"solutions/baseline/{kind}/{name}/{name}_torch.json"] = json.dumps(
-            {**sol, "name": f"{name}_torch", "definition": name}, indent=2, ensure_ascii=False) + "\n"
-    return out
-
-
-def write(root: Path = DATASET) -> list:
-    """Write every sibling file under `root` that differs; returns the paths written."""
-    return write_files(files(), root)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -204,6 +128,3 @@ CASES = {"apply_token_bitmask_v128256": Case(BITMASK_SETS, bitmask_inputs, bitma
 CASES.update({f"{k}_v{v.size}": Case(_tiny(k, v), *MAKERS[k]) for k in KERNELS for v in VOCABS})
 
 
-if __name__ == "__main__":
-    for p in write():
-        print(f"wrote {p.relative_to(DATASET.parent)}")

@@ -1,4 +1,4 @@
-"""Independent formulations for the TRT-LLM fused MoE definitions (trtllm_moe_render.py): all thirteen.
+"""Independent formulations for the TRT-LLM fused MoE definitions (trtllm_moe_variants.py): all thirteen.
 
 Another route to the same numbers: MXFP4 decoded with a 16-entry table and torch.ldexp in float64 (the references
 decode the bit fields); the routing one token at a time with sorted() over (-logit, id) and the softmax / sigmoid
@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import Case, fp8, shrunk, uniform
-from .trtllm_moe_render import VARIANTS, e8m0_range
+from .trtllm_moe_variants import VARIANTS, e8m0_range
 
 SMALL_FP4 = {"hidden_size": 64, "hidden_size_packed": 32, "num_hidden_blocks": 2, "intermediate_size": 64,
              "intermediate_size_packed": 32, "num_intermediate_blocks": 2, "gemm1_out_size": 128}

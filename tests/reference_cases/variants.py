@@ -1,5 +1,5 @@
 """The independent checks of the head-configuration and page-size variants (dataset/families/variants_*.json,
-rendered by `kerneltrace definitions`), and the Substituted renderer other table modules still use.
+rendered by `kerneltrace definitions`).
 
 Many models run the same attention with other head counts (a model's config.json at a tensor-parallel degree)
 or another KV page size (1: SGLang's token-level cache; 64: a server launched with a 64-token page). Each
@@ -16,11 +16,10 @@ The names are the public FlashInfer-Trace set's (flashinfer-bench's dataset), wh
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from . import deepseek, deepseek_v32, mamba2, qwen3_next
-from .common import Case, families, replace_in_descriptions, shrunk
+from .common import Case, families, shrunk
 from .llama import (
     decode_expected,
     decode_inputs,
@@ -37,41 +36,6 @@ FAMILIES = families("variants_*")
 TEMPLATES = {"decode": "gqa_paged_decode_h32_kv8_d128_ps16",
              "prefill": "gqa_paged_prefill_causal_h32_kv8_d128_ps16",
              "ragged": "gqa_ragged_prefill_causal_h32_kv8_d128"}
-
-
-@dataclass(frozen=True)
-class Substituted:
-    name: str
-    type: str
-    template: str
-    consts: dict  # const axis -> value
-    replace: tuple  # (old, new) text pairs over every description of the definition
-    tags: tuple
-
-
-
-def render_substituted(v: Substituted) -> dict:
-    d = json.loads((DATASET / "definitions" / v.type / f"{v.template}.json").read_text(encoding="utf-8"))
-    replace_in_descriptions(d, v.replace, f"{v.name} (from {v.template})")
-    for axis, value in v.consts.items():
-        assert d["axes"][axis]["type"] == "const", f"{v.name}: {axis} is not a const axis of {v.template}"
-        d["axes"][axis]["value"] = value
-    d["name"], d["tags"] = v.name, list(v.tags)
-    return d
-
-
-def substituted_files(v: Substituted) -> dict:
-    d = render_substituted(v)
-    out = {f"definitions/{v.type}/{v.name}.json": json.dumps(d, indent=2, ensure_ascii=False) + "\n"}
-    einsum = DATASET / "einsums" / v.type / f"{v.template}.yaml"
-    if einsum.is_file():
-        out[f"einsums/{v.type}/{v.name}.yaml"] = einsum.read_text(encoding="utf-8")
-    for src in sorted((DATASET / "solutions" / "baseline" / v.type / v.template).glob("*.json")):
-        sol = json.loads(src.read_text(encoding="utf-8"))
-        name = sol["name"].replace(v.template, v.name)
-        out[f"solutions/baseline/{v.type}/{v.name}/{name}.json"] = \
-            json.dumps({**sol, "name": name, "definition": v.name}, indent=2, ensure_ascii=False) + "\n"
-    return out
 
 
 # One tiny size per set (the template's cases check the mathematics at larger ones): the variant's real heads,
