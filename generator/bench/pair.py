@@ -43,7 +43,7 @@ import torch
 
 from ..model.stability import batches_jump
 from ..model.status import TraceStatus
-from . import protocol, timing
+from . import outside, protocol, timing
 from .check import (
     SAMPLES_P_VALUE,
     Verdict,
@@ -98,6 +98,7 @@ class WorkloadRun:
         self.batches = 0
         self.blob_rows = self.rows_of_blobs()
         self.jumped = False  # the last timed() saw a jump between its batches (stability.batches_jump)
+        self.marked: tuple = (None, None)  # the last batch's (solution, reference) answers, with their marks
         self.notes: list[str] = []
 
     # -- inputs ------------------------------------------------------------------------------------
@@ -161,9 +162,11 @@ class WorkloadRun:
         runs = {}
         for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
             # Every call compared: no choice to hide, so the outputs come with the answer (no digests, no reveal).
-            runs[remote.who] = remote.batch(calls, self.deadline, t, chosen, inline=limit if every else 0)
+            runs[remote.who] = remote.batch(calls, self.deadline, t, chosen, inline=limit if every else 0,
+                                            marks=self.opts.device == "cpu")
         self.batches += 1
         sol, ref = runs["solution"], runs["reference"]
+        self.marked = (sol, ref)
         if sol.outputs is not None:
             solution_out = sol.outputs
         else:
@@ -260,6 +263,7 @@ class WorkloadRun:
         solution_gaps: list[float] = []
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         spread: list[float] = []  # the reference's calls' time beyond its median call, a share of that median
+        marked: list[tuple] = []  # the CPU, per batch: (solution's call intervals, its ms, reference's, its ms)
         started = time.perf_counter()
         # Two batches a side at least, however slow the calls: one batch cannot show a host that stalled it (a jump).
         while (len(solution) < 2 or (len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
@@ -267,6 +271,9 @@ class WorkloadRun:
                        and timing.enough(ref, self.cfg, started))):
             s, r, s_wall, r_wall = self.batch(n, False, solution_first=self.batches % 2 == 0)
             solution_gaps.append((s_wall - n * statistics.median(s)) / n)
+            sol_batch, ref_batch = self.marked
+            if sol_batch.marks and ref_batch.marks:
+                marked.append((outside.call_intervals(sol_batch.marks), s, outside.call_intervals(ref_batch.marks), r))
             harness.append(max(r_wall - sum(r), 0.0) / n)
             spread.append(max(sum(r) / n / max(statistics.median(r), 1e-9) - 1, 0.0))
             if self.opts.diagnostics:
@@ -283,6 +290,8 @@ class WorkloadRun:
         if self.sampling:
             self.timed_samples()
         charged = self.charge(solution, solution_gaps, harness, spread)
+        if marked and len(marked) == len(solution):
+            charged = self.charge_calls(marked, charged)
         # Per batch (charged, as ranked): a host that stalled one batch shows as a jump between them (stability.py).
         k, sol_medians = 0, []
         for calls in solution:
@@ -320,6 +329,22 @@ class WorkloadRun:
             self.notes.append(f"the solution's batches took longer than their median call allows, beyond the harness's "
                               f"own work ({harness:.4g} ms per call, measured on the reference's worker): that time "
                               f"was charged to their calls (median {before:.4g} ms reported, {after:.4g} ms charged)")
+        return out
+
+    def charge_calls(self, marked: list[tuple], charged: list[float]) -> list[float]:
+        """The per-call outside bound (outside.py) over the batch bound: each call the larger of the two, both
+        being at least what the outside showed beyond their tolerances."""
+        cost = outside.mark_cost([(ref_intervals, ref_ms) for _, _, ref_intervals, ref_ms in marked])
+        per_call: list[float] = []
+        for intervals, ms, _, _ in marked:
+            c = outside.charged(ms, intervals, cost)
+            per_call += c[1:] or c  # as the samples: a batch's first call is not one
+        out = [max(a, b) for a, b in zip(charged, per_call)]
+        before, after = statistics.median(charged), statistics.median(out)
+        if after > before * 1.02:
+            self.notes.append(f"the solution's calls took longer, as this process saw them from outside, than its "
+                              f"clock reported (beyond the marks' own cost, {cost:.4g} ms a call on the reference's "
+                              f"worker): charged to them (median {before:.4g} ms before, {after:.4g} ms charged)")
         return out
 
     def run(self) -> dict:

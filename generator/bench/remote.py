@@ -103,30 +103,46 @@ class Remote:
         self.send(header, payload, deadline, timeout_s)
         self.recv(("ready",), deadline, "receiving the workload", timeout_s=timeout_s)
 
-    def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = (), inline: int = 0) -> Batch:
+    def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = (), inline: int = 0,
+              marks: bool = False) -> Batch:
         """Run a batch. With a capture (CUDA IPC), the outputs of the `chosen` calls are copied out of the
         worker's memory as soon as it answers, and the wall clock ends when that copy has; else, when `inline`
         (every call is compared; its value: the most bytes the answer may carry), every output comes with the
-        answer; else the worker commits to every output by digest and `reveal` shows the chosen ones later."""
+        answer; else the worker commits to every output by digest and `reveal` shows the chosen ones later. With
+        `marks` (the CPU), the worker marks the start and end of each call and this process timestamps each mark as
+        it arrives: Batch.marks, ms since the batch was sent."""
         t0 = time.perf_counter()
         mode = "ipc" if self.capture else "inline" if inline else "digest"
-        self.send({"op": "batch", "calls": calls, "capture": mode},
+        self.send({"op": "batch", "calls": calls, "capture": mode, "marks": marks},
                   deadline=deadline, timeout_s=timeout_s)
-        reply, payload = self.recv(("done", "error", "cheat"), deadline, "running a batch of calls",
-                                   max_payload=inline if mode == "inline" else 0, timeout_s=timeout_s)
+        stamps: list[float] = []
+        while True:
+            reply, payload = self.recv(("mark", "done", "error", "cheat"), deadline, "running a batch of calls",
+                                       max_payload=inline if mode == "inline" else 0, timeout_s=timeout_s)
+            if reply["op"] != "mark":
+                break
+            stamps.append((time.perf_counter() - t0) * 1e3)
+            if not marks or len(stamps) > 2 * len(calls):
+                raise self._call_failed(TraceStatus.REWARD_HACK, {"log": f"its process sent more marks than the "
+                                                                         f"{2 * len(calls) if marks else 0} its calls make"})
         if reply["op"] != "done":
             raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
         wall = (time.perf_counter() - t0) * 1e3
+        marked = stamps if marks else None
         try:
             self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
         except protocol.ProtocolError:
             self.phases = []
         try:
             ms = protocol.numbers(reply, "ms", len(calls))
+            if marks and len(stamps) != 2 * len(calls):  # a well-formed answer, so a cheat's, not a broken message
+                raise self._call_failed(TraceStatus.REWARD_HACK, {"log": f"its process sent {len(stamps)} marks for "
+                                                                         f"{len(calls)} calls (one before and one "
+                                                                         "after each)"})
             if mode == "inline":
-                return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"))
+                return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"), marked)
             if self.capture is None:
-                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), wall)
+                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), wall, None, marked)
             descs = protocol.rows(reply, "outputs", len(calls), len(self.names))
             opening = self.capture.open_s
             copies = {i: dict(zip(self.names, (self.capture.read(d) for d in descs[i]))) for i in chosen}
@@ -143,7 +159,7 @@ class Remote:
             raise failed from None
         # The comparisons run on the CPU (check.py), after the clock.
         outputs = {i: {"out": {n: t.cpu() for n, t in outs.items()}, "in": {}} for i, outs in copies.items()}
-        return Batch(ms, None, wall, outputs)
+        return Batch(ms, None, wall, outputs, marked)
 
     def probe_capture(self, device: str) -> Optional[str]:
         """None if this process can read the worker's device memory (capture.py), else why not."""
@@ -216,3 +232,4 @@ class Batch(NamedTuple):
     digests: Optional[list[list[str]]]  # committed per call and output (digest mode)
     wall: float  # ms from sending the batch to its answer (and, with a capture, the copy of the outputs)
     outputs: Optional[dict[int, dict[str, dict]]] = None  # captured: {call: {"out": {name: tensor}, "in": {}}}
+    marks: Optional[list[float]] = None  # ms since sending: when each call's start and end mark arrived (the CPU)

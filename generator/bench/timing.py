@@ -60,12 +60,15 @@ def summarize(samples_ms: list[float], timer: str) -> dict:
 
 
 def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, device: str, flush: Optional["L2Flusher"],
-               convert: Callable[[object, list], dict], warmup_ms: float = 0.0) -> tuple[list[float], list[dict]]:
+               convert: Callable[[object, list], dict], warmup_ms: float = 0.0,
+               mark: Optional[Callable[[], None]] = None) -> tuple[list[float], list[dict]]:
     """(milliseconds, outputs) of fn(*args, *outs) for the n calls, timed back to back, where `make(i)` gives call
     i its (args, outs) just before it: no later call's input set exists while a call runs (its caller's frame holds
     none to answer ahead). `convert(result, outs)` turns a result into plain outputs inside the timed interval. On
     CUDA, `warmup_ms` of the flush is queued first and nothing synchronises between calls: a set drawn on the device
-    queues behind the call before it, and the flush ahead of each call still hides its launch (as do_bench's)."""
+    queues behind the call before it, and the flush ahead of each call still hides its launch (as do_bench's). On the
+    CPU, `mark()` runs just before and just after each call, outside its interval: the trusted process timestamps
+    each mark as it arrives (pair.py's per-call bound)."""
     results: list[dict] = []
     if device.startswith("cuda"):
         if flush is not None and warmup_ms > 0:
@@ -83,9 +86,13 @@ def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, d
     ms = []
     for i in range(n):
         args, outs = make(i)
+        if mark is not None:
+            mark()
         t0 = _perf_counter()
         results.append(convert(fn(*args, *outs), outs))
         ms.append((_perf_counter() - t0) * 1e3)
+        if mark is not None:
+            mark()
     return ms, results
 
 

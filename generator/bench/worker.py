@@ -6,7 +6,8 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
 
     load {sources, entry_point, dps, device, warmup_ms} -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
-    batch {calls: [{recipes}], capture}                -> done {ms, digests | outputs} [+ tensors] | error | cheat
+    batch {calls: [{recipes}], capture, marks}         -> [mark, mark per call] done {ms, digests | outputs} [+ tensors]
+                                                          | error | cheat
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
     probe                                              -> probed {desc | error} (can the trusted side read our memory)
     exit
@@ -27,7 +28,8 @@ answer is fixed.
 
 Nothing here is trusted: the solution can patch any of it. The trusted process (pair.py) bounds
 the batch from outside: the wall clock from sending the batch to receiving the commitments, less
-the same harness work measured on the reference's worker, is charged to the solution.
+the same harness work measured on the reference's worker, is charged to the solution; on the CPU also
+each call, from the marks sent just before and after it, which that process timestamps as they arrive.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from .guards import check_output_types, inputs_snapshot, mutated_input, poison, 
 from .inputs import TORCH_DTYPES, draw
 
 IN_FD, OUT_FD = 3, 4
+MARK = {"op": "mark"}
 
 
 def load_solution(sources: list, entry_point: str, workdir: Path) -> Callable:
@@ -163,13 +166,17 @@ class Session:
             buffers.append(self.buffers())  # made by the reference's worker too (same harness work)
             return drawn["args"], buffers[-1] if self.dps else []
 
+        def mark() -> None:  # the trusted process timestamps it on arrival (pair.py's per-call bound)
+            protocol.send(OUT_FD, MARK)
+
         threads = set(threading.enumerate())
         self.kept = []
         t1 = timing.now()
         try:
             ms, results = timing.time_calls(self.fn, make, len(calls), self.device, self.flush,
                                              lambda r, outs: dict(zip(self.names, outs)) if self.dps else
-                                             as_outputs(r, self.names), self.warmup_ms)
+                                             as_outputs(r, self.names), self.warmup_ms,
+                                             mark if header.get("marks") else None)
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return

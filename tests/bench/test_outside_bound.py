@@ -1,0 +1,98 @@
+"""The per-call outside bound on the CPU (generator/bench/outside.py): the trusted process timestamps a mark the
+worker sends before and after each call, so a stopped clock shows at the scale of a call. Before it, the batch
+bound forgave 5 ms a batch plus a quarter of the harness's work: a kernel under ~0.15 ms a call that stopped the
+worker's clock reported what it liked (issue 38: 49x to 2,700x on rmsnorm_h4096, measured again here with
+tests/benchmarks/bench_stopped_clock.py: median 0.03 of its honest twin before, 0.96 after)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+
+import pytest
+
+from generator.bench import outside, run_bench
+
+from dataset_factory import WORKLOAD, dump, write_dataset
+
+COMPUTE = (
+    "import time\nimport torch\n\n"
+    "def compute(input, weight, eps):\n"
+    "    x = input.float()\n"
+    "    return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(input.dtype)\n\n"
+    "def work(ms):  # a kernel's time, spent on the CPU (a sleep would yield it)\n"
+    "    end = time.perf_counter() + ms / 1e3\n    while time.perf_counter() < end:\n        pass\n\n"
+)
+WORK_MS = 0.3  # under the 0.15 ms a call the batch bound forgave at 33 calls a batch, plus its share of the harness
+HONEST = COMPUTE + f"def run(input, weight, eps):\n    work({WORK_MS})\n    return compute(input, weight, eps)\n"
+# The attack of issue 38: honest work, then the worker's clock patched for the one read that ends the call.
+STOPS_THE_CLOCK = (COMPUTE + "import generator.bench.timing as _t\n_real = _t._perf_counter\n\n"
+                   f"def run(input, weight, eps):\n    start = _real()\n    work({WORK_MS})\n"
+                   "    out = compute(input, weight, eps)\n\n"
+                   "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
+                   "    _t._perf_counter = _once\n    return out\n")
+# Marks are the worker's to send, so a solution can withhold them (or add its own): the count is checked.
+DROPS_ITS_MARKS = (COMPUTE + "import generator.bench.protocol as _p\n_send = _p.send\n\n"
+                   "def _quiet(fd, header, *rest, **kw):\n    if header.get('op') != 'mark':\n"
+                   "        _send(fd, header, *rest, **kw)\n\n"
+                   "def run(input, weight, eps):\n    _p.send = _quiet\n    return compute(input, weight, eps)\n")
+SENDS_EXTRA_MARKS = (COMPUTE + "import generator.bench.protocol as _p\n\n"
+                     "def run(input, weight, eps):\n    _p.send(4, {'op': 'mark'})\n    return compute(input, weight, eps)\n")
+
+
+def _solution(root, name: str, source: str, author: str) -> None:
+    dump(root / f"solutions/{author}/norm/rmsnorm_h128/{name}.json", {
+        "name": name, "definition": "rmsnorm_h128", "author": author, "description": f"planted: {name}",
+        "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
+                 "destination_passing_style": False, "dependencies": ["torch"]},
+        "sources": [{"path": "main.py", "content": source}]})
+
+
+def _dataset(tmp_path, solutions: dict):
+    workload = json.loads(json.dumps(WORKLOAD))
+    workload["workload"].update(uuid="wl-0000", axes={"batch_size": 4}, seed=100)
+    root = write_dataset(tmp_path, traces=[], workloads=[workload])
+    for name, (source, author) in solutions.items():
+        _solution(root, name, source, author)
+    return root
+
+
+def test_a_stopped_clock_is_charged_call_by_call(tmp_path):
+    """A 0.3 ms kernel that stops the worker's clock: charged back to its honest twin's time, each in its own pair
+    and judged as a ratio to it, in batches of 33 calls (the CPU's default timing, as a `kerneltrace bench` run)."""
+    root = _dataset(tmp_path, {"honest": (HONEST, "honest"), "stops_the_clock": (STOPS_THE_CLOCK, "stopper")})
+    summary = run_bench(root, device="cpu", timeout_s=60, progress=False, solutions=["honest", "stops_the_clock"])
+    got = {o.pair.solution.name: o for o in summary.outcomes}
+    assert {o.status for o in got.values()} == {"PASSED"}, {n: o.log[-300:] for n, o in got.items()}
+    honest, cheat = (got[n].record["evaluation"]["performance"]["latency_ms"] for n in ("honest", "stops_the_clock"))
+    assert honest >= WORK_MS and cheat >= 0.7 * honest, (honest, cheat, got["stops_the_clock"].log[-600:])
+    assert "as this process saw them from outside" in got["stops_the_clock"].log
+
+
+@pytest.mark.parametrize("name, source, why", [
+    ("drops_its_marks", DROPS_ITS_MARKS, "(one before and one after each)"),
+    ("sends_extra_marks", SENDS_EXTRA_MARKS, "more marks than the"),
+], ids=["drops", "adds"])
+def test_marks_withheld_or_added_are_a_reward_hack(tmp_path, name, source, why):
+    root = _dataset(tmp_path, {name: (source, name)})
+    [o] = run_bench(root, device="cpu", timeout_s=60, progress=False, solutions=[name],
+                    timing={"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}).outcomes
+    assert o.status == "REWARD_HACK" and why in o.log, (o.status, o.log[-500:])
+
+
+def test_the_bound_charges_a_shifted_batch_not_late_marks():
+    """On numbers: the marks' cost (measured on the reference's calls) is not charged; one mark read late by a busy
+    trusted process moves nothing (medians); a clock reporting nothing is raised to the outside's view, within the
+    tolerance."""
+    cost = outside.mark_cost([([0.55, 0.56, 0.54, 0.55], [0.50, 0.51, 0.49, 0.50])])
+    assert cost == pytest.approx(0.05)
+    honest_ms = [0.50, 0.52, 0.49, 0.51, 0.50]
+    late = [m + 0.05 for m in honest_ms]
+    late[2] += 3.0  # the trusted process read this call's end mark 3 ms late
+    assert outside.charged(honest_ms, late, cost) == honest_ms
+    stopped = outside.charged([0.0005] * 5, [m + 0.05 for m in honest_ms], cost)
+    assert statistics.median(stopped) >= 0.95 * 0.50 - outside.CALL_SLACK_MS - 1e-9
+    assert statistics.median(stopped) <= 0.51  # never beyond what the outside saw
+    # A calls' worth hidden in each call beyond the tolerance: charged.
+    slowed = outside.charged(honest_ms, [m + 0.05 + 0.2 for m in honest_ms], cost)
+    assert statistics.median(slowed) == pytest.approx(statistics.median(honest_ms) + 0.2 - 0.05 * 0.7 - 0.01, abs=1e-3)
