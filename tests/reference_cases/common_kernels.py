@@ -18,16 +18,14 @@ from . import llama, qwen
 from .common import Case, rope_expected, shrunk
 from .llama import (
     ALL,
-    CALLS,
     GROUPS,
-    P_VALUE_MIN,
     REPS,
-    chi_square_p_value,
     keep_top_k,
     keep_top_p,
     midway_top_p,
     renormalise,
     sampling_dist,
+    statistical_check,
 )
 
 # --------------------------------------------------------------------------------------------------
@@ -167,26 +165,6 @@ def joint_inputs(ax, g, i):
 def joint_target(x, r):
     p = x["probs"][r].double()
     return renormalise(p, keep_top_k(p, int(x["top_k"][r])) & keep_top_p(p, float(x["top_p"][r])))
-
-
-def statistical_check(target):
-    """Every draw inside the support of target(x, group), and each group's counts a chi-square fit to it."""
-    def check(outputs_fn, ax, x, who):
-        torch.manual_seed(4321)
-        targets = [target(x, r) for r in range(GROUPS)]
-        counts = torch.zeros(GROUPS, ax["vocab_size"], dtype=torch.int64)
-        for _ in range(CALLS):
-            samples = outputs_fn()["samples"]
-            assert ((samples >= 0) & (samples < ax["vocab_size"])).all(), f"{who}: sample id out of range"
-            for row, token in enumerate(samples.tolist()):
-                r = row % GROUPS
-                assert targets[r][token] > 0, f"{who}: row {row} sampled token {token}, outside the kept set"
-                counts[r, token] += 1
-        for r in range(GROUPS):
-            p_value = chi_square_p_value(counts[r], targets[r])
-            assert p_value > P_VALUE_MIN, (f"{who}: group {r} frequencies do not follow the target distribution "
-                                           f"(chi-square p = {p_value:.2e})")
-    return check
 
 
 # Sampling without a filter (vLLM's random sampler, gpt-oss-120b): GROUPS distinct rows, REPS each; the

@@ -372,25 +372,31 @@ def chi_square_p_value(counts, expected_probs):
     return float(torch.special.gammaincc(torch.tensor((len(exp) - 1) / 2.0, dtype=torch.float64), stat / 2))
 
 
-def sampling_check(kind):
+def statistical_check(target, what: str = "the target distribution", row_note=lambda x, row: ""):
+    """Every draw inside the support of target(x, group), and each group's counts a chi-square fit to it."""
     def check(outputs_fn, ax, x, who):
         torch.manual_seed(4321)  # the draws use the global generator: seeded, so the test is deterministic
-        targets = [sampling_target(kind, x, r) for r in range(GROUPS)]
+        targets = [target(x, r) for r in range(GROUPS)]
         counts = torch.zeros(GROUPS, ax["vocab_size"], dtype=torch.int64)
         for _ in range(CALLS):
             samples = outputs_fn()["samples"]
             assert ((samples >= 0) & (samples < ax["vocab_size"])).all(), f"{who}: sample id out of range"
             for row, token in enumerate(samples.tolist()):
                 r = row % GROUPS
-                assert targets[r][token] > 0, (f"{who}: row {row} sampled token {token}, outside the kept set "
-                                               f"(top_k {x.get('top_k', [None] * (row + 1))[row]}, "
-                                               f"top_p {x.get('top_p', [None] * (row + 1))[row]})")
+                assert targets[r][token] > 0, (f"{who}: row {row} sampled token {token}, outside the kept set"
+                                               f"{row_note(x, row)}")
                 counts[r, token] += 1
         for r in range(GROUPS):
             p_value = chi_square_p_value(counts[r], targets[r])
-            assert p_value > P_VALUE_MIN, (f"{who}: group {r} frequencies do not follow the renormalised "
-                                           f"distribution (chi-square p = {p_value:.2e})")
+            assert p_value > P_VALUE_MIN, (f"{who}: group {r} frequencies do not follow {what} "
+                                           f"(chi-square p = {p_value:.2e})")
     return check
+
+
+def sampling_check(kind):
+    return statistical_check(
+        lambda x, r: sampling_target(kind, x, r), "the renormalised distribution",
+        lambda x, row: f" (top_k {x.get('top_k', [None] * (row + 1))[row]}, top_p {x.get('top_p', [None] * (row + 1))[row]})")
 
 
 def sampling_case(kind, vocab=TINY_VOCAB):
@@ -402,6 +408,23 @@ def sampling_case(kind, vocab=TINY_VOCAB):
 def prefill_derived(ax):
     return {"len_indptr": ax["batch_size"] + 1}
 
+def gqa_cases(heads: str, kinds: tuple = ("decode_ps1", "decode_ps16", "prefill", "ragged")) -> dict:
+    """The GQA attention kernels of a Llama-shaped model, named for its heads ("h24_kv8_d128"), with this module's
+    checks (they read the head counts from the definition): paged decode at page size 1 and 16, paged causal prefill
+    at 16, ragged causal prefill; `kinds` those the model has."""
+    made = {
+        "decode_ps1": (f"gqa_paged_decode_{heads}_ps1",
+                       Case(DECODE_PS1_SETS, decode_inputs, decode_expected, derived=decode_derived)),
+        "decode_ps16": (f"gqa_paged_decode_{heads}_ps16",
+                        Case(DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived)),
+        "prefill": (f"gqa_paged_prefill_causal_{heads}_ps16",
+                    Case(PAGED_PREFILL_SETS, paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived)),
+        "ragged": (f"gqa_ragged_prefill_causal_{heads}",
+                   Case(RAGGED_SETS, ragged_inputs, ragged_expected, derived=prefill_derived)),
+    }
+    return dict(made[k] for k in kinds)
+
+
 CASES = {
     "rmsnorm_h4096": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], rmsnorm_inputs, rmsnorm_expected),
     "fused_add_rmsnorm_h4096": Case([{"batch_size": 1}, {"batch_size": 3}, {"batch_size": 8}], fused_inputs,
@@ -410,20 +433,11 @@ CASES = {
     "rope_llama3_h32_kv8_d128": Case([{"num_tokens": 1, "max_position": 16}, {"num_tokens": 5, "max_position": 300},
                                       {"num_tokens": 9, "max_position": 9000}], rope_inputs, rope_expected),
     "gemm_n6144_k4096": gemm_case(N=1000),
-    "gqa_paged_decode_h32_kv8_d128_ps1": Case(
-        DECODE_PS1_SETS, decode_inputs, decode_expected, derived=decode_derived),
-    "gqa_paged_decode_h32_kv8_d128_ps16": Case(
-        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
     "gemm_n4096_k4096": gemm_case(N=1000),
     "gemm_n28672_k4096": gemm_case(N=1000),
     "gemm_n4096_k14336": gemm_case(N=1000),
     "gemm_n128256_k4096": gemm_case(N=1000),
-    "gqa_paged_prefill_causal_h32_kv8_d128_ps16": Case(
-        PAGED_PREFILL_SETS,
-        paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
-    "gqa_ragged_prefill_causal_h32_kv8_d128": Case(
-        RAGGED_SETS,
-        ragged_inputs, ragged_expected, derived=prefill_derived),
+    **gqa_cases("h32_kv8_d128"),
     "top_k_sampling_from_probs_v128256": sampling_case("top_k"),
     "top_p_sampling_from_probs_v128256": sampling_case("top_p"),
     "top_k_top_p_sampling_from_probs_v128256": sampling_case("top_k_top_p"),

@@ -11,10 +11,6 @@ from __future__ import annotations
 import torch
 
 from .common import (
-    DECODE_PS1_SETS,
-    DECODE_PS16_SETS,
-    PAGED_PREFILL_SETS,
-    RAGGED_SETS,
     ROW_SETS,
     TOKEN_SETS,
     Case,
@@ -23,18 +19,11 @@ from .common import (
     rope_sets,
 )
 from .llama import (
-    decode_derived,
-    decode_expected,
-    decode_inputs,
     fused_expected,
     fused_inputs,
     gemm_case,
+    gqa_cases,
     llama3_inv_freq,
-    paged_prefill_expected,
-    paged_prefill_inputs,
-    prefill_derived,
-    ragged_expected,
-    ragged_inputs,
     rmsnorm_expected,
     rmsnorm_inputs,
     silu_expected,
@@ -60,14 +49,5 @@ CASES = {
     "gemm_n16384_k3072": gemm_case(N=256),
     "gemm_n3072_k8192": gemm_case(N=256),
     "gemm_n128256_k3072": gemm_case(N=256),
-    "gqa_paged_decode_h24_kv8_d128_ps1": Case(
-        DECODE_PS1_SETS, decode_inputs, decode_expected, derived=decode_derived),
-    "gqa_paged_decode_h24_kv8_d128_ps16": Case(
-        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
-    "gqa_paged_prefill_causal_h24_kv8_d128_ps16": Case(
-        PAGED_PREFILL_SETS,
-        paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
-    "gqa_ragged_prefill_causal_h24_kv8_d128": Case(
-        RAGGED_SETS,
-        ragged_inputs, ragged_expected, derived=prefill_derived),
+    **gqa_cases("h24_kv8_d128"),
 }

@@ -8,17 +8,12 @@ the paged cache, here with 16 or 8 query heads over 2 or 1 KV heads.
 
 from __future__ import annotations
 
-from .common import DECODE_PS16_SETS, PAGED_PREFILL_SETS, ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
+from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
 from .llama import (
-                    decode_derived,
-                    decode_expected,
-                    decode_inputs,
                     fused_expected,
                     fused_inputs,
                     gemm_case,
-                    paged_prefill_expected,
-                    paged_prefill_inputs,
-                    prefill_derived,
+                    gqa_cases,
                     rmsnorm_expected,
                     rmsnorm_inputs,
                     rope_inputs,
@@ -51,9 +46,5 @@ CASES = {
     "gemm_n8192_k8192": gemm_case(N=1000),
     "gemm_n57344_k8192": gemm_case(N=1000),
     "gemm_n8192_k28672": gemm_case(N=1000),
-    "gqa_paged_decode_h16_kv2_d128_ps16": Case(
-        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
-    "gqa_paged_prefill_causal_h16_kv2_d128_ps16": Case(
-        PAGED_PREFILL_SETS,
-        paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
+    **gqa_cases("h16_kv2_d128", ("decode_ps16", "prefill")),
 }

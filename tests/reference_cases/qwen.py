@@ -14,6 +14,8 @@ import torch
 import torch.nn.functional as F
 
 from .common import (
+    ROW_SETS,
+    TOKEN_SETS,
     Case,
     fused_expected_at,
     fused_inputs_at,
@@ -317,6 +319,16 @@ PREFILL_PS16 = [{"kv_lens": (5,), "qo_lens": (5,)},
                 {"kv_lens": (70, 20), "qo_lens": (64, 20)}]
 RAGGED = [{"kv_lens": (6,), "qo_lens": (6,)}, {"kv_lens": (19, 3, 40), "qo_lens": (19, 3, 40)},
           {"kv_lens": (30, 12), "qo_lens": (9, 12)}]
+
+def layer_cases(norm: str, intermediate: int, heads: str, rope: list) -> dict:
+    """A Qwen-shaped layer's RMSNorm, fused add + RMSNorm, SwiGLU and NeoX RoPE, named as the dataset names them
+    (rmsnorm_<norm>, fused_add_rmsnorm_<norm>, silu_and_mul_i<intermediate>, rope_neox_<heads>), with this module's
+    checks (eps 1e-6, rope_theta 1e6)."""
+    return {f"rmsnorm_{norm}": Case(ROW_SETS, rmsnorm_inputs, rmsnorm_expected),
+            f"fused_add_rmsnorm_{norm}": Case(ROW_SETS, fused_inputs, fused_expected),
+            f"silu_and_mul_i{intermediate}": Case(TOKEN_SETS, silu_inputs, silu_expected),
+            f"rope_neox_{heads}": Case(rope, rope_inputs, rope_expected)}
+
 
 CASES = {
     "moe_routing_softmax_topk8_e128": Case([{"num_tokens": 1}, {"num_tokens": 16}, {"num_tokens": 33}],

@@ -7,14 +7,9 @@ complex-multiplication RoPE with the real cache) and llama.py's attention on a d
 
 from __future__ import annotations
 
-from .common import DECODE_PS16_SETS, PAGED_PREFILL_SETS, Case, rope_expected
+from .common import Case, rope_expected
 from .llama import (
-                    decode_derived,
-                    decode_expected,
-                    decode_inputs,
-                    paged_prefill_expected,
-                    paged_prefill_inputs,
-                    prefill_derived,
+                    gqa_cases,
 )
 from .qwen import gemm_case, rope_inputs, silu_expected, silu_inputs
 
@@ -28,9 +23,5 @@ CASES = {
     "gemm_n34816_k5120": gemm_case(N=256),
     "gemm_n5120_k17408": gemm_case(N=256),
     "gemm_n151936_k5120": gemm_case(N=256),
-    "gqa_paged_decode_h40_kv8_d128_ps16": Case(
-        DECODE_PS16_SETS, decode_inputs, decode_expected, derived=decode_derived),
-    "gqa_paged_prefill_causal_h40_kv8_d128_ps16": Case(
-        PAGED_PREFILL_SETS,
-        paged_prefill_inputs, paged_prefill_expected, derived=prefill_derived),
+    **gqa_cases("h40_kv8_d128", ("decode_ps16", "prefill")),
 }

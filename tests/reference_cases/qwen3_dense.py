@@ -8,36 +8,24 @@ cache, F.linear, a sum over the ranks, and F.embedding over the whole table with
 
 from __future__ import annotations
 
-from .common import ROW_SETS, TOKEN_SETS, Case, rope_expected, rope_sets
+from .common import TOKEN_SETS, Case, rope_sets
 from .common_kernels import allreduce_expected, allreduce_inputs, shard_case
 from .qwen import (
-                   fused_expected,
-                   fused_inputs,
-                   gemm_case,
-                   rmsnorm_expected,
-                   rmsnorm_inputs,
-                   rope_inputs,
-                   silu_expected,
-                   silu_inputs,
+                    gemm_case,
+                    layer_cases,
 )
 
-ROWS, TOKENS, ROPE = ROW_SETS, TOKEN_SETS, rope_sets(40960)
+TOKENS, ROPE = TOKEN_SETS, rope_sets(40960)
 
 CASES = {
     # Qwen3-8B, TP1
-    "rmsnorm_h4096_eps1e_6": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
-    "fused_add_rmsnorm_h4096_eps1e_6": Case(ROWS, fused_inputs, fused_expected),
-    "silu_and_mul_i12288": Case(TOKENS, silu_inputs, silu_expected),
-    "rope_neox_h32_kv8_d128": Case(ROPE, rope_inputs, rope_expected),
+    **layer_cases("h4096_eps1e_6", 12288, "h32_kv8_d128", ROPE),
     # K (the accumulation depth the tolerances are about) stays real; wide N shrinks to 256 columns (every column is the same dot product over K).
     "gemm_n24576_k4096": gemm_case(N=256),
     "gemm_n4096_k12288": gemm_case(N=256),
     "gemm_n151936_k4096": gemm_case(N=256),
     # Qwen3-32B, TP4 (one rank's shards)
-    "rmsnorm_h5120": Case(ROWS, rmsnorm_inputs, rmsnorm_expected),
-    "fused_add_rmsnorm_h5120": Case(ROWS, fused_inputs, fused_expected),
-    "silu_and_mul_i6400": Case(TOKENS, silu_inputs, silu_expected),
-    "rope_neox_h16_kv2_d128": Case(ROPE, rope_inputs, rope_expected),
+    **layer_cases("h5120", 6400, "h16_kv2_d128", ROPE),
     "gemm_n2560_k5120": gemm_case(N=256),
     "gemm_n12800_k5120": gemm_case(N=256),
     "gemm_n5120_k6400": gemm_case(N=256),

@@ -91,13 +91,17 @@ def tree_inputs(ax, g, i):
     return _verify_inputs(ax, g, i, tree=True)
 
 
+def _sequences(ax, x):
+    """(b, kv_len, its keys, its values) per sequence, gathered from the pages."""
+    for b, n in enumerate(kv_lengths(x["kv_indptr"], x["kv_last_page_len"], ax["page_size"])):
+        yield (b, n, gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n),
+               gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n))
+
+
 def verify_expected(ax, x):
-    lens = kv_lengths(x["kv_indptr"], x["kv_last_page_len"], ax["page_size"])
     Q = ax["num_verify_tokens"]
     outs, lses = [], []
-    for b, n in enumerate(lens):
-        k = gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-        v = gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+    for b, n, k, v in _sequences(ax, x):
         out, lse = attend(x["q"][b].double(), k, v, float(x["sm_scale"]), causal_offset=n - Q)
         outs.append(out)
         lses.append(lse)
@@ -106,12 +110,9 @@ def verify_expected(ax, x):
 
 def tree_expected(ax, x):
     """Per verify token, only the keys it may see, gathered (no mask): the context, then its tree row's tokens."""
-    lens = kv_lengths(x["kv_indptr"], x["kv_last_page_len"], ax["page_size"])
     Q = ax["num_verify_tokens"]
     outs, lses = [], []
-    for b, n in enumerate(lens):
-        k = gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-        v = gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+    for b, n, k, v in _sequences(ax, x):
         o_b, l_b = [], []
         for i in range(Q):
             keys = list(range(n - Q)) + [n - Q + j for j in range(Q) if bool(x["tree_mask"][b, i, j])]
