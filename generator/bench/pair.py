@@ -24,10 +24,9 @@ batch, and the same rules hold for every batch:
   another stream, or the whole batch's answers in one call (its inputs are all drawn before the
   first), all show there.
 - The physical floor: no latency below the workload's speed-of-light time on this hardware.
-- Samplers are compared as distributions on every batch: the first (untimed) batch is many calls on one
-  input set, whose draws (check.sampling_draws) are compared with the reference's; in the timed batches every
-  call has its own input set, like any other definition's, and the ranks of the drawn tokens in their rows
-  (check.draw_ranks) are pooled into one more test; every draw must lie in the filters' support.
+- How the compared calls are judged is the pair's evaluator's (evaluate.py), chosen once: element by element, or,
+  for samplers, as distributions on every batch (the first, untimed, many calls on one input set; the timed
+  batches' draws as ranks pooled into one more test).
 """
 
 from __future__ import annotations
@@ -44,17 +43,8 @@ import torch
 from ..model.stability import batches_jump
 from ..model.status import TraceStatus
 from . import outside, protocol, timing
-from .check import (
-    SAMPLES_P_VALUE,
-    Verdict,
-    check_support,
-    chi2_sf,
-    compare,
-    compare_samples,
-    draw_ranks,
-    sampling_draws,
-    two_sample_chi2,
-)
+from .check import Verdict
+from .evaluate import evaluator_for
 from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
 from .options import Options, timing_for
 from .plan import Pair
@@ -88,18 +78,16 @@ class WorkloadRun:
                             for s in self.definition["inputs"].values())
         self.deadline = time.monotonic() + opts.timeout_s
         self.cfg = timing_for(opts.device, opts.timing)
-        self.sampling = self.definition["type"] == "sampling"
-        self.draws = sampling_draws(_numel(self.outs[0]["shape"])) if self.sampling else 0  # per compared input set
         self.floor_ms = opts.floors_ms.get((pair.definition.name, pair.workload.uuid), 0.0)
         self.worst = Verdict(TraceStatus.PASSED)
         self.scalars: dict = {}
-        self.pooled = (0.0, 0, 0, 0)  # a sampler's timed batches: chi-square, dof, draws, batches
         self.verified = 0
         self.batches = 0
         self.blob_rows = self.rows_of_blobs()
         self.jumped = False  # the last timed() saw a jump between its batches (stability.batches_jump)
         self.marked: tuple = (None, None)  # the last batch's (solution, reference) answers, with their marks
         self.notes: list[str] = []
+        self.evaluator = evaluator_for(self)  # element by element, or a sampler's distributions (evaluate.py)
 
     # -- inputs ------------------------------------------------------------------------------------
     def workload_message(self) -> tuple[dict, bytes]:
@@ -146,18 +134,16 @@ class WorkloadRun:
     # -- one batch on both sides ----------------------------------------------------------------------
     def batch(self, n: int, reveal_all: bool, solution_first: bool) -> tuple[list[float], list[float], float, float]:
         """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
-        first_sample = self.sampling and reveal_all  # the untimed batch of draws on one input set
-        calls = self.calls(n, one_set=first_sample)
+        judge = self.evaluator
+        calls = self.calls(n, one_set=judge.one_set(reveal_all))
         t = self.opts.timeout_s
         # The calls checked. Never sent: with a capture (CUDA IPC) they are copied out of both workers' memory
         # as each answers; else they are revealed after both committed to every output. Either way nothing in
         # the solution's process can know the choice before its answers are fixed.
-        small = self.sampling or n * self.out_bytes <= REVEAL_ALL_BYTES
+        small = judge.reveals_every_call or n * self.out_bytes <= REVEAL_ALL_BYTES
         every = reveal_all or small or n <= MIN_CHECKED
         chosen = list(range(n)) if every else sorted(self.rng.sample(range(n), MIN_CHECKED))
-        # A sampler's inputs: the reference's worker (trusted) shows them, for the support check and the draws' ranks
-        # (its first batch's calls share one set: shown once).
-        with_inputs = (chosen[:1] if first_sample else chosen) if self.sampling else []
+        with_inputs = judge.shown_inputs(chosen, reveal_all)
         limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
         runs = {}
         for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
@@ -184,13 +170,7 @@ class WorkloadRun:
         solution_ms, solution_wall, ref_ms, ref_wall = sol.ms, sol.wall, ref.ms, ref.wall
         how = "copied out as it answered" if sol.outputs is not None else "checked after every answer was committed"
         label = "the first batch" if reveal_all else f"batch {self.batches} (timed; {how})"
-        if self.sampling:
-            inputs = [{**self.scalars, **ref_out[i if i in with_inputs else with_inputs[0]]["in"]} for i in chosen]
-            self.verify_draws([solution_out[i]["out"] for i in chosen], [ref_out[i]["out"] for i in chosen],
-                              inputs, label, first_sample)
-        else:
-            for i in chosen:
-                self.verify(solution_out[i]["out"], ref_out[i]["out"], f"{label}, call {i + 1} of {n}")
+        judge.verify(solution_out, ref_out, chosen, label, n, reveal_all)
         return solution_ms, ref_ms, solution_wall, ref_wall
 
     def check_commitments(self, chosen: list[int], revealed: dict, committed: list[list[str]]) -> None:
@@ -202,34 +182,6 @@ class WorkloadRun:
                     raise Failed(TraceStatus.REWARD_HACK, f"call {i + 1}: output {name!r} revealed after the batch is not the one "
                                                 "committed when it ended (an answer changed after the clock stopped)",
                                  worker_lost=True)
-
-    def verify(self, solution_out: dict, ref_out: dict, what: str) -> None:
-        self.record(compare(self.definition, solution_out, ref_out, self.axes), what)
-
-    def verify_draws(self, solution_draws: list, ref_draws: list, inputs: list, what: str, first: bool) -> None:
-        """A sampler's batch: every draw in the definition's support on its call's inputs (`inputs`, one per draw). The
-        first batch (draws on one input set, check.sampling_draws) is compared with the reference's as a distribution.
-        A timed batch's calls each have an input set of their own, so a draw is compared as its token's rank in its
-        row (draw_ranks), which follows one distribution for both sides over the same input sets; every timed batch's
-        ranks are pooled with the others' into one test at the end (timed_samples)."""
-        if first:
-            self.record(compare_samples(self.definition, solution_draws, ref_draws, inputs[0]), what)
-            return
-        for k, draw in enumerate(solution_draws):  # shape, dtype, range, probability and the filters
-            self.record(check_support(self.definition, draw, inputs[k]), f"{what}, draw {k + 1}")
-        stat, dof = two_sample_chi2(draw_ranks(self.definition, solution_draws, inputs),
-                                    draw_ranks(self.definition, ref_draws, inputs))
-        self.pooled = (self.pooled[0] + stat, self.pooled[1] + dof, self.pooled[2] + len(solution_draws), self.pooled[3] + 1)
-
-    def timed_samples(self) -> None:
-        stat, dof, draws, batches = self.pooled
-        p_value = chi2_sf(stat, dof)
-        if p_value < SAMPLES_P_VALUE:
-            self.record(Verdict(TraceStatus.INCORRECT_NUMERICAL,
-                                f"the timed calls' draws ({draws} in {batches} batches, each on its own input set; their "
-                                f"tokens' ranks) do not follow the reference's distribution (chi-square {stat:.1f} on "
-                                f"{dof} dof, p = {p_value:.2g})", matched_ratio=0.0),
-                        "the timed batches")
 
     def record(self, v: Verdict, what: str) -> None:
         self.verified += 1
@@ -245,8 +197,9 @@ class WorkloadRun:
 
     # -- the pair -----------------------------------------------------------------------------------
     def batch_size(self, first_ms: float) -> int:
-        if self.sampling:  # the timed batches' draws pool into one test as strong as the first batch's (timed_samples)
-            return max(16, -(-self.draws // self.cfg.min_batches))
+        fixed = self.evaluator.batch_size(self.cfg.min_batches)
+        if fixed is not None:
+            return fixed
         per_call = 2 * self.in_bytes + 2 * self.out_bytes  # input sets, their snapshots, outputs and buffers
         by_memory = BATCH_BYTES["cpu" if self.opts.device == "cpu" else "cuda"] // max(per_call, 1)
         by_time = (self.cfg.budget_s * 1e3 / 4) / max(first_ms, 1e-3)  # a few batches fit the budget
@@ -287,8 +240,7 @@ class WorkloadRun:
             solution.append(s[1:] or s)
             ref_batches.append(r[1:] or r)
             ref += ref_batches[-1]
-        if self.sampling:
-            self.timed_samples()
+        self.evaluator.after_timed()
         charged = self.charge(solution, solution_gaps, harness, spread)
         if marked and len(marked) == len(solution):
             charged = self.charge_calls(marked, charged)
@@ -356,15 +308,11 @@ class WorkloadRun:
         # that timed batches hold one call each (batch_size), those batches compare every call and do the rest of
         # the checking (two calls a side fewer for the slowest pairs); else CORRECTNESS_CALLS calls in all.
         fresh, self.solution.fresh = getattr(self.solution, "fresh", False), False
-        if self.sampling:
-            s, r, _, _ = self.batch(self.draws, True, solution_first=True)
-        else:
-            s, r, _, _ = self.batch(1, True, solution_first=True)
+        s, r, _, _ = self.batch(self.evaluator.first_calls, True, solution_first=True)
         # The first call (a compile, a JIT, autotuning where it follows the load): informational, never ranked.
         first = {"first_call_ms": max(float(s[0]), 0.0), "first_call_after_load": fresh}
-        if not self.sampling:
-            if r[0] < self.cfg.budget_s * 1e3 / 4 or self.opts.correctness_only:
-                s, r, _, _ = self.batch(CORRECTNESS_CALLS - 1, True, solution_first=True)
+        if self.evaluator.more_correctness_calls and (r[0] < self.cfg.budget_s * 1e3 / 4 or self.opts.correctness_only):
+            s, r, _, _ = self.batch(CORRECTNESS_CALLS - 1, True, solution_first=True)
         result: dict[str, Any] = {"status": TraceStatus.PASSED}
         if not self.opts.correctness_only:
             n = self.batch_size(max(statistics.median(s), statistics.median(r)))

@@ -5,7 +5,7 @@ against another version of it, on the same pairs, in one run, alternating.
     python tests/benchmarks/bench_boundary.py --old /tmp/oldbench --definitions rmsnorm_h4096 silu_and_mul_i768
 
 Each bench runs in a fresh subprocess (`run_bench` imported from that version's package root) over
-that version's bundled dataset (the same pairs where the chosen definitions did not change), writing traces to a temporary folder; the script prints seconds per pair for
+that version's bundled dataset (the solutions both versions hold for the chosen definitions: the same pairs where they did not change), writing traces to a temporary folder; the script prints seconds per pair for
 each version and the ratio new / old, per round and in total.
 
 Besides wall time it prints the CPU seconds of the bench's whole process tree (the bench and every
@@ -34,7 +34,7 @@ sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from generator.bench import run_bench
 s = run_bench(Path(sys.argv[2]), device="cpu", out=Path(sys.argv[3]), definitions=json.loads(sys.argv[4]),
-              correctness_only=sys.argv[5] == "1", progress=False)
+              correctness_only=sys.argv[5] == "1", progress=False, solutions=json.loads(sys.argv[6]))
 import generator
 print(json.dumps({"pairs": len(s.outcomes), "counts": s.counts(), "package": generator.__file__}))
 """
@@ -82,11 +82,20 @@ class TreeCPU:
         return sum(self.seen.values()), len(self.workers)
 
 
-def one(root: Path, dataset: Path, definitions: list[str], correctness_only: bool) -> tuple[float, dict]:
+def solution_names(dataset: Path, definitions: list[str]) -> set[str]:
+    names = set()
+    for path in (dataset / "solutions").glob("*/*/*/*.json"):
+        if path.parent.name in definitions:
+            names.add(json.loads(path.read_text(encoding="utf-8"))["name"])
+    return names
+
+
+def one(root: Path, dataset: Path, definitions: list[str], correctness_only: bool,
+        solutions: list[str]) -> tuple[float, dict]:
     with tempfile.TemporaryDirectory(prefix="kt-boundary-") as out:
         t0 = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-c", RUN, str(root), str(dataset), out, json.dumps(definitions),
-                                 "1" if correctness_only else "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 "1" if correctness_only else "0", json.dumps(solutions)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, cwd=str(root))
         tree = TreeCPU(proc.pid)
         stdout, stderr = proc.communicate()
@@ -105,10 +114,15 @@ def main() -> int:
     parser.add_argument("--correctness-only", action="store_true")
     args = parser.parse_args()
     totals = {"old": [0.0, 0, 0.0, 0], "new": [0.0, 0, 0.0, 0]}
+    # The same pairs on both sides: the solutions both datasets hold for these definitions (contenders added since
+    # would make the newer bench's pairs other pairs: a compile contender's first call alone costs seconds).
+    common = sorted(solution_names(args.old.resolve() / "dataset", args.definitions)
+                    & solution_names(HERE / "dataset", args.definitions))
+    print(f"solutions in both: {', '.join(common)}")
     for r in range(args.rounds):
         for label, root in (("old", args.old.resolve()), ("new", HERE)):
             # Each version reads its own copy of the dataset (an older loader may not read today's).
-            wall, info = one(root, root / "dataset", args.definitions, args.correctness_only)
+            wall, info = one(root, root / "dataset", args.definitions, args.correctness_only, common)
             totals[label][0] += wall
             totals[label][1] += info["pairs"]
             totals[label][2] += info["cpu"]
