@@ -66,7 +66,7 @@ def test_a_stopped_clock_is_charged_call_by_call(tmp_path):
     assert {o.status for o in got.values()} == {"PASSED"}, {n: o.log[-300:] for n, o in got.items()}
     honest, cheat = (got[n].record["evaluation"]["performance"]["latency_ms"] for n in ("honest", "stops_the_clock"))
     assert honest >= WORK_MS and cheat >= 0.7 * honest, (honest, cheat, got["stops_the_clock"].log[-600:])
-    assert "as this process saw them from outside" in got["stops_the_clock"].log
+    assert "charged" in got["stops_the_clock"].log  # by this bound or, where it charged more, by the batch bound
 
 
 @pytest.mark.parametrize("name, source, why", [
