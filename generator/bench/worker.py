@@ -1,13 +1,15 @@
 """The process that runs one solution (or the reference): `python -m generator.bench.worker 3 4`.
 
-It holds nothing worth stealing: no seed of a call before that call's batch, no job file, no dataset
+It holds nothing worth stealing: no seed of a call before that call (on the CPU; on CUDA, before its batch), no job
+file, no dataset
 path, no reference (unless it is the reference's worker), no expected outputs. It reads messages
 from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says:
 
     load {sources, entry_point, dps, device, warmup_ms} -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
-    batch {calls: [{recipes}], capture, marks}         -> [mark, mark per call] done {ms, digests | outputs} [+ tensors]
-                                                          | error | cheat
+    batch {calls: [{recipes}], capture}                -> done {ms, digests | outputs} [+ tensors] | error | cheat
+    batch {n, capture, marks: true}, then per call:
+      call {call: {recipes}}                          -> mark (before the call), mark (after it)
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
     probe                                              -> probed {desc | error} (can the trusted side read our memory)
     exit
@@ -150,13 +152,18 @@ class Session:
 
     def batch(self, header: dict) -> None:
         t0 = timing.now()
-        calls = header["calls"]
+        marked = bool(header.get("marks"))
+        # Marked batches (the CPU) get each call's seeds only after the call before it ended (a "call" message the
+        # trusted process sends when the end mark arrives): no later call's seeds are here while a call runs.
+        calls = [None] * int(header["n"]) if marked else header["calls"]
         sets, before, buffers = [], [], []
         drawn: dict = {"call": None}
 
         def make(i: int) -> tuple[list, list]:
             """Call i's input set, drawn just before the call (a sampler's untimed first batch repeats one set: drawn
             once)."""
+            if marked:
+                calls[i] = protocol.recv(IN_FD, ("call",))[0]["call"]
             if calls[i] != drawn["call"]:
                 drawn["call"] = calls[i]
                 drawn["args"] = self.inputs(calls[i])
@@ -176,7 +183,7 @@ class Session:
             ms, results = timing.time_calls(self.fn, make, len(calls), self.device, self.flush,
                                              lambda r, outs: dict(zip(self.names, outs)) if self.dps else
                                              as_outputs(r, self.names), self.warmup_ms,
-                                             mark if header.get("marks") else None)
+                                             mark if marked else None)
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return

@@ -1,4 +1,4 @@
-"""The per-call outside bound on the CPU (generator/bench/outside.py): the trusted process timestamps a mark the
+"""The per-call outside bound on the CPU, and each call's seeds sent only when the call before it has ended (generator/bench/outside.py): the trusted process timestamps a mark the
 worker sends before and after each call, so a stopped clock shows at the scale of a call. Before it, the batch
 bound forgave 5 ms a batch plus a quarter of the harness's work: a kernel under ~0.15 ms a call that stopped the
 worker's clock reported what it liked (issue 38: 49x to 2,700x on rmsnorm_h4096, measured again here with
@@ -36,6 +36,17 @@ DROPS_ITS_MARKS = (COMPUTE + "import generator.bench.protocol as _p\n_send = _p.
                    "def _quiet(fd, header, *rest, **kw):\n    if header.get('op') != 'mark':\n"
                    "        _send(fd, header, *rest, **kw)\n\n"
                    "def run(input, weight, eps):\n    _p.send = _quiet\n    return compute(input, weight, eps)\n")
+# A batch's seeds all came with the batch: a call could find the next call's in the worker's frames and draw its
+# inputs ahead. This one answers wrongly whenever it finds them (so it fails only where it could have cheated).
+READS_THE_NEXT_SEEDS = (COMPUTE + "import sys\n\n"
+                        "def _next_seeds_visible():\n    f = sys._getframe(1)\n    while f is not None:\n"
+                        "        calls, drawn = f.f_locals.get('calls'), f.f_locals.get('drawn')\n"
+                        "        if isinstance(calls, list) and isinstance(drawn, dict) and drawn.get('call') in calls:\n"
+                        "            i = calls.index(drawn['call'])\n"
+                        "            return any(c is not None and c != calls[i] for c in calls[i + 1:])\n"
+                        "        f = f.f_back\n    return False\n\n"
+                        "def run(input, weight, eps):\n    out = compute(input, weight, eps)\n"
+                        "    return out * 0 if _next_seeds_visible() else out\n")
 SENDS_EXTRA_MARKS = (COMPUTE + "import generator.bench.protocol as _p\n\n"
                      "def run(input, weight, eps):\n    _p.send(4, {'op': 'mark'})\n    return compute(input, weight, eps)\n")
 
@@ -78,6 +89,13 @@ def test_marks_withheld_or_added_are_a_reward_hack(tmp_path, name, source, why):
     [o] = run_bench(root, device="cpu", timeout_s=60, progress=False, solutions=[name],
                     timing={"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}).outcomes
     assert o.status == "REWARD_HACK" and why in o.log, (o.status, o.log[-500:])
+
+
+def test_no_later_calls_seeds_are_in_the_worker_while_a_call_runs(tmp_path):
+    root = _dataset(tmp_path, {"reads_the_next_seeds": (READS_THE_NEXT_SEEDS, "reader")})
+    [o] = run_bench(root, device="cpu", timeout_s=60, progress=False, solutions=["reads_the_next_seeds"],
+                    timing={"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}).outcomes
+    assert o.status == "PASSED", o.log[-500:]
 
 
 def test_the_bound_charges_a_shifted_batch_not_late_marks():
