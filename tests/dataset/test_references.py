@@ -201,27 +201,28 @@ PLANTED = [
      [0, 1, 2]),
     # The repetition penalty's two branches swapped (positive logits multiplied): every set has a seen token with a
     # positive logit in a row whose repetition penalty is not 1.
-    ("logits_penalties_v128256", "torch.where(row > 0, row / r, row * r)", "torch.where(row > 0, row * r, row / r)",
+    ("logits_penalties_v128256", "torch.where(out > 0, out / r, out * r)", "torch.where(out > 0, out * r, out / r)",
      [0, 1, 2]),
     # The presence penalty charged for prompt tokens too: the prompts hold tokens the outputs do not (set 0's one
     # row, whose presence penalty is 0.5, included).
-    ("logits_penalties_v128256", "presence_penalties[b].to(torch.float32) * in_output.to(torch.float32)",
-     "presence_penalties[b].to(torch.float32) * seen.to(torch.float32)", [0, 1, 2]),
+    ("logits_penalties_v128256", "presence_penalties.to(torch.float32)[:, None] * in_output.to(torch.float32)",
+     "presence_penalties.to(torch.float32)[:, None] * seen.to(torch.float32)", [0, 1, 2]),
     # min_p taken as an absolute probability threshold instead of relative to the most likely token's.
-    ("min_p_logits_v128256", "threshold = probs.max() * min_p[b].to(torch.float32)",
-     "threshold = min_p[b].to(torch.float32)", [0, 1, 2]),
+    ("min_p_logits_v128256", "threshold = probs.max(dim=-1, keepdim=True).values * min_p.to(torch.float32)[:, None]",
+     "threshold = min_p.to(torch.float32)[:, None]", [0, 1, 2]),
     # Ties with the threshold filtered too: only the min_p = 1.0 row (sets 1 and 2) keeps a token exactly at it.
     ("min_p_logits_v128256", "torch.where(probs < threshold,", "torch.where(probs <= threshold,", [1, 2]),
     # The grammar bitmask (reference_cases/logits_vocab.py). The bits of a word read from the most significant: every
     # set has a row with a mask other than all ones.
-    ("apply_token_bitmask_v128256", "bit = token % 32", "bit = 31 - token % 32", [0, 1, 2]),
+    ("apply_token_bitmask_v128256", "allowed = ((words >> (token % 32)) & 1) == 1",
+     "allowed = ((words >> (31 - token % 32)) & 1) == 1", [0, 1, 2]),
     # The tokens of a last, partial word left unmasked: sets 1 and 2 (vocabularies of 1000 and 77) end inside a word;
     # set 0's 128256 does not.
-    ("apply_token_bitmask_v128256", "allowed = ((words >> bit) & 1) == 1",
-     "allowed = (((words >> bit) & 1) == 1) | (token >= vocab_size // 32 * 32)", [1, 2]),
+    ("apply_token_bitmask_v128256", "allowed = ((words >> (token % 32)) & 1) == 1",
+     "allowed = (((words >> (token % 32)) & 1) == 1) | (token >= vocab_size // 32 * 32)", [1, 2]),
     # Every row masked, not only those in indices: sets 1 and 2 have rows without a grammar (set 0's two rows both have one).
-    ("apply_token_bitmask_v128256", "    for i in range(indices.shape[0]):",
-     "    indices = torch.arange(batch_size)\n    for i in range(indices.shape[0]):", [1, 2]),
+    ("apply_token_bitmask_v128256", "    structured[indices.to(torch.int64)] = True",
+     "    structured[:] = True", [1, 2]),
     # Multi-LoRA (reference_cases/lora.py). The scaling dropped: sets 0 and 1 scale by 2.0 and 0.5; set 2 by 1.0 (what
     # vLLM passes, its scaling folded into lora_B), where dropping it is moot.
     ("lora_bgmv_shrink_s3_l4_r16_k4096", ") * scaling", ")", [0, 1]),
