@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this packa
 # checks and timing of one pair stay within seconds.
 DEFAULT_CPU_MAX_BYTES = 64 * 2**20
 DEFAULT_CPU_MAX_FLOPS = 5e9
-# Samplers cost what no Einsum counts: their references draw row by row (a sort of the vocabulary per row), and
+# Samplers cost what no Einsum counts: their references sort every row of the vocabulary, and
 # a pair compares hundreds of draws as distributions. On a 2-core CPU a batch-64 sampler over 201k tokens took
 # past 300 s; a CPU run takes a sampling workload of at most this many probabilities per call (batch 8 at
 # vocabularies up to 262k).
@@ -203,7 +203,7 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
             if elements is not None and elements > max_sampler_elements:
                 plan.skipped.append((f"{solution.name} on {w.uuid[:8]} {dict(w.axes)}",
                                      f"{elements:,d} probabilities per call > limit {max_sampler_elements:,d} for "
-                                     "samplers on this device (their references draw row by row)"))
+                                     "samplers on this device (their references sort every row)"))
                 continue
             if (solution.name, w.uuid, hardware) in done:
                 plan.already_done += 1

@@ -163,7 +163,7 @@ PLANTED = [
     ("gqa_paged_prefill_causal_swa1024_h16_kv8_d128_ps16", "window = 1024", "window = 0", [2]),
     ("quantized_gemm_n4096_k4096_ng128_kg128", "B_scale.to(torch.float32).repeat_interleave(block_n, dim=0)",
      "B_scale.flip(0).to(torch.float32).repeat_interleave(block_n, dim=0)", [0, 1, 2]),
-    ("top_p_sampling_from_probs_v128256", "if p < 1.0:", "if p < 0.0:", [0, 1, 2]),
+    ("top_p_sampling_from_probs_v128256", "mass_before < p)", "mass_before < 2.0)", [0, 1, 2]),
     # The renormalisation of the softmax top-k dropped (every set has a token with a local pick).
     ("moe_fp8_block_scale_renorm_topk8_e128_h2048_i768", "topk_weights = picked / picked.sum(dim=-1, keepdim=True)",
      "topk_weights = picked", [0, 1, 2]),
