@@ -230,10 +230,9 @@ PLANTED = [
     ("lora_bgmv_shrink_s1_l4_r64_k14336", ") * scaling", ")", [0, 1]),
     # Slot -1 (no LoRA) read as adapter 0: every BGMV set has a token without a LoRA; the SGMV sets 1 and 2 have a
     # request without one (set 0 is one request with an adapter).
-    ("lora_bgmv_shrink_s3_l4_r16_k4096", "lora = int(token_lora_indices[t])",
-     "lora = max(int(token_lora_indices[t]), 0)", [0, 1, 2]),
-    ("lora_bgmv_expand_s3_l4_r16_n6144", "lora = int(token_lora_indices[t])",
-     "lora = max(int(token_lora_indices[t]), 0)", [0, 1, 2]),
+    ("lora_bgmv_shrink_s3_l4_r16_k4096", "(lora >= 0)[:, None, None]", "(lora >= -1)[:, None, None]", [0, 1, 2]),
+    ("lora_bgmv_expand_s3_l4_r16_n6144", "(lora >= 0)[:, None], updated, y)", "(lora >= -1)[:, None], updated, y)",
+     [0, 1, 2]),
     ("lora_sgmv_shrink_s3_l4_r16_k4096", "lora = int(seg_lora_indices[b])", "lora = max(int(seg_lora_indices[b]), 0)",
      [1, 2]),
     ("lora_sgmv_expand_s3_l4_r16_n6144", "lora = int(seg_lora_indices[b])", "lora = max(int(seg_lora_indices[b]), 0)",
