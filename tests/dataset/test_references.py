@@ -277,16 +277,16 @@ PLANTED = [
     ("gqa_paged_verify_tree_h32_kv8_d128_ps1", "visible[:, prefix_len:] = tree_mask[b]",
      "visible[:, prefix_len:] = torch.ones_like(tree_mask[b]).tril()", [0, 1]),
     # FlashInfer's strict test (u * p_d < p_t) for vLLM's >=: set 2 has a ratio exactly u and a u = 0 with p_t = 0.
-    ("chain_speculative_sampling_v128256", "bool(p_target / p_draft >= u)", "bool(p_target / p_draft > u)", [2]),
+    ("chain_speculative_sampling_v128256", "(p_target / p_draft >= u)", "(p_target / p_draft > u)", [2]),
     # The draft probability 0 not rejected (p_t / 0 = inf accepts): set 2 has such a draft.
-    ("chain_speculative_sampling_v128256", "bool(p_draft > 0) and ", "", [2]),
+    ("chain_speculative_sampling_v128256", "(p_draft > 0) & ", "", [2]),
     # The recovered token drawn from the target row instead of the residual max(0, p_t - p_d).
     ("chain_speculative_sampling_v128256",
-     "target_probs[b, pos].to(torch.float32) - draft_probs[b, pos].to(torch.float32)",
-     "target_probs[b, pos].to(torch.float32)", [0, 1, 2]),
+     "target_probs[requests, last].to(torch.float32) - draft_probs[requests, last].to(torch.float32)",
+     "target_probs[requests, last].to(torch.float32)", [0, 1, 2]),
     # The bonus token drawn from the last draft's target row: every set has a request that accepts all its drafts.
-    ("chain_speculative_sampling_v128256", "weights = target_probs[b, num_speculative_tokens]",
-     "weights = target_probs[b, num_speculative_tokens - 1]", [0, 1, 2]),
+    ("chain_speculative_sampling_v128256", "bonus = target_probs[:, num_speculative_tokens]",
+     "bonus = target_probs[:, num_speculative_tokens - 1]", [0, 1, 2]),
     # The FP8-query prefill (reference_cases/fp8q_prefill.py): the query's scale dropped (sets 0 and 1 have q_scale
     # 0.02 and 1/64; set 2's is 1.0, a checkpoint without a calibrated scale).
     ("gqa_paged_prefill_causal_fp8q_fp8kv_h32_kv8_d128_ps16", "to(torch.float32) * q_scale", "to(torch.float32)",
@@ -294,16 +294,16 @@ PLANTED = [
     # The greedy-draft sampler (reference_cases/specdec_greedy.py): the probabilistic residual with the draft
     # probabilities absent (read as 0, max(0, p_t - 0)): the rejected draft kept in the recovered token's row, which
     # every set's first request (a rejected draft holding 0.99 of its row) draws back.
-    ("greedy_draft_speculative_sampling_v128256", "weights[int(draft_token_ids[b, pos])] = 0.0",
+    ("greedy_draft_speculative_sampling_v128256", "weights = torch.where(removed, torch.zeros_like(weights), weights)",
      "weights = torch.clamp(weights - 0.0, min=0.0)", [0, 1, 2]),
     # The probabilistic acceptance with those absent draft probabilities (p_d = 0 rejects every draft).
     ("greedy_draft_speculative_sampling_v128256", "p_draft = 1.0", "p_draft = 0.0", [0, 1, 2]),
     # The strict test (p_t > u): each set's second request has a draft probability exactly u.
-    ("greedy_draft_speculative_sampling_v128256", "bool(p_target / p_draft >= u)", "bool(p_target / p_draft > u)",
+    ("greedy_draft_speculative_sampling_v128256", "(p_target / p_draft >= u)", "(p_target / p_draft > u)",
      [0, 1, 2]),
     # The bonus token drawn from the last draft's row: each set's last request accepts every draft.
-    ("greedy_draft_speculative_sampling_v128256", "weights = target_probs[b, pos]",
-     "weights = target_probs[b, min(pos, num_speculative_tokens - 1)]", [0, 1, 2]),
+    ("greedy_draft_speculative_sampling_v128256", "weights = target_probs[requests, pos]",
+     "weights = target_probs[requests, pos.clamp(max=num_speculative_tokens - 1)]", [0, 1, 2]),
     # The kernels of the minimax-m2, llama-4-scout and glm-4.5 records (reference_cases/{minimax_m2,llama4_scout,glm45}.py).
     # MiniMax-M2's TP q/k norm taking the mean over the rank's own slice (tp 1): the mean of squares is over 8 slices.
     ("qk_rmsnorm_tp8_apply_q768_k128", "tp, eps = 8, 1e-6", "tp, eps = 1, 1e-6", [0, 1, 2]),
