@@ -14,7 +14,7 @@ The file's shape (`results_data`; positions keep 500 results a definition small)
      "envs": [[[key, value], ...], ...],
      "boards": [{"hardware", "anchor", "axes": [axis names], "solutions": [entry names, ranked],
                  "rows": [[uuid, [axis values], baseline latency, 1 if the baseline is unstable else 0]],
-                 "results": [[result per solution] per row]}]}
+                 "results": [[result per solution] per row], "chart": the fast_p chart (results.fastp_spec)}]}
 
 A result is 0 when the solution has no trace on that workload, else a list of RESULT_FIELDS (trailing empty
 ones left out); status, provenance, file, run-at and timer are indexes into "strings", env into "envs".
@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 from ..analyse.results import Leaderboard, Result
 from ..model.status import TraceStatus
-from .results import LOG_LIMIT, fmt_err, fmt_ms, fmt_speedup, fmt_when, trend
+from .results import LOG_LIMIT, board_chart, fmt_err, fmt_ms, fmt_speedup, fmt_when, trend
 from .rows import PROVENANCE, PROVENANCE_TITLE, fmt_spread
 from .urls import board_anchor
 
@@ -95,7 +95,7 @@ def _board(lb: Leaderboard, strings: _Strings, envs: _Strings, dataset: str) -> 
                      1 if row.baseline_latency_ms is not None and not row.baseline_stable else 0])
         results.append([_result(r, strings, envs, dataset) for r in row.results])
     return {"hardware": lb.hardware, "anchor": board_anchor(lb.hardware), "axes": axes,
-            "solutions": [e.solution for e in lb.entries], "rows": rows, "results": results}
+            "solutions": [e.solution for e in lb.entries], "rows": rows, "results": results, "chart": board_chart(lb)}
 
 
 def results_data(name: str, boards: tuple[Leaderboard, ...], dataset: str) -> dict[str, Any]:

@@ -114,6 +114,12 @@ def _lexer(suffix: str, language: str):
     return lexer
 
 
+def warm_lexers() -> None:
+    """Pygments imports every plugin's lexers (IPython's: most of a second) on its first lookup by file name: done
+    once before the item pages are rendered in forked processes, rather than once in each (they share _lexer's cache)."""
+    _lexer(".py", "python")
+
+
 @lru_cache(maxsize=4096)
 def highlight_html(code: str, path: str = "", language: str = "") -> str:
     """`code` as a highlighted block in raw HTML, the same markup (and colours) as a fenced block.

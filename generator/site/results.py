@@ -127,12 +127,22 @@ def sort_key(value: Optional[float]) -> str:
 
 # -- charts -------------------------------------------------------------------------------------
 
-def fastp_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> str:
-    """The JSON a `.kt-chart` element carries: fast_p step curves, one per named series."""
-    spec = {"kind": "fast_p", "what": what, "x_end": end,
-            "series": [{"name": name, "x": [p for p, _ in curve], "y": [v for _, v in curve]}
+def fastp_spec(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> dict:
+    """A fast_p chart: step curves, one per named series. Steps at six significant digits: a step moves by
+    under a millionth of the chart's width, and "0.588235" is a third of "0.5882352941176471"."""
+    return {"kind": "fast_p", "what": what, "x_end": end,
+            "series": [{"name": name, "x": [float(f"{p:.6g}") for p, _ in curve], "y": [v for _, v in curve]}
                        for name, curve in series]}
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fastp_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> str:
+    """The JSON a `.kt-chart` element carries (fastp_spec)."""
+    return json.dumps(fastp_spec(series, end, what), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def board_chart(lb: Leaderboard) -> dict:
+    """A definition's fast_p chart on one hardware: a curve per solution (drawn from its results file, data.py)."""
+    return fastp_spec([(e.solution, e.curve) for e in lb.entries], lb.curve_end, f"{lb.definition} on {lb.hardware}")
 
 
 # -- views ---------------------------------------------------------------------------------------
@@ -142,7 +152,6 @@ class BoardView:
     board: Leaderboard
     anchor: str  # id of its section on the definition page
     hardware_page: str
-    chart: str  # JSON for the fast_p chart
 
 
 @dataclass(frozen=True)
@@ -212,10 +221,7 @@ class HardwareRow:
 
 
 def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:
-    return tuple(BoardView(lb, board_anchor(lb.hardware), hardware_page(lb.hardware),
-                           fastp_chart([(e.solution, e.curve) for e in lb.entries], lb.curve_end,
-                                       f"{lb.definition} on {lb.hardware}"))
-                 for lb in boards)
+    return tuple(BoardView(lb, board_anchor(lb.hardware), hardware_page(lb.hardware)) for lb in boards)
 
 
 def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str, Any]:

@@ -151,13 +151,7 @@
     return v;
   }
 
-  function drawChart(el) {
-    var spec;
-    try {
-      spec = JSON.parse(el.getAttribute("data-chart"));
-    } catch (e) {
-      return;
-    }
+  function drawChart(el, spec) {
     var W = 640, H = 300, L = 52, R = 12, T = 10, B = 42;
     var xEnd = spec.x_end || 2;
     function px(p) { return L + (W - L - R) * p / xEnd; }
@@ -238,8 +232,16 @@
   }
 
   function initCharts(root) {
-    root.querySelectorAll(".kt-chart[data-chart]").forEach(function (el) {
-      if (!el.classList.contains("kt-chart-ready")) drawChart(el);
+    // A chart's spec: its data-chart attribute, or (data-kt-chart="<board anchor>") its board in the results file.
+    root.querySelectorAll(".kt-chart[data-chart], .kt-chart[data-kt-chart]").forEach(function (el) {
+      if (el.classList.contains("kt-chart-ready")) return;
+      var spec = null, anchor = el.getAttribute("data-kt-chart");
+      if (anchor !== null) {
+        (window.__ktResults ? window.__ktResults.boards : []).forEach(function (b) { if (b.anchor === anchor) spec = b.chart; });
+      } else {
+        try { spec = JSON.parse(el.getAttribute("data-chart")); } catch (e) { spec = null; }
+      }
+      if (spec) drawChart(el, spec);
     });
   }
 

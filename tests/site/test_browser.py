@@ -607,6 +607,21 @@ def test_drawn_tables_appear_served_and_from_disk(browser, server, site, how):
     context.close()
 
 
+def test_item_page_icons_look_as_the_themes_own(visit, server):
+    """The item pages' icons are drawn from kerneltrace-icons.css: the same size and colour as the inline SVGs of
+    a page mkdocs built."""
+    def icons(page: Page) -> list:
+        return page.evaluate("""() => [...document.querySelectorAll('header svg')].filter(s => s.getBoundingClientRect().width)
+            .map(s => { const st = getComputedStyle(s), r = s.getBoundingClientRect();
+                        return [Math.round(r.width), Math.round(r.height), st.color,
+                                s.querySelector('path') ? 'inline' : st.maskImage.slice(0, 30)]; })""")
+    home = icons(open_page(visit, server, "index.html"))
+    item = icons(open_page(visit, server, f"generated/solutions/{FAST}.html"))
+    assert [i[:3] for i in item] == [i[:3] for i in home] and len(item) >= 3
+    assert {i[3] for i in home} == {"inline"} and {i[3] for i in item} == {'url("data:image/svg+xml;charse'}
+    visit.check()
+
+
 def test_a_link_to_a_trace_view_lands_on_it_open(visit, server):
     page = open_page(visit, server, f"generated/solutions/{FAST}.html#results-test_cpu-t3")
     view = page.locator("#results-test_cpu-t3")

@@ -395,8 +395,9 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     assert table_rows(boards[1])[0][6].endswith("%")  # test_cpu has a spec and the definition a cascade: SOL%
     assert f'href="../solutions/{FAST}.html"' in boards[0]
 
-    charts = [json.loads(html.unescape(c)) for c in re.findall(r'<div class="kt-chart" data-chart="([^"]*)"', page)]
-    assert len(charts) == 2
+    # a fast_p chart per board, drawn from the definition's results file
+    assert re.findall(r'<div class="kt-chart" data-kt-chart="([^"]*)"', page) == ["results-h100_sxm", "results-test_cpu"]
+    charts = [board["chart"] for board in results_file(results_site, DEF)["boards"]]
     assert [series["name"] for series in charts[0]["series"]] == [FAST, "rmsnorm_h128_torch", SLOW]
     assert charts[0]["series"][0]["y"][0] == 0.75 and charts[0]["x_end"] == 4.5
 
@@ -440,9 +441,11 @@ def test_solution_page(results_site):
     # Its rows and trace views are drawn from the definition's results file (the browser test reads them drawn).
     assert re.search(rf'<tbody data-kt-draw="solution" data-kt-board="results-h100_sxm" data-kt-solution="{FAST}">',
                      page)
-    assert f'<div class="kt-traces" data-search-exclude="true" data-kt-draw="traces" data-kt-board="results-h100_sxm" ' \
+    assert f'<div class="kt-traces" data-kt-draw="traces" data-kt-board="results-h100_sxm" ' \
            f'data-kt-solution="{FAST}"></div>' in page
     assert page.count(f'<script src="../data/{DEF}.js"></script>') == 1
+    drawn = re.findall(r'<tbody data-kt-draw="solution"[^>]*>(.*?)</tbody>', page, re.S)
+    assert len(drawn) == 2 and all(body.count("<tr>") == 1 and "kt-undrawn" in body for body in drawn)  # no rows
     data = results_file(results_site, DEF)
     first, failed = result(data, 0, 0, FAST), result(data, 0, 3, FAST)
     assert {k: first[k] for k in ("latency", "spread", "speedup", "abs", "rel", "provenance", "line", "samples")} == {
@@ -452,6 +455,20 @@ def test_solution_page(results_site):
     assert first["when"].startswith("2026-") and ["hardware", "H100_SXM"] in first["env"]
     assert failed["status"] == "RUNTIME_ERROR" and "CUDA error: an illegal memory access </pre>" in failed["log"]
     assert "Not benchmarked yet" not in text
+
+
+def test_item_pages_draw_their_icons_from_one_stylesheet(results_site):
+    """The shell the 11,000 item pages share has no inline icon (a quarter of it was SVG paths): each is an empty
+    <svg> keeping its viewBox (so the theme sizes it as before), painted through a mask from one stylesheet."""
+    page = (results_site / "generated" / "solutions" / f"{FAST}.html").read_text(encoding="utf-8")
+    shell = page[:page.index("<article")] + page[page.index("</article>"):]
+    icons = re.findall(r"<svg([^>]*)>(.*?)</svg>", shell, re.S)
+    assert len(icons) >= 8 and all(inner == "" and "viewBox=" in attrs for attrs, inner in icons), icons
+    used = {int(n) for attrs, _ in icons for n in re.findall(r"kt-i(\d+)", attrs)}
+    assert '<link rel="stylesheet" href="../../assets/kerneltrace-icons.css">' in shell
+    css = (results_site / "assets" / "kerneltrace-icons.css").read_text(encoding="utf-8")
+    assert {int(n) for n in re.findall(r"\.kt-i(\d+)\{--kt-i:url\(\"data:image/svg\+xml", css)} == used
+    assert "<path" not in shell and "<path" in (results_site / "index.html").read_text(encoding="utf-8")  # mkdocs' own
 
 
 def test_authors_hardware_and_home_pages(results_site):
