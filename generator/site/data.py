@@ -27,7 +27,7 @@ from typing import Any, Optional
 
 from ..analyse.results import Leaderboard, Result
 from ..model.status import TraceStatus
-from .results import LOG_LIMIT, board_chart, fmt_err, fmt_ms, fmt_speedup, fmt_when, trend
+from .results import LOG_LIMIT, board_chart, fmt_err, fmt_ms, fmt_speedup, fmt_when
 from .rows import PROVENANCE, PROVENANCE_TITLE, fmt_spread
 from .urls import board_anchor
 
@@ -35,7 +35,6 @@ GLOBAL = "__ktResults"  # the variable the file assigns (kerneltrace.js reads it
 RESULT_FIELDS = ("status", "latency", "spread", "speedup", "flags", "abs", "rel", "provenance", "file", "line",
                  "when", "env", "samples", "timer", "log", "cut")
 UNSTABLE, UNSANDBOXED, FASTER, SLOWER = 1, 2, 4, 8  # bits of "flags"
-TREND_FLAG = {"kt-up": FASTER, "kt-down": SLOWER, "kt-even": 0}
 
 # What the drawing says, from the one place each is said (rows.py, results.py).
 LABELS = {
@@ -62,26 +61,28 @@ class _Strings:
         return at
 
 
-def _flags(r: Result) -> int:
-    return (UNSTABLE if r.unstable else 0) | (UNSANDBOXED if r.unsandboxed else 0) | TREND_FLAG[trend(r.speedup)]
-
-
 def _shown(value: Optional[float], fmt) -> Optional[str]:
     return None if value is None else fmt(value)
 
 
 def _result(r: Result, strings: _Strings, envs: _Strings, dataset: str) -> Any:
+    """One result as RESULT_FIELDS (half a million of them at the field's scale: kept to plain steps)."""
     if not r.ran:
         return 0
     file, _, line = r.trace_path.rpartition(":")
-    kind = r.provenance if r.provenance in PROVENANCE else "unknown"
-    cut = max(0, len(r.log) - LOG_LIMIT)
-    out = [strings(r.status), _shown(r.latency_ms, fmt_ms), _shown(r.spread or None, fmt_spread),
-           _shown(r.speedup, fmt_speedup), _flags(r), _shown(r.max_absolute_error, fmt_err),
-           _shown(r.max_relative_error, fmt_err), strings(kind) if r.provenance else None,
+    lat, speedup, absolute, relative, spread = r.latency_ms, r.speedup, r.max_absolute_error, r.max_relative_error, r.spread
+    flags = ((UNSTABLE if r.unstable else 0) | (UNSANDBOXED if r.unsandboxed else 0)
+             | (0 if speedup is None or speedup == 1.0 else FASTER if speedup > 1.0 else SLOWER))  # results.trend
+    out = [strings(r.status), None if lat is None else fmt_ms(lat), fmt_spread(spread) if spread else None,
+           None if speedup is None else fmt_speedup(speedup), flags,
+           None if absolute is None else fmt_err(absolute), None if relative is None else fmt_err(relative),
+           strings(r.provenance if r.provenance in PROVENANCE else "unknown") if r.provenance else None,
            strings(f"{dataset}/{file}"), int(line) if line.isdigit() else line, strings(fmt_when(r.timestamp)),
-           envs(r.environment), r.samples, strings(r.timer) if r.timer else None, r.log[cut:], cut]
-    while out and out[-1] in (None, "", 0):  # trailing empty fields left out
+           envs(r.environment), r.samples]
+    if r.timer or r.log:
+        cut = max(0, len(r.log) - LOG_LIMIT)
+        out += [strings(r.timer) if r.timer else None, r.log[cut:], cut or None]
+    while out[-1] is None or out[-1] == "":  # trailing empty fields left out (an index 0 is no empty field)
         out.pop()
     return out
 

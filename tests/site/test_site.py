@@ -457,6 +457,32 @@ def test_solution_page(results_site):
     assert "Not benchmarked yet" not in text
 
 
+def test_results_file_keeps_every_field_a_result_has():
+    """Trailing empty fields are left out of a result, never a first index (0) nor a field before a kept one."""
+    from generator.analyse.results import Entry, Leaderboard, Result, WorkloadRow
+    from generator.site.data import results_data
+
+    env = (("hardware", "H100_SXM"),)
+    failed = Result("s", "w1", "RUNTIME_ERROR", None, None, None, None, None, "", "2026-11-01T10:00:00Z", "t.jsonl:3",
+                    environment=env, provenance="measured")
+    passed = Result("s", "w2", "PASSED", 0.5, 2.0, 0.0, 0.0, 10, "", "2026-11-01T10:00:00Z", "t.jsonl:4",
+                    environment=env, provenance="measured", timer="cuda_event", spread=(0.4, 0.6))
+    noisy = Result("s", "w3", "PASSED", 1234.5, None, None, None, None, "x" * 7000, "2026-11-01T10:00:00Z",
+                   "t.jsonl:5", environment=env, unstable=True)
+    entry = Entry(1, "s", "a", "python", False, True, 3, 2, 1, 0, 0.5, (), 1, 2.0, 0.5, 0.5, 0.5, 10, None, 3, "", ())
+    rows = tuple(WorkloadRow(r.workload, (("n", i),), 1.0, True, (r,)) for i, r in enumerate((failed, passed, noisy)))
+    data = results_data("d", (Leaderboard("d", "H100_SXM", None, ("w1", "w2", "w3"), (entry,), rows, 2.0),), "ds")
+    got = [dict(zip(data["fields"], row[0])) for row in data["boards"][0]["results"]]
+    strings = data["strings"]
+    assert strings[got[0]["status"]] == "RUNTIME_ERROR" and data["envs"][got[0]["env"]] == [["hardware", "H100_SXM"]]
+    assert (got[0]["env"], got[0]["line"], strings[got[0]["file"]]) == (0, 3, "ds/t.jsonl") and "samples" not in got[0]
+    assert {k: got[1][k] for k in ("latency", "spread", "speedup", "flags", "abs", "samples")} == {
+        "latency": "0.5", "spread": "0.4–0.6", "speedup": "2.00×", "flags": 4, "abs": "0", "samples": 10}
+    assert strings[got[1]["timer"]] == "cuda_event" and "log" not in got[1]
+    assert got[2]["latency"] == "1,234" and got[2]["flags"] == 1 and got[2]["provenance"] is None  # unstable
+    assert got[2]["log"] == "x" * 6000 and got[2]["cut"] == 1000  # a long log: its end, and how much is left out
+
+
 def test_item_pages_draw_their_icons_from_one_stylesheet(results_site):
     """The shell the 11,000 item pages share has no inline icon (a quarter of it was SVG paths): each is an empty
     <svg> keeping its viewBox (so the theme sizes it as before), painted through a mask from one stylesheet."""
