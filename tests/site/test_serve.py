@@ -16,7 +16,7 @@ from generator.site.build import build_site
 from generator.site.serve import SiteMemo, rebuild
 
 from dataset_factory import DEFINITION, MODEL, dump
-from results_dataset import DEF, FAST, browser_dataset
+from results_dataset import DEF, browser_dataset
 
 OTHER = "planted_h128"
 
