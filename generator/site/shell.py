@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Iterable, Optional
 from urllib.parse import quote
 
 from ..model.errors import KernelTraceError
-from .escape import warm_lexers
 
 if TYPE_CHECKING:
     from .items import Item, ItemPlan
@@ -160,7 +159,6 @@ def fill(site: Path, generated: str, plan: "ItemPlan", workers: Optional[int] = 
         if n == 1:
             shares = [_fill_share((0, 1))]
         else:
-            warm_lexers()
             with multiprocessing.get_context("fork").Pool(n) as pool:
                 shares = pool.map(_fill_share, [(k, n) for k in range(n)])
     finally:

@@ -435,7 +435,8 @@
   // The theme opens a <details> a link points at only among those the page had when it loaded: the drawn trace
   // views are opened here, when the page opens on one and when a "details" link is followed.
   function openLinked(again) {
-    var id = decodeURIComponent(window.location.hash.slice(1));
+    var id;
+    try { id = decodeURIComponent(window.location.hash.slice(1)); } catch (e) { return; }  // a malformed link
     var target = id ? document.getElementById(id) : null;
     if (!target || !target.closest("[data-kt-draw]")) return;
     if (target.tagName === "DETAILS") target.open = true;
