@@ -21,7 +21,7 @@ from markupsafe import Markup
 from ..analyse.hardware import HardwareSummary, Machines
 from ..analyse.headline import KIND_ORDER
 from ..analyse.rankings import AuthorRanking
-from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
+from ..analyse.results import Entry, Leaderboard
 from ..analyse.site_tables import SiteResults
 from ..model.contender_kinds import kind_of, library_requirement
 from ..model.dataset import Dataset
@@ -186,8 +186,7 @@ class SolutionLink:
 @dataclass(frozen=True)
 class SolutionBoard:
     board: Leaderboard
-    entry: Entry
-    rows: tuple[tuple[WorkloadRow, Result], ...]
+    entry: Entry  # its per-workload results are drawn from the definition's results file (data.py)
     definition_anchor: str
     hardware_page: str
 
@@ -330,8 +329,7 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
         entry = lb.entry(s.name)
         if entry is None:
             continue
-        rows = tuple(zip(lb.rows, lb.results_of(s.name)))
-        boards.append(SolutionBoard(lb, entry, rows, board_anchor(lb.hardware), hardware_page(lb.hardware)))
+        boards.append(SolutionBoard(lb, entry, board_anchor(lb.hardware), hardware_page(lb.hardware)))
     agent = results.agent_traces.get(s.name)
     d = ds.definitions.get(s.definition)
     return {"s": s, "boards": tuple(boards), "kind": kind_of(s.author),
