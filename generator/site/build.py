@@ -255,7 +255,7 @@ def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
         warnings = run_mkdocs(project / CONFIG_FILE, work / "docs", staging, strict)
         for line in warnings:
             _say("build", f"mkdocs {line}")
-        count = len(shell.fill(staging, GENERATED_DIR, plan))
+        count = sum(1 for entry in shell.fill(staging, GENERATED_DIR, plan) if entry[0].endswith(".html"))
         _say("build", f"rendered {_plural(count, 'page')} of definitions, solutions and hardware from data")
         os.chmod(staging, 0o777 & ~current_umask())  # mkdtemp made it private
         _replace_dir(staging, out_dir)

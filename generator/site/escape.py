@@ -94,6 +94,10 @@ def escape_html(value: object) -> str:
 
 
 _LEXER_BY_LANGUAGE = {"python": "python", "triton": "python", "cuda": "cuda", "cpp": "cpp"}
+# The suffixes solutions and pages use, by lexer name: the same lexer as pygments' lookup by file name, which
+# first imports every installed plugin's lexers (IPython's: most of a second in each process that renders pages).
+_LEXER_BY_SUFFIX = {".py": "python", ".yaml": "yaml", ".yml": "yaml", ".cu": "cuda", ".cuh": "cuda", ".cpp": "cpp",
+                    ".cc": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".json": "json", ".sh": "bash", ".txt": "text"}
 
 
 @lru_cache(maxsize=256)
@@ -104,7 +108,8 @@ def _lexer(suffix: str, language: str):
     from pygments.util import ClassNotFound
 
     try:
-        lexer = get_lexer_for_filename("file" + suffix) if suffix else None
+        lexer = (get_lexer_by_name(_LEXER_BY_SUFFIX[suffix]) if suffix in _LEXER_BY_SUFFIX
+                 else get_lexer_for_filename("file" + suffix) if suffix else None)
     except ClassNotFound:
         lexer = None
     if lexer is None:

@@ -15,10 +15,11 @@ import jinja2
 
 from ..analyse.site_tables import SiteResults
 from ..model.dataset import Dataset
+from .data import results_script
 from .prose import paragraphs
 from .results import definition_results, hardware_context, solution_context
 from .templates import environment
-from .urls import hardware_part_pages, html_link, solution_page
+from .urls import data_file, hardware_part_pages, html_link, solution_page
 
 HARDWARE_ROWS_PER_PAGE = 250  # keeps a machine's page small at any dataset size
 
@@ -33,6 +34,7 @@ class Item:
     search_text: str  # plain text: name and prose
     boost: float = 1.0  # search ranking weight (drafts below verified kernels)
     definition: str = ""  # the definition whose data it shows ("": a page over all of them)
+    raw: bool = False  # a file written as it is (a definition's results file), not a page: no shell, not searched
 
 
 def definition_items(ds: Dataset, results: SiteResults, rows, speed_of_light, dataset_label: str,
@@ -44,6 +46,10 @@ def definition_items(ds: Dataset, results: SiteResults, rows, speed_of_light, da
                                **definition_results(ds, results, d.name))
         yield Item(html_link(row.page), d.name, body, " ".join([d.name, d.type, *paragraphs(d.description)]),
                    0.5 if row.draft else 2.0, d.name)
+        boards = results.boards.get(d.name, ())
+        if boards:  # the per-workload results its page and its solutions' pages draw
+            yield Item(data_file(d.name), d.name, results_script(d.name, boards, dataset_label), "", 0.0, d.name,
+                       raw=True)
 
 
 def solution_items(ds: Dataset, results: SiteResults, names, dataset_label: str,

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from ..analyse.hardware import HardwareSummary, Machines
 from ..analyse.headline import KIND_ORDER
 from ..analyse.rankings import AuthorRanking
-from ..analyse.results import Entry, Leaderboard, Result, WorkloadRow
+from ..analyse.results import Entry, Leaderboard
 from ..analyse.site_tables import SiteResults
 from ..model.contender_kinds import kind_of, library_requirement
 from ..model.dataset import Dataset
@@ -127,12 +127,22 @@ def sort_key(value: Optional[float]) -> str:
 
 # -- charts -------------------------------------------------------------------------------------
 
-def fastp_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> str:
-    """The JSON a `.kt-chart` element carries: fast_p step curves, one per named series."""
-    spec = {"kind": "fast_p", "what": what, "x_end": end,
-            "series": [{"name": name, "x": [p for p, _ in curve], "y": [v for _, v in curve]}
+def fastp_spec(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> dict:
+    """A fast_p chart: step curves, one per named series. Steps at six significant digits: a step moves by
+    under a millionth of the chart's width, and "0.588235" is a third of "0.5882352941176471"."""
+    return {"kind": "fast_p", "what": what, "x_end": end,
+            "series": [{"name": name, "x": [float(f"{p:.6g}") for p, _ in curve], "y": [v for _, v in curve]}
                        for name, curve in series]}
-    return json.dumps(spec, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def fastp_chart(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], end: float, what: str) -> str:
+    """The JSON a `.kt-chart` element carries (fastp_spec)."""
+    return json.dumps(fastp_spec(series, end, what), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def board_chart(lb: Leaderboard) -> dict:
+    """A definition's fast_p chart on one hardware: a curve per solution (drawn from its results file, data.py)."""
+    return fastp_spec([(e.solution, e.curve) for e in lb.entries], lb.curve_end, f"{lb.definition} on {lb.hardware}")
 
 
 # -- views ---------------------------------------------------------------------------------------
@@ -142,7 +152,6 @@ class BoardView:
     board: Leaderboard
     anchor: str  # id of its section on the definition page
     hardware_page: str
-    chart: str  # JSON for the fast_p chart
 
 
 @dataclass(frozen=True)
@@ -177,8 +186,7 @@ class SolutionLink:
 @dataclass(frozen=True)
 class SolutionBoard:
     board: Leaderboard
-    entry: Entry
-    rows: tuple[tuple[WorkloadRow, Result], ...]
+    entry: Entry  # its per-workload results are drawn from the definition's results file (data.py)
     definition_anchor: str
     hardware_page: str
 
@@ -212,10 +220,7 @@ class HardwareRow:
 
 
 def board_views(boards: Sequence[Leaderboard]) -> tuple[BoardView, ...]:
-    return tuple(BoardView(lb, board_anchor(lb.hardware), hardware_page(lb.hardware),
-                           fastp_chart([(e.solution, e.curve) for e in lb.entries], lb.curve_end,
-                                       f"{lb.definition} on {lb.hardware}"))
-                 for lb in boards)
+    return tuple(BoardView(lb, board_anchor(lb.hardware), hardware_page(lb.hardware)) for lb in boards)
 
 
 def definition_results(ds: Dataset, results: SiteResults, name: str) -> dict[str, Any]:
@@ -324,8 +329,7 @@ def solution_context(ds: Dataset, results: SiteResults, s: Solution) -> dict[str
         entry = lb.entry(s.name)
         if entry is None:
             continue
-        rows = tuple(zip(lb.rows, lb.results_of(s.name)))
-        boards.append(SolutionBoard(lb, entry, rows, board_anchor(lb.hardware), hardware_page(lb.hardware)))
+        boards.append(SolutionBoard(lb, entry, board_anchor(lb.hardware), hardware_page(lb.hardware)))
     agent = results.agent_traces.get(s.name)
     d = ds.definitions.get(s.definition)
     return {"s": s, "boards": tuple(boards), "kind": kind_of(s.author),

@@ -33,8 +33,17 @@ from .results import (
     sort_key,
     trend,
 )
-from .rows import board_rows, fmt_spread, provenance_summary, solution_rows, trace_details
-from .urls import LIST_PAGES, board_anchor, definition_link, hardware_page, html_link, model_link, solution_link
+from .rows import fmt_spread, provenance_summary
+from .urls import (
+    LIST_PAGES,
+    board_anchor,
+    data_link,
+    definition_link,
+    hardware_page,
+    html_link,
+    model_link,
+    solution_link,
+)
 
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 MARKDOWN_SUFFIX = ".md.j2"
@@ -59,8 +68,8 @@ FILTERS = {
     "sortkey": sort_key, "trend": trend, "value": fmt_value, "when": fmt_when, "spread": fmt_spread, "bytes": fmt_bytes,
     # what a contender is, which machines have results
     "kind": kind_label, "machines": machines_note,
-    # result tables of the HTML pages (rows.py builds them as Markup)
-    "board_rows": board_rows, "solution_rows": solution_rows, "trace_details": trace_details,
+    # the data file each definition's per-workload tables are drawn from (data.py)
+    "datafile": data_link,
     "zip": lambda a, b: zip(a, b), "provenance": provenance_summary,
 }
 

@@ -32,6 +32,16 @@ def solution_page(name: str) -> str:
     return f"solutions/{name}.html"
 
 
+def data_file(definition: str) -> str:
+    """A definition's per-workload results, drawn into its page and its solutions' pages (data.py)."""
+    return f"data/{definition}.js"
+
+
+def data_link(definition: str) -> str:
+    """That file as a link (quoted), relative to the generated folder."""
+    return quote(data_file(definition))
+
+
 def model_page(name: str) -> str:
     """A calling record's page (Markdown, built by mkdocs), by its file stem."""
     return f"models/{name}.md"

@@ -2,8 +2,8 @@
  * SVG), and search when the site is opened from disk.
  *
  * Everything runs locally and nothing is fetched from another host. Chart data and table values
- * come from the page (data-* attributes written at build time); names are inserted as text nodes,
- * so they are shown, never interpreted.
+ * come from the page (data-* attributes written at build time) or from the definition's results file
+ * (a script the page loads); names are inserted as text nodes, so they are shown, never interpreted.
  */
 (function () {
   "use strict";
@@ -151,13 +151,7 @@
     return v;
   }
 
-  function drawChart(el) {
-    var spec;
-    try {
-      spec = JSON.parse(el.getAttribute("data-chart"));
-    } catch (e) {
-      return;
-    }
+  function drawChart(el, spec) {
     var W = 640, H = 300, L = 52, R = 12, T = 10, B = 42;
     var xEnd = spec.x_end || 2;
     function px(p) { return L + (W - L - R) * p / xEnd; }
@@ -238,10 +232,217 @@
   }
 
   function initCharts(root) {
-    root.querySelectorAll(".kt-chart[data-chart]").forEach(function (el) {
-      if (!el.classList.contains("kt-chart-ready")) drawChart(el);
+    // A chart's spec: its data-chart attribute, or (data-kt-chart="<board anchor>") its board in the results file.
+    root.querySelectorAll(".kt-chart[data-chart], .kt-chart[data-kt-chart]").forEach(function (el) {
+      if (el.classList.contains("kt-chart-ready")) return;
+      var spec = null, anchor = el.getAttribute("data-kt-chart");
+      if (anchor !== null) {
+        (window.__ktResults ? window.__ktResults.boards : []).forEach(function (b) { if (b.anchor === anchor) spec = b.chart; });
+      } else {
+        try { spec = JSON.parse(el.getAttribute("data-chart")); } catch (e) { spec = null; }
+      }
+      if (spec) drawChart(el, spec);
     });
   }
+
+  // -- per-workload tables drawn from the definition's results file ------------------------------
+  // A definition page and its solutions' pages load data/<definition>.js, which sets window.__ktResults
+  // (written by generator/site/data.py: every number already formatted), and leave the bodies of their
+  // per-workload tables empty: tbody[data-kt-draw="board"] (the definition's matrix), "solution" (one
+  // solution's rows) and div[data-kt-draw="traces"] (its trace views). Every text from the dataset is set
+  // as text, never as markup.
+
+  function el(tag, attrs, children) {
+    var e = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (attrs[k] !== null && attrs[k] !== undefined) e.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) {
+      if (c === null || c === undefined || c === "") return;
+      e.appendChild(typeof c === "string" || typeof c === "number" ? document.createTextNode(String(c)) : c);
+    });
+    return e;
+  }
+
+  function sortKey(shown) {  // the number a formatted value shows ("1,024", "2.00×"), or "" for none
+    if (shown === null || shown === undefined) return "";
+    var n = parseFloat(String(shown).replace(/,/g, ""));
+    return isNaN(n) ? "" : String(n);
+  }
+
+  function decode(data, raw) {  // one result: an object by field name, or null when it did not run
+    if (!raw) return null;
+    var r = {};
+    data.fields.forEach(function (f, i) { r[f] = raw[i] === undefined ? null : raw[i]; });
+    ["status", "provenance", "file", "when", "timer"].forEach(function (f) {
+      if (r[f] !== null) r[f] = data.strings[r[f]];
+    });
+    r.env = r.env === null ? [] : data.envs[r.env];
+    r.passed = r.status === data.labels.passed;
+    return r;
+  }
+
+  function shown(data, value) { return value === null || value === undefined ? data.labels.none : value; }
+
+  function trendClass(r) { return "kt-speedup " + (r.flags & 4 ? "kt-up" : r.flags & 8 ? "kt-down" : "kt-even"); }
+
+  function noisyBadge(data, r) {  // unstable or unsandboxed: passed, not ranked
+    var said = r.flags & 1 ? data.labels.unstable : r.flags & 2 ? data.labels.unsandboxed : null;
+    return said && el("span", { class: "kt-status kt-unstable", title: said[1] }, [said[0]]);
+  }
+
+  function statusBadge(data, r) {
+    if (!r) return [el("span", { class: "kt-status kt-none" }, ["not run"])];
+    if (!r.passed) return [el("span", { class: "kt-status kt-bad" }, [r.status])];
+    var noisy = noisyBadge(data, r);
+    return [el("span", { class: "kt-status kt-ok" }, ["passed"])].concat(noisy ? [" ", noisy] : []);
+  }
+
+  function provenanceBadge(data, r, titled) {
+    if (!r || !r.provenance) return null;
+    var said = data.labels.provenance[r.provenance];
+    return el("span", { class: "kt-badge kt-prov-" + r.provenance, title: titled ? said[1] : null }, [said[0]]);
+  }
+
+  function workloadCells(data, row, tr) {
+    tr.appendChild(el("td", null, [el("code", null, [row[0]])]));
+    row[1].forEach(function (v) { tr.appendChild(el("td", null, [shown(data, v)])); });
+  }
+
+  function matrixCell(data, r) {  // latency (spread on hover) and speedup, or the status
+    if (!r || !r.passed) return el("td", { class: "kt-cell", "data-sort": "" }, statusBadge(data, r));
+    var lat = el("span", { class: "kt-lat" + (r.flags & 3 ? " kt-noisy" : ""),
+                           title: r.spread ? "p20–p80 " + r.spread + " ms" : null }, [shown(data, r.latency)]);
+    var mark = noisyBadge(data, r) || el("span", { class: trendClass(r) }, [shown(data, r.speedup)]);
+    return el("td", { class: "kt-cell", "data-sort": sortKey(r.speedup) }, [lat, " ", mark]);
+  }
+
+  function drawBoard(data, board, body) {
+    board.rows.forEach(function (row, i) {
+      var tr = el("tr");
+      workloadCells(data, row, tr);
+      tr.appendChild(el("td", { "data-sort": sortKey(row[2]) }, [shown(data, row[2])].concat(
+        row[3] ? [" ", noisyBadge(data, { flags: 1 })] : [])));
+      board.results[i].forEach(function (raw) { tr.appendChild(matrixCell(data, decode(data, raw))); });
+      body.appendChild(tr);
+    });
+  }
+
+  function drawSolution(data, board, column, body) {
+    board.rows.forEach(function (row, i) {
+      var r = decode(data, board.results[i][column]), none = r || {};
+      var tr = el("tr");
+      workloadCells(data, row, tr);
+      function num(value, content) {
+        tr.appendChild(el("td", { "data-sort": sortKey(value) }, [content === undefined ? shown(data, value) : content]));
+      }
+      num(row[2]);
+      num(none.latency);
+      tr.appendChild(el("td", null, [shown(data, none.spread)]));
+      num(none.speedup, el("span", { class: trendClass(r || { flags: 0 }) }, [shown(data, none.speedup)]));
+      num(none.abs);
+      num(none.rel);
+      tr.appendChild(el("td", { "data-sort": r ? r.status : "NOT_RUN" }, statusBadge(data, r)));
+      tr.appendChild(el("td", null, [provenanceBadge(data, r, false)]));
+      tr.appendChild(el("td", null, [r ? el("a", { href: "#" + board.anchor + "-t" + (i + 1) }, ["details"]) : null]));
+      body.appendChild(tr);
+    });
+  }
+
+  function facts(data, r) {  // what a trace's detail view says besides its timing and log, in order
+    return [["Trace file", "code", r.file], ["Line", "text", String(r.line)], ["Run at", "text", r.when],
+            ["Provenance", "provenance", r.provenance]].concat(r.env.map(function (kv) { return [kv[0], "text", kv[1]]; }));
+  }
+
+  function factList(data, list, r, cls) {
+    var dl = el("dl", { class: cls });
+    list.forEach(function (f) {
+      var value = f[1] === "code" ? el("code", null, [f[2]]) : f[1] === "provenance" ? provenanceBadge(data, r, true) : f[2];
+      dl.appendChild(el("dt", null, [f[0]]));
+      dl.appendChild(el("dd", null, [value]));
+    });
+    return dl;
+  }
+
+  function drawTraces(data, board, column, box) {
+    // What every trace of the board shares (most often its file, provenance and environment) is said once
+    // above the views, not in each of 50.
+    var ran = [];
+    board.rows.forEach(function (row, i) {
+      var r = decode(data, board.results[i][column]);
+      if (r) ran.push({ i: i + 1, row: row, r: r, facts: facts(data, r) });
+    });
+    var shared = {};
+    if (ran.length > 1) {
+      ran[0].facts.forEach(function (f) {
+        if (f[0] !== "Line" && ran.every(function (t) {
+          return t.facts.some(function (g) { return g[0] === f[0] && g[2] === f[2]; });
+        })) shared[f[0]] = true;
+      });
+    }
+    var common = ran.length ? ran[0].facts.filter(function (f) { return shared[f[0]]; }) : [];
+    if (common.length) {
+      box.appendChild(el("p", { class: "kt-common-title" }, ["Every trace below:"]));
+      box.appendChild(factList(data, common, ran[0].r, "kt-env kt-common"));
+    }
+    ran.forEach(function (t) {
+      var r = t.r;
+      var own = t.facts.filter(function (f) { return !shared[f[0]]; });
+      if (r.passed) {
+        var timing = "median " + shown(data, r.latency) + " ms";
+        if (r.spread) timing += ", p20–p80 " + r.spread + " ms";
+        if (r.samples) timing += ", " + r.samples + " samples";
+        if (r.timer) timing += ", timer " + r.timer;
+        var head = own.filter(function (f) { return ["Trace file", "Line", "Run at", "Provenance"].indexOf(f[0]) >= 0; }).length;
+        own.splice(head, 0, ["Timing", "text", timing]);
+      }
+      var summary = el("summary", null, [el("code", null, [t.row[0]]), " · "].concat(
+        statusBadge(data, r), r.latency !== null ? [" · " + r.latency + " ms"] : []));
+      var log = [];
+      if (r.log) {
+        if (r.cut) log.push(el("p", { class: "kt-cut" }, ["The first " + r.cut + " characters of the log are left out."]));
+        log.push(el("pre", { class: "kt-log" }, [el("code", null, [r.log])]));
+      } else if (!r.passed) {
+        log.push(el("p", null, ["No log recorded."]));
+      }
+      box.appendChild(el("details", { class: "kt-trace" + (r.passed ? "" : " kt-failure"), id: board.anchor + "-t" + t.i },
+                         [summary, factList(data, own, r, "kt-env")].concat(log)));
+    });
+  }
+
+  function drawResults(root) {
+    var data = window.__ktResults;
+    var drawn = false;
+    root.querySelectorAll("[data-kt-draw]").forEach(function (target) {
+      if (!data || target.getAttribute("data-kt-drawn")) return;
+      var anchor = target.getAttribute("data-kt-board");
+      var board = data.boards.filter(function (b) { return b.anchor === anchor; })[0];
+      if (!board) return;
+      var view = target.getAttribute("data-kt-draw");
+      var column = board.solutions.indexOf(target.getAttribute("data-kt-solution"));
+      if (view !== "board" && column < 0) return;
+      target.textContent = "";
+      if (view === "board") drawBoard(data, board, target);
+      else if (view === "solution") drawSolution(data, board, column, target);
+      else drawTraces(data, board, column, target);
+      target.setAttribute("data-kt-drawn", "1");
+      drawn = true;
+    });
+    // A link to a drawn element (a trace view, #results-h100_sxm-t3) found nothing when the page opened: go there now.
+    if (drawn) openLinked(true);
+  }
+
+  // The theme opens a <details> a link points at only among those the page had when it loaded: the drawn trace
+  // views are opened here, when the page opens on one and when a "details" link is followed.
+  function openLinked(again) {
+    var id;
+    try { id = decodeURIComponent(window.location.hash.slice(1)); } catch (e) { return; }  // a malformed link
+    var target = id ? document.getElementById(id) : null;
+    if (!target || !target.closest("[data-kt-draw]")) return;
+    if (target.tagName === "DETAILS") target.open = true;
+    if (again) target.scrollIntoView();  // the theme's :target scroll margin keeps it below the header
+  }
+  window.addEventListener("hashchange", function () { openLinked(false); });
 
   // -- search from disk -----------------------------------------------------------------------
   // Browsers refuse the theme's search worker on file:// pages; there, this searches the same
@@ -308,6 +509,7 @@
   }
 
   function init() {
+    drawResults(document);
     initSortable(document);
     initFilters(document);
     initCharts(document);

@@ -558,3 +558,76 @@ def test_kernel_page_on_a_phone_fits_the_screen(browser, server):
     assert len(cards) == 5 and max(cards) < 160, cards  # a contender is a short card, not a tall stretched row
     v.check()
     context.close()
+
+
+# -- per-workload tables drawn from each definition's results file (issue 37 item 11) ----------------
+
+def drawn_rows(page: Page, selector: str) -> list[list[str]]:
+    """The text of every cell of the drawn table body `selector`, shown or inside a closed <details>."""
+    return page.locator(selector).evaluate(
+        "body => [...body.rows].map(r => [...r.cells].map(c => c.textContent.replace(/\\s+/g, ' ').trim()))")
+
+
+@pytest.mark.parametrize("how", ["served", "from disk"])
+def test_drawn_tables_appear_served_and_from_disk(browser, server, site, how):
+    """The matrix of a definition page and a solution's rows and trace views are drawn from data/<definition>.js,
+    over http and from disk (file://, where fetch is refused: the file is a script), and nothing leaves."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    v = Visit(context.new_page())
+    base = server if how == "served" else site.as_uri() + "/"
+    if how == "from disk":
+        v.page.route("**/*", lambda route: route.continue_() if route.request.url.startswith("file://")
+                     else (v.external.append(route.request.url), route.abort()))
+    page = open_page(v, base, f"generated/definitions/{DEF}.html")
+    matrix = drawn_rows(page, "tbody[data-kt-draw='board'][data-kt-board='results-h100_sxm']")
+    # H100_SXM: columns alice (fast), the baseline, bob; alice's wl-1 is 0.01 ms against the baseline's 0.04
+    assert [row[0] for row in matrix] == ["wl-1", "wl-2", "wl-3", "wl-4"]
+    assert matrix[0][:4] == ["wl-1", "2", "0.04", "0.01 4.00×"] and matrix[3][3] == "RUNTIME_ERROR"
+    assert page.locator("tbody[data-kt-draw='board'] .kt-speedup.kt-up").count() > 0  # coloured as rendered ones were
+    solution = open_page(v, base, f"generated/solutions/{FAST}.html")
+    rows = drawn_rows(solution, "tbody[data-kt-draw='solution'][data-kt-board='results-h100_sxm']")
+    assert rows[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "measured", "details"]
+    assert rows[3][-3:] == ["RUNTIME_ERROR", "measured", "details"]
+    views = solution.locator("[data-kt-board='results-h100_sxm'] details.kt-trace")
+    assert views.count() == 4
+    assert views.first.locator("summary").text_content() == "wl-1 · passed · 0.01 ms"
+    assert views.first.locator("dl").evaluate("dl => [...dl.children].map(e => e.textContent)") == [
+        "Line", "1", "Timing", "median 0.01 ms, 50 samples"]  # its own facts: the rest is said once above
+    assert "CUDA error: an illegal memory access </pre>" in views.nth(3).text_content()  # a log is text, not markup
+    common = solution.locator(".kt-traces .kt-common").first.evaluate("dl => [...dl.children].map(e => e.textContent)")
+    assert common[0] == "Trace file" and common[1].endswith("traces/alice/norm/rmsnorm_h128.jsonl")
+    assert common[2:4] == ["Run at", common[3]] and common[3].endswith(" UTC") and common[4:6] == ["Provenance", "measured"]
+    assert "Line" not in common and "Timing" not in common and "H100_SXM" in common
+    assert solution.evaluate("typeof window.__planted") == "undefined"
+    # sorting a drawn column: by latency, the failure (no latency) last
+    solution.locator("tbody[data-kt-board='results-h100_sxm']").locator("xpath=..").locator(
+        "thead th", has_text="Latency (ms)").click()
+    assert [r[3] for r in drawn_rows(solution, "tbody[data-kt-board='results-h100_sxm']")] == ["0.01", "0.02", "0.03", "—"]
+    v.check()
+    context.close()
+
+
+def test_item_page_icons_look_as_the_themes_own(visit, server):
+    """The item pages' icons are drawn from kerneltrace-icons.css: the same size and colour as the inline SVGs of
+    a page mkdocs built."""
+    def icons(page: Page) -> list:
+        return page.evaluate("""() => [...document.querySelectorAll('header svg')].filter(s => s.getBoundingClientRect().width)
+            .map(s => { const st = getComputedStyle(s), r = s.getBoundingClientRect();
+                        return [Math.round(r.width), Math.round(r.height), st.color,
+                                s.querySelector('path') ? 'inline' : st.maskImage.slice(0, 30)]; })""")
+    home = icons(open_page(visit, server, "index.html"))
+    item = icons(open_page(visit, server, f"generated/solutions/{FAST}.html"))
+    assert [i[:3] for i in item] == [i[:3] for i in home] and len(item) >= 3
+    assert {i[3] for i in home} == {"inline"} and {i[3] for i in item} == {'url("data:image/svg+xml;charse'}
+    visit.check()
+
+
+def test_a_link_to_a_trace_view_lands_on_it_open(visit, server):
+    page = open_page(visit, server, f"generated/solutions/{FAST}.html#results-test_cpu-t3")
+    view = page.locator("#results-test_cpu-t3")
+    assert view.evaluate("e => e.tagName") == "DETAILS" and view.get_attribute("open") is not None
+    header = page.locator("header.md-header").bounding_box()
+    box = view.bounding_box()
+    assert header["y"] + header["height"] <= box["y"] + 1 and box["y"] < 900 / 2, (header, box)  # below the header, on screen
+    assert page.evaluate("document.querySelector(':target') && document.querySelector(':target').id") == "results-test_cpu-t3"
+    visit.check()

@@ -16,7 +16,7 @@ from generator.site.build import build_site
 from generator.site.serve import SiteMemo, rebuild
 
 from dataset_factory import DEFINITION, MODEL, dump
-from results_dataset import DEF, FAST, browser_dataset
+from results_dataset import DEF, browser_dataset
 
 OTHER = "planted_h128"
 
@@ -57,7 +57,7 @@ def test_an_edit_redoes_only_its_definition_and_serves_what_a_full_build_makes(t
     assert did.startswith("1 definition redone"), did
     assert "Edited while serving." in page.read_text()
     assert not slow_page.exists()
-    assert "1.2e-01" in (out / f"generated/solutions/{FAST}.html").read_text()  # the trace file's edit
+    assert '"1.2e-01"' in (out / f"generated/data/{DEF}.js").read_text()  # the trace file's edit, in its results file
     assert other_page.stat().st_mtime_ns == other_before, "a page of a definition not edited was rewritten"
     assert_same_site(out, _full(root, tmp_path, "full-1"))
 
@@ -69,7 +69,7 @@ def test_an_edit_redoes_only_its_definition_and_serves_what_a_full_build_makes(t
     assert "Edited while serving." in page.read_text()
     alice.write_text(good.replace('"max_absolute_error": 0.125,', '"max_absolute_error": 0.25,'))
     assert rebuild(memo, root, out, project, work).startswith("1 definition redone")
-    assert "2.5e-01" in (out / f"generated/solutions/{FAST}.html").read_text()
+    assert '"2.5e-01"' in (out / f"generated/data/{DEF}.js").read_text()
 
     # A calling record is not one definition's: everything is redone.
     model = copy.deepcopy(MODEL)

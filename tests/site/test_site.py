@@ -348,13 +348,33 @@ def text_of(fragment: str) -> str:
 
 def table_rows(fragment: str) -> list[list[str]]:
     """The text of each body cell of the first table in `fragment`, row by row."""
-    body = re.search(r"<tbody>(.*?)</tbody>", fragment, re.S).group(1)
+    body = re.search(r"<tbody[^>]*>(.*?)</tbody>", fragment, re.S).group(1)
     return [[text_of(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
             for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, re.S)]
 
 
 def page_of(site: Path, rel: str) -> str:
     return article((site / rel).read_text(encoding="utf-8"))
+
+
+def results_file(site: Path, definition: str) -> dict:
+    """A definition's results file (generator/site/data.py): a script that assigns one JSON object."""
+    text = (site / "generated" / "data" / f"{definition}.js").read_text(encoding="utf-8")
+    assert text.startswith("window.__ktResults=") and text.endswith(";\n")
+    return json.loads(text[len("window.__ktResults="):-2])
+
+
+def result(data: dict, board: int, row: int, solution: str) -> dict:
+    """One result of a results file by field name, its repeated texts looked up (None: not run)."""
+    b = data["boards"][board]
+    raw = b["results"][row][b["solutions"].index(solution)]
+    if raw == 0:
+        return None
+    r = dict(zip(data["fields"], raw + [None] * (len(data["fields"]) - len(raw))))
+    for field in ("status", "provenance", "file", "when", "timer"):
+        r[field] = None if r[field] is None else data["strings"][r[field]]
+    r["env"] = [] if r["env"] is None else data["envs"][r["env"]]
+    return r
 
 
 def test_definition_page_has_a_leaderboard_per_hardware(results_site):
@@ -375,16 +395,27 @@ def test_definition_page_has_a_leaderboard_per_hardware(results_site):
     assert table_rows(boards[1])[0][6].endswith("%")  # test_cpu has a spec and the definition a cascade: SOL%
     assert f'href="../solutions/{FAST}.html"' in boards[0]
 
-    charts = [json.loads(html.unescape(c)) for c in re.findall(r'<div class="kt-chart" data-chart="([^"]*)"', page)]
-    assert len(charts) == 2
+    # a fast_p chart per board, drawn from the definition's results file
+    assert re.findall(r'<div class="kt-chart" data-kt-chart="([^"]*)"', page) == ["results-h100_sxm", "results-test_cpu"]
+    charts = [board["chart"] for board in results_file(results_site, DEF)["boards"]]
     assert [series["name"] for series in charts[0]["series"]] == [FAST, "rmsnorm_h128_torch", SLOW]
     assert charts[0]["series"][0]["y"][0] == 0.75 and charts[0]["x_end"] == 4.5
 
+    # The per-workload matrix is drawn in the browser from the definition's results file (test_browser.py draws
+    # it): the page holds its header, an empty body that names the file, and loads it.
     details = re.search(r'<details class="kt-results">(.*?)</details>', page, re.S).group(1)
-    rows = table_rows(details)
-    assert [r[0] for r in rows] == ["wl-1", "wl-2", "wl-3", "wl-4"]
-    assert rows[0][:4] == ["wl-1", "2", "0.04", "0.01 4.00×"]
-    assert rows[3][3] == "RUNTIME_ERROR"
+    assert re.search(r'<tbody data-kt-draw="board" data-kt-board="results-h100_sxm">', details)
+    assert table_rows(details) == [["The rows are drawn by the site's script from the definition's results file ."]]
+    assert f'<script src="../data/{DEF}.js"></script>' in page
+    data = results_file(results_site, DEF)
+    board = data["boards"][0]
+    assert (board["hardware"], board["anchor"], board["axes"]) == ("H100_SXM", "results-h100_sxm", ["batch_size"])
+    assert board["solutions"] == [FAST, "rmsnorm_h128_torch", SLOW]  # the columns, in ranking order
+    assert [row[0] for row in board["rows"]] == ["wl-1", "wl-2", "wl-3", "wl-4"]
+    assert board["rows"][0] == ["wl-1", ["2"], "0.04", 0]  # uuid, axes, the baseline's latency, stable
+    fast = result(data, 0, 0, FAST)
+    assert (fast["status"], fast["latency"], fast["speedup"], fast["flags"]) == ("PASSED", "0.01", "4.00×", 4)  # 4: faster
+    assert result(data, 0, 3, FAST)["status"] == "RUNTIME_ERROR"
     text = text_of(page)
     assert f"{FAST} by alice (triton): results on H100_SXM, test_cpu" in text
 
@@ -398,7 +429,7 @@ def test_solution_page(results_site):
     page = page_of(results_site, f"generated/solutions/{FAST}.html")
     text = text_of(page)
     for shown in ("alice's kernel.", "Rank 1 of 3", "geomean speedup 2.20×", "pass rate 75% (3/4 ran) 1 RUNTIME_ERROR",
-                  "CUDA error: an illegal memory access </pre>", "Write a fast RMSNorm.", "run_bench",
+                  "Write a fast RMSNorm.", "run_bench",
                   "2.0x <b>faster</b>", "first try"):
         assert shown in text, shown
     assert f'<a href="../definitions/{DEF}.html#results-h100_sxm">leaderboard</a>' in page
@@ -407,19 +438,63 @@ def test_solution_page(results_site):
     assert len(sources) == 2 and '<span class="k">def</span>' in sources[0]
     assert html.unescape(re.sub(r"<[^>]+>", "", sources[1])).lstrip("\n") == TRICKY_SOURCE
     assert "KernelTrace is an open dataset" not in page and "<script>" not in page
-    results = table_rows(re.search(r'<div class="kt-sortable"[^>]*>(.*?)</div>', page, re.S).group(1))
-    assert results[0] == ["wl-1", "2", "0.04", "0.01", "—", "4.00×", "0", "0", "passed", "measured", "details"]
-    assert results[3][-3:] == ["RUNTIME_ERROR", "measured", "details"]
-    # Every trace has a detail view: its line and timing; what all the board's traces share (their file, when they
-    # ran, how they were produced, their environment) is said once above the views, not in each.
-    detail = re.search(r'<details class="kt-trace" id="results-h100_sxm-t1">(.*?)</details>', page, re.S).group(1)
-    assert text_of(detail) == "wl-1 · passed · 0.01 ms Line 1 Timing median 0.01 ms, 50 samples"
-    common = text_of(re.search(r'<dl class="kt-env kt-common">(.*?)</dl>', page, re.S).group(1))
-    assert common.startswith("Trace file ") and "traces/alice/norm/rmsnorm_h128.jsonl" in common
-    for shown in ("Run at 2026-", "Provenance measured", "hardware H100_SXM"):
-        assert shown in common, shown
-    assert "Line" not in common and "Timing" not in common
+    # Its rows and trace views are drawn from the definition's results file (the browser test reads them drawn).
+    assert re.search(rf'<tbody data-kt-draw="solution" data-kt-board="results-h100_sxm" data-kt-solution="{FAST}">',
+                     page)
+    assert f'<div class="kt-traces" data-kt-draw="traces" data-kt-board="results-h100_sxm" ' \
+           f'data-kt-solution="{FAST}"></div>' in page
+    assert page.count(f'<script src="../data/{DEF}.js"></script>') == 1
+    drawn = re.findall(r'<tbody data-kt-draw="solution"[^>]*>(.*?)</tbody>', page, re.S)
+    assert len(drawn) == 2 and all(body.count("<tr>") == 1 and "kt-undrawn" in body for body in drawn)  # no rows
+    data = results_file(results_site, DEF)
+    first, failed = result(data, 0, 0, FAST), result(data, 0, 3, FAST)
+    assert {k: first[k] for k in ("latency", "spread", "speedup", "abs", "rel", "provenance", "line", "samples")} == {
+        "latency": "0.01", "spread": None, "speedup": "4.00×", "abs": "0", "rel": "0", "provenance": "measured",
+        "line": 1, "samples": 50}
+    assert first["file"] == f"{results_site.parent / 'dataset'}/traces/alice/norm/rmsnorm_h128.jsonl"
+    assert first["when"].startswith("2026-") and ["hardware", "H100_SXM"] in first["env"]
+    assert failed["status"] == "RUNTIME_ERROR" and "CUDA error: an illegal memory access </pre>" in failed["log"]
     assert "Not benchmarked yet" not in text
+
+
+def test_results_file_keeps_every_field_a_result_has():
+    """Trailing empty fields are left out of a result, never a first index (0) nor a field before a kept one."""
+    from generator.analyse.results import Entry, Leaderboard, Result, WorkloadRow
+    from generator.site.data import results_data
+
+    env = (("hardware", "H100_SXM"),)
+    failed = Result("s", "w1", "RUNTIME_ERROR", None, None, None, None, None, "", "2026-11-01T10:00:00Z", "t.jsonl:3",
+                    environment=env, provenance="measured")
+    passed = Result("s", "w2", "PASSED", 0.5, 2.0, 0.0, 0.0, 10, "", "2026-11-01T10:00:00Z", "t.jsonl:4",
+                    environment=env, provenance="measured", timer="cuda_event", spread=(0.4, 0.6))
+    noisy = Result("s", "w3", "PASSED", 1234.5, None, None, None, None, "x" * 7000, "2026-11-01T10:00:00Z",
+                   "t.jsonl:5", environment=env, unstable=True)
+    entry = Entry(1, "s", "a", "python", False, True, 3, 2, 1, 0, 0.5, (), 1, 2.0, 0.5, 0.5, 0.5, 10, None, 3, "", ())
+    rows = tuple(WorkloadRow(r.workload, (("n", i),), 1.0, True, (r,)) for i, r in enumerate((failed, passed, noisy)))
+    data = results_data("d", (Leaderboard("d", "H100_SXM", None, ("w1", "w2", "w3"), (entry,), rows, 2.0),), "ds")
+    got = [dict(zip(data["fields"], row[0])) for row in data["boards"][0]["results"]]
+    strings = data["strings"]
+    assert strings[got[0]["status"]] == "RUNTIME_ERROR" and data["envs"][got[0]["env"]] == [["hardware", "H100_SXM"]]
+    assert (got[0]["env"], got[0]["line"], strings[got[0]["file"]]) == (0, 3, "ds/t.jsonl") and "samples" not in got[0]
+    assert {k: got[1][k] for k in ("latency", "spread", "speedup", "flags", "abs", "samples")} == {
+        "latency": "0.5", "spread": "0.4–0.6", "speedup": "2.00×", "flags": 4, "abs": "0", "samples": 10}
+    assert strings[got[1]["timer"]] == "cuda_event" and "log" not in got[1]
+    assert got[2]["latency"] == "1,234" and got[2]["flags"] == 1 and got[2]["provenance"] is None  # unstable
+    assert got[2]["log"] == "x" * 6000 and got[2]["cut"] == 1000  # a long log: its end, and how much is left out
+
+
+def test_item_pages_draw_their_icons_from_one_stylesheet(results_site):
+    """The shell the 11,000 item pages share has no inline icon (a quarter of it was SVG paths): each is an empty
+    <svg> keeping its viewBox (so the theme sizes it as before), painted through a mask from one stylesheet."""
+    page = (results_site / "generated" / "solutions" / f"{FAST}.html").read_text(encoding="utf-8")
+    shell = page[:page.index("<article")] + page[page.index("</article>"):]
+    icons = re.findall(r"<svg([^>]*)>(.*?)</svg>", shell, re.S)
+    assert len(icons) >= 8 and all(inner == "" and "viewBox=" in attrs for attrs, inner in icons), icons
+    used = {int(n) for attrs, _ in icons for n in re.findall(r"kt-i(\d+)", attrs)}
+    assert '<link rel="stylesheet" href="../../assets/kerneltrace-icons.css">' in shell
+    css = (results_site / "assets" / "kerneltrace-icons.css").read_text(encoding="utf-8")
+    assert {int(n) for n in re.findall(r"\.kt-i(\d+)\{--kt-i:url\(\"data:image/svg\+xml", css)} == used
+    assert "<path" not in shell and "<path" in (results_site / "index.html").read_text(encoding="utf-8")  # mkdocs' own
 
 
 def test_authors_hardware_and_home_pages(results_site):
