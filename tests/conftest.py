@@ -33,7 +33,7 @@ def pytest_collection_finish(session):
 # groups to the two workers in collection order (--no-loadscope-reorder in addopts: by default it orders them by
 # their number of tests instead): starting the long ones first keeps one worker from running a long file alone
 # at the end while the other idles.
-LONGEST_FIRST = ("test_bench.py", "test_contenders.py", "test_export.py", "test_consumer.py", "test_export_roofline.py", "test_references.py",
+LONGEST_FIRST = ("test_cheats.py", "test_contenders.py", "test_export.py", "test_consumer.py", "test_export_roofline.py", "test_references.py",
                  "test_bench_checks.py", "test_contributor.py", "test_browser.py", "test_gpu_kit.py", "test_site.py",
                  "test_library_contenders.py", "test_triton_solutions.py", "test_workloadgen.py", "test_fuzz.py", "test_einsums.py", "test_serve.py",
                  "test_layering.py")
