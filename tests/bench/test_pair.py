@@ -15,7 +15,7 @@ from generator.bench.plan import make_plan
 from generator.load import load
 
 from dataset_factory import dump, write_dataset
-from planted import FAST, add_solution, workloads
+from planted import FAST, add_solution, copy_definition, workloads
 
 
 def test_the_runner_compares_captured_outputs_without_asking_the_solution_to_reveal(tmp_path):
@@ -95,7 +95,7 @@ def test_no_reported_time_breaks_the_dataset(tmp_path):
     assert not (tmp_path / "t.jsonl").exists()
 
 
-def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_the_rest(tmp_path, bench_root, monkeypatch):
+def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_the_rest(bench_root, monkeypatch):
     """Where the reference's first call shows the calls are slow (a timed batch then holds one call), the first
     batch is that one call and the timed batches, every call compared, check the rest: fewer calls for the
     slowest pairs, and a solution wrong after its first call still fails; fast calls get CORRECTNESS_CALLS."""
@@ -111,12 +111,16 @@ def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_t
     monkeypatch.setattr(WorkloadRun, "batch", batch)
 
     root = bench_root
+    [w] = workloads(1)
+    w["workload"]["uuid"] = "wl-fast"
+    copy_definition(root, "rmsnorm_h128_fast", w)  # the reference as it is (fast), in the same run
+    add_solution(root, "fast_torch", "honest/rmsnorm", author="baseline", definition="rmsnorm_h128_fast")
     d = json.loads((root / "definitions/norm/rmsnorm_h128.json").read_text())
     d["reference"] = d["reference"].replace("def run(input, weight, eps):\n",
                                             "def run(input, weight, eps):\n    import time\n    time.sleep(0.03)\n")
     dump(root / "definitions/norm/rmsnorm_h128.json", d)
     add_solution(root, "wrong_after_first", "wrong_after_its_first_call")
-    timing = {**FAST, "budget_s": 0.1}  # slow: a reference call over budget_s / 4
+    timing = {**FAST, "budget_s": 0.1}  # slow: a reference call over budget_s / 4 (0.1 ms, the fast one's, is not)
     summary = run_bench(root, device="cpu", timeout_s=20, timing=timing, progress=False)
     outcomes = {o.pair.solution.name: o for o in summary.outcomes}
     honest = outcomes["rmsnorm_h128_torch"].record["evaluation"]
@@ -124,10 +128,8 @@ def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_t
     assert ("rmsnorm_h128_torch", 1) in untimed and ("rmsnorm_h128_torch", CORRECTNESS_CALLS - 1) not in untimed
     assert honest["correctness"]["input_sets"] >= 1 + FAST["min_batches"], honest  # the timed calls were compared
     assert outcomes["wrong_after_first"].status == "INCORRECT_NUMERICAL", outcomes["wrong_after_first"].log
-    untimed.clear()
-    fast = write_dataset(tmp_path / "fast", traces=[], workloads=workloads(1))  # the reference as it is: fast
-    run_bench(fast, device="cpu", timeout_s=20, timing=FAST, progress=False)
-    assert untimed == [("rmsnorm_h128_torch", 1), ("rmsnorm_h128_torch", CORRECTNESS_CALLS - 1)]
+    assert outcomes["fast_torch"].status == "PASSED", outcomes["fast_torch"].log
+    assert [u for u in untimed if u[0] == "fast_torch"] == [("fast_torch", 1), ("fast_torch", CORRECTNESS_CALLS - 1)]
 
 
 def test_an_answer_changed_after_its_commitment_is_caught(bench_root, monkeypatch):

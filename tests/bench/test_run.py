@@ -116,7 +116,7 @@ def test_correctness_only_run_fails_and_ends_naming_the_pairs_that_did_not_pass(
     from generator import cli
 
     root = bench_root
-    add_solution(root, "raises")
+    add_solution(root, "raises", author="baseline")  # in the baseline's worker: one worker start less
     code = cli.main(["bench", "--dataset", str(root), "--device", "cpu", "--correctness-only", "--quiet",
                      "--solutions", "raises", "rmsnorm_h128_torch", "--timeout", "60"])
     out = capsys.readouterr().out
