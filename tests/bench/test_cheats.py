@@ -123,11 +123,13 @@ PLAIN_CHEATS = {"mutates_input", "injects_terminal_escapes", "caches_on_data_ptr
                 "wrong_shape", "wrong_dtype", "raises", "does_not_compile", "lazy_mapping_computes_on_read",
                 "lazy_list_computes_on_read", "precomputes_from_public_seeds", "zeros_after_the_first_batch",
                 "reads_the_bench_environment"}
-# Cheats whose pairs mostly wait on the bench's limits: a timeout (4 s in this run), or the 2 s the bench gives a
-# process that sent a bad message to exit before it kills it. They run in a second bench over the same dataset,
-# alongside the first (in a thread: both mostly wait on their workers), each pair as it would alone.
-WAITING = {"hangs", "setsid_grandchild", "stops_reading_its_pipe", "message_nested_deep", "message_huge_float",
-           "message_huge_integer", "forges_messages", "forges_inline_outputs"}
+# Cheats whose pairs mostly wait on the bench's limits (a timeout, 4 s in this run, or the 2 s the bench gives a
+# process that sent a bad message to exit before it kills it), and three that end their own worker: they run in a
+# second bench over the same dataset, alongside the first (in a thread: both mostly wait on their workers; the two
+# take about as long), each pair as it would alone. None of their tests reads a time.
+ALONGSIDE = {"hangs", "setsid_grandchild", "stops_reading_its_pipe", "message_nested_deep", "message_huge_float",
+             "message_huge_integer", "forges_messages", "forges_inline_outputs", "segfaults", "exits",
+             "writes_fake_results_and_exits"}
 # Cheats that lose their worker on the first call run on a copy of the definition with one workload:
 # a second workload would only show again that a fresh worker takes the remaining ones (one more
 # Python+torch start each, and 4 s more for a timeout). `exits` keeps two workloads and shows it.
@@ -195,7 +197,7 @@ def marked_processes(marker: str) -> list[int]:
 
 @pytest.fixture(scope="module")
 def benched(tmp_path_factory):
-    """Two bench runs at once over one dataset with a correct solution and every planted cheat (WAITING in the
+    """Two bench runs at once over one dataset with a correct solution and every planted cheat (ALONGSIDE in the
     second), returned as one summary."""
     from generator.bench.sandbox import sandbox_mode
 
@@ -210,6 +212,7 @@ def benched(tmp_path_factory):
         author = "cheat-plain" if name in PLAIN_CHEATS else f"cheat-{name}"
         add_solution(root, name, author=author, dps=name in DPS_CHEATS, definition=definition_of(name), **values)
     temps = kt_temp_folders()
+    assert not ALONGSIDE & {*OUTSIDE_THE_CLOCK, "slows_reference_via_torch_op"}  # timed ones run alone
 
     def bench(solutions):
         return run_bench(root, device="cpu", solutions=sorted(solutions), timeout_s=4, timing=FAST, progress=False,
@@ -218,13 +221,13 @@ def benched(tmp_path_factory):
     os.environ["KT_BENCH_SECRET"] = SECRET  # what a leak of the bench's environment would show
     try:
         with ThreadPoolExecutor(1) as pool:
-            waiting = pool.submit(bench, WAITING)
-            rest = bench({"rmsnorm_h128_torch", *CHEATS} - WAITING)
-            waiting = waiting.result()
+            alongside = pool.submit(bench, ALONGSIDE)
+            rest = bench({"rmsnorm_h128_torch", *CHEATS} - ALONGSIDE)
+            alongside = alongside.result()
     finally:
         del os.environ["KT_BENCH_SECRET"]
-    plan = Plan(rest.plan.pairs + waiting.plan.pairs, rest.plan.skipped + waiting.plan.skipped)
-    summary = BenchSummary(plan, rest.outcomes + waiting.outcomes, rest.hardware)
+    plan = Plan(rest.plan.pairs + alongside.plan.pairs, rest.plan.skipped + alongside.plan.skipped)
+    summary = BenchSummary(plan, rest.outcomes + alongside.outcomes, rest.hardware)
     return root, summary, sandbox_mode("cpu")[0], temps
 
 
