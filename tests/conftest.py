@@ -28,13 +28,14 @@ def pytest_collection_finish(session):
 
 
 # The files (groups, below) that take longest in the suite, longest first (seconds on one of the two workers,
-# 2-core host, 2026-11-27: bench 118, the bundled_export group 74, references 57, bench_checks 46, contributor
-# 45, browser 42, gpu_kit 32, site 32, triton_solutions 23, workloadgen 15, fuzz 14). pytest-xdist hands whole
+# 2-core host, 2026-11-27: bench 118 (test_bench.py, since split: test_cheats.py ~35 s alone, test_run.py ~20 s),
+# the bundled_export group 74, references 57, bench_checks 46, contributor 45, browser 42, gpu_kit 32, site 32,
+# triton_solutions 23, workloadgen 15, fuzz 14). pytest-xdist hands whole
 # groups to the two workers in collection order (--no-loadscope-reorder in addopts: by default it orders them by
 # their number of tests instead): starting the long ones first keeps one worker from running a long file alone
 # at the end while the other idles.
-LONGEST_FIRST = ("test_bench.py", "test_contenders.py", "test_export.py", "test_consumer.py", "test_export_roofline.py", "test_references.py",
-                 "test_bench_checks.py", "test_contributor.py", "test_browser.py", "test_gpu_kit.py", "test_site.py",
+LONGEST_FIRST = ("test_cheats.py", "test_contenders.py", "test_export.py", "test_consumer.py", "test_export_roofline.py", "test_references.py",
+                 "test_bench_checks.py", "test_run.py", "test_contributor.py", "test_browser.py", "test_gpu_kit.py", "test_site.py",
                  "test_library_contenders.py", "test_triton_solutions.py", "test_workloadgen.py", "test_fuzz.py", "test_einsums.py", "test_serve.py",
                  "test_layering.py")
 

@@ -1,9 +1,11 @@
 """The structured input distributions of generator/bench/inputs.py against independent formulations:
 the RoPE caches against the engines' formulas written out per frequency in numpy, block-FP8 values
-against their scales, peaked probabilities and skewed router logits against what they promise."""
+against their scales, peaked probabilities and skewed router logits against what they promise; the seeds and blobs of a workload's
+inputs, and a blob-only definition's rows drawn in a fresh order every call."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,7 +13,11 @@ import pytest
 import torch
 
 from generator.bench import inputs as bench_inputs
+from generator.bench import run_bench
 from generator.bench.inputs import distribution_of, draw, input_recipes, make_inputs
+
+from dataset_factory import DEFINITION, WORKLOAD, dump, dump_lines, write_dataset
+from planted import DATASET, FAST, text
 
 
 def _cache(rows: int, dim: int, **rope) -> torch.Tensor:
@@ -157,3 +163,61 @@ def test_distribution_parameters_are_checked():
     with pytest.raises(ValueError, match="missing theta"):
         distribution_of("c", {"dtype": "float32", "random": {"distribution": "rope_cos_sin"}})
     assert bench_inputs.default_distribution("probs", "float32")["distribution"] == "power_law_probs"
+
+
+def test_inputs_are_seeded_and_sets_differ(tmp_path):
+    root = write_dataset(tmp_path)
+    d, w = DEFINITION, WORKLOAD["workload"]
+    a, b = make_inputs(d, w, root, 0, "cpu"), make_inputs(d, w, root, 0, "cpu")
+    c = make_inputs(d, w, root, 1, "cpu")
+    assert torch.equal(a["input"], b["input"]) and not torch.equal(a["input"], c["input"])
+    assert a["input"].dtype == torch.float16 and a["input"].shape == (4, 128) and a["eps"] == 1e-5
+    blob_w = json.loads((root / "workloads/norm/rmsnorm_h128.jsonl").read_text().splitlines()[1])["workload"]
+    blob = make_inputs(d, blob_w, root, 0, "cpu")
+    assert torch.equal(blob["input"], make_inputs(d, blob_w, root, 2, "cpu")["input"])  # blobs do not vary
+
+
+def test_special_input_distributions(tmp_path):
+    d = {"name": "x", "axes": {"b": {"type": "const", "value": 3}, "v": {"type": "const", "value": 50}},
+         "inputs": {"probs": {"shape": ["b", "v"], "dtype": "float32"},
+                    "a_scale": {"shape": ["b"], "dtype": "float32"},
+                    "q": {"shape": ["b", "v"], "dtype": "float8_e4m3"}}}
+    w = {"axes": {}, "inputs": {k: {"type": "random"} for k in d["inputs"]}, "seed": 1}
+    x = make_inputs(d, w, tmp_path, 0, "cpu")
+    assert torch.allclose(x["probs"].sum(-1), torch.ones(3)) and (x["probs"] >= 0).all()
+    assert (x["a_scale"] > 0).all()
+    assert torch.isfinite(x["q"].float()).all()
+
+
+def test_a_blob_only_definition_gives_every_call_fresh_rows(bench_root):
+    """A definition whose inputs are all blobs (a captured routing) handed every call the same tensors, so computing
+    once gained 13x-110x. Each call now takes the blob's rows (tokens) in a secret order of its own: an answer
+    computed once is wrong for the next call, while an honest solution passes."""
+    import shutil
+
+    name = "moe_pack_bitmatrix_e32_topk4"
+    root = bench_root
+    for rel in (f"definitions/routing/{name}.json", f"einsums/routing/{name}.yaml"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(DATASET / rel, root / rel)
+    lines = [json.loads(x) for x in (DATASET / f"workloads/routing/{name}.jsonl").read_text().splitlines()]
+    [w] = sorted(lines, key=lambda w: -w["workload"]["axes"]["num_tokens"])[:1]
+    blob = w["workload"]["inputs"]["topk_ids"]["path"]
+    (root / blob).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DATASET / blob, root / blob)
+    dump_lines(root / f"workloads/routing/{name}.jsonl", [w])
+    honest = json.loads((DATASET / f"solutions/baseline/routing/{name}/{name}_torch.json").read_text())
+    body = honest["sources"][0]["content"]
+    entry = honest["spec"]["entry_point"].split("::")[1]
+    once = body + "\n" + text("computes_once", entry=entry)
+    for sol, src, ep in (("honest_rows", body, entry), ("computes_once", once, "once")):
+        data = json.loads(json.dumps(honest))
+        data.update(name=sol, author="rows")
+        data["sources"][0]["content"] = src
+        data["spec"]["entry_point"] = data["spec"]["entry_point"].split("::")[0] + "::" + ep
+        data["spec"]["target_hardware"] = ["cpu"]
+        dump(root / f"solutions/rows/routing/{name}/{sol}.json", data)
+    summary = run_bench(root, device="cpu", definitions=[name], timeout_s=30, timing=FAST, progress=False)
+    got = {o.pair.solution.name: o for o in summary.outcomes}
+    assert got["honest_rows"].status == "PASSED", got["honest_rows"].log[-400:]
+    assert got["computes_once"].status == "INCORRECT_NUMERICAL", (got["computes_once"].status, got["computes_once"].log[-400:])

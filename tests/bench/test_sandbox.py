@@ -1,4 +1,5 @@
-"""The bench's bubblewrap sandbox starts the interpreter the bench runs under, wherever it lives."""
+"""sandbox.py: the bench's bubblewrap sandbox starts the interpreter the bench runs under, wherever it lives, sizes
+what a worker may write and hold, and is required on a GPU run (the CPU run without it warns and says so)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from generator.bench import run_bench
 from generator.bench.sandbox import sandbox_mode
+from generator.model.errors import KernelTraceError
+
+from planted import FAST, kt_temp_folders
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -317,3 +322,46 @@ def test_an_unprivileged_bench_gets_the_same_limits(monkeypatch):
     assert got["uid"] == 65534 and got["threads"] < SMALL["PROCESSES"] and got["processes"] < SMALL["PROCESSES"]
     assert set(got["written"]) == {"/tmp", "/dev/shm"}, got["written"]
     assert got["allocated"] is False
+
+
+def test_without_bubblewrap_the_bench_warns_runs_and_says_so(bench_root, unsandboxed, capsys):
+    temps = kt_temp_folders()
+    summary = run_bench(bench_root, timing=FAST, progress=False)
+    [o] = summary.outcomes
+    assert o.status == "PASSED" and o.record["evaluation"]["environment"]["sandbox"] == "none"
+    assert "WITHOUT the bubblewrap sandbox" in capsys.readouterr().err
+    assert kt_temp_folders() <= temps, "the unsandboxed worker's temporary folder was left behind"
+
+
+def test_a_gpu_run_refuses_to_run_without_the_sandbox_unless_told_to(bench_root, monkeypatch):
+    """The GPU run fails closed: without bubblewrap it stops before starting a worker, saying why and how to opt in
+    (KERNELTRACE_SANDBOX=none, whose traces the site never ranks); the CPU run only warns (the test above)."""
+    import generator.bench.run as bench
+    from generator.bench import sandbox
+
+    root = bench_root
+    monkeypatch.setattr(bench, "_check_device", lambda device: None)
+    monkeypatch.setattr(sandbox, "sandbox_mode", lambda device="cpu": ("none", "bubblewrap (bwrap) is not installed"))
+    monkeypatch.setattr(sandbox, "Worker", lambda *a: pytest.fail("a worker started"))
+    monkeypatch.delenv("KERNELTRACE_SANDBOX", raising=False)
+    with pytest.raises(KernelTraceError, match="WITHOUT the bubblewrap sandbox.*KERNELTRACE_SANDBOX=none"):
+        run_bench(root, device="cuda", progress=False)
+    monkeypatch.setenv("KERNELTRACE_SANDBOX", "none")  # told to: it goes on (and here stops at the missing CUDA)
+    monkeypatch.setattr(sandbox, "Worker", lambda *a: (_ for _ in ()).throw(KernelTraceError("no CUDA here")))
+    with pytest.raises(KernelTraceError, match="no CUDA here"):
+        run_bench(root, device="cuda", progress=False)
+
+
+def test_the_sandbox_sizes_every_writable_filesystem_and_stays_under_the_machines_memory():
+    """/tmp and /dev/shm are tmpfs of TMP_BYTES, /dev is read-only (bwrap's own /dev is an unsized tmpfs: 300 MiB
+    were written to /dev/shm before), and a CPU worker's address space is under this machine's memory."""
+    from generator.bench.sandbox import SHM_BYTES, TMP_BYTES, bwrap_command, memory_bytes, sandbox_mode
+
+    total = next(int(x.split()[1]) * 1024 for x in Path("/proc/meminfo").read_text().splitlines() if x.startswith("MemTotal"))
+    assert memory_bytes() < total
+    if sandbox_mode("cpu")[0] != "bwrap":
+        pytest.skip("bubblewrap is missing or refused here")
+    probe = "df -B1 --output=size,target /tmp /dev/shm | tail -2; (echo x > /dev/planted) 2>&1 || true"
+    out = subprocess.run(bwrap_command(["/bin/sh", "-c", probe], "cpu"), capture_output=True, text=True, timeout=60).stdout
+    sizes = {target: int(size) for size, target in (line.split() for line in out.splitlines()[:2])}
+    assert sizes == {"/tmp": TMP_BYTES, "/dev/shm": SHM_BYTES} and "Read-only file system" in out, out

@@ -102,7 +102,7 @@ def test_run_sh_passes_shellcheck(tmp_path):
 def test_the_cuda_test_files_are_found():
     from generator.kit import cuda_test_files
 
-    assert "tests/bench/test_bench.py" in cuda_test_files(ROOT)
+    assert {"tests/bench/test_capture.py", "tests/bench/test_protocol.py", "tests/bench/test_timing.py"} <= set(cuda_test_files(ROOT))
 
 
 def test_kit_run_on_the_cpu_installs_describes_tests_benches_and_packs(tmp_path):
@@ -151,7 +151,7 @@ def test_kit_run_on_the_cpu_installs_describes_tests_benches_and_packs(tmp_path)
     for flag in ("--breadth-first", "--budget-s"):  # passed wherever this checkout's bench has them
         assert (flag in bench_log.splitlines()[0]) == (flag in help_text), bench_log.splitlines()[0]
     tests_log = (out / "tests.log").read_text()
-    assert "tests/bench/test_bench.py" in tests_log and "deselected" in tests_log, tests_log
+    assert "tests/bench/test_capture.py" in tests_log and "deselected" in tests_log, tests_log
 
 
 def test_a_failing_or_hanging_step_still_packs_and_the_budget_holds(tmp_path):

@@ -1,0 +1,6 @@
+"""Spins forever in its first call."""
+
+
+def run(input, weight, eps):
+    while True:
+        pass

@@ -1,0 +1,10 @@
+"""Writes a "done" whose time is a 400-digit float to the bench's pipe, then waits to be killed."""
+import os
+import struct
+import time
+
+
+def run(input, weight, eps):
+    head = b'{"op": "done", "ms": [1' + b"0" * 400 + b'], "digests": [[""]]}'
+    os.write(4, struct.pack("<QQ", len(head), 0) + head)
+    time.sleep(3600)

@@ -1,0 +1,5 @@
+"""Raises in every call."""
+
+
+def run(input, weight, eps):
+    raise RuntimeError("boom in the kernel")
