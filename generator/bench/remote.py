@@ -128,7 +128,8 @@ class Remote:
             stamps.append((time.perf_counter() - t0) * 1e3)
             if not marks or len(stamps) > 2 * len(calls):
                 raise self._call_failed(TraceStatus.REWARD_HACK, {"log": f"its process sent more marks than the "
-                                                                         f"{2 * len(calls) if marks else 0} its calls make"})
+                                                                         f"{2 * len(calls) if marks else 0} its calls make"},
+                                        worker_lost=True)
             if len(stamps) % 2 == 0 and len(stamps) // 2 < len(calls):
                 self.send({"op": "call", "call": calls[len(stamps) // 2]}, deadline=deadline, timeout_s=timeout_s)
         if reply["op"] != "done":
@@ -144,7 +145,7 @@ class Remote:
             if marks and len(stamps) != 2 * len(calls):  # a well-formed answer, so a cheat's, not a broken message
                 raise self._call_failed(TraceStatus.REWARD_HACK, {"log": f"its process sent {len(stamps)} marks for "
                                                                          f"{len(calls)} calls (one before and one "
-                                                                         "after each)"})
+                                                                         "after each)"}, worker_lost=True)
             if mode == "inline":
                 return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"), marked)
             if self.capture is None:
@@ -210,11 +211,13 @@ class Remote:
                              doing) from None
         return out
 
-    def _call_failed(self, status: str, reply: dict) -> Failed:
+    def _call_failed(self, status: str, reply: dict, worker_lost: bool = False) -> Failed:
+        """`worker_lost`: the worker's marks went astray, so it may hold a call message, or a patch of its own
+        messages, the same author's next solution must not inherit: the runner replaces it."""
         cls = ReferenceFailed if self.who == "reference" else Failed
         output = self.worker.log.text()
         return cls(status, protocol.text(reply.get("log")) + (f"\noutput of the process:\n{output}" if output else ""),
-                   worker_lost=False)
+                   worker_lost=worker_lost)
 
     def kill(self) -> None:
         """Kill the worker; first close the handles this process opened into its memory."""

@@ -85,10 +85,16 @@ def test_a_stopped_clock_is_charged_call_by_call(tmp_path):
     ("sends_extra_marks", SENDS_EXTRA_MARKS, "more marks than the"),
 ], ids=["drops", "adds"])
 def test_marks_withheld_or_added_are_a_reward_hack(tmp_path, name, source, why):
-    root = _dataset(tmp_path, {name: (source, name)})
-    [o] = run_bench(root, device="cpu", timeout_s=60, progress=False, solutions=[name],
-                    timing={"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}).outcomes
+    """...and the worker is replaced: a patch of the worker's messages, or a call message sent on a forged mark still
+    in its pipe, would reach the same author's next solution (run after it: zz_); that honest one passes (it failed
+    in the shared worker: "sent 0 marks", "a bad message")."""
+    root = _dataset(tmp_path, {name: (source, "marker"), "zz_after_the_marker": (HONEST, "marker")})
+    got = {o.pair.solution.name: o for o in run_bench(
+        root, device="cpu", timeout_s=60, progress=False, solutions=[name, "zz_after_the_marker"],
+        timing={"min_samples": 3, "max_samples": 10, "budget_s": 0.05, "min_batches": 3}).outcomes}
+    o = got[name]
     assert o.status == "REWARD_HACK" and why in o.log, (o.status, o.log[-500:])
+    assert got["zz_after_the_marker"].status == "PASSED", got["zz_after_the_marker"].log[-500:]
 
 
 def test_no_later_calls_seeds_are_in_the_worker_while_a_call_runs(tmp_path):
