@@ -1,11 +1,12 @@
 """Definition families: sibling definitions rendered from a template definition and a table of their constants.
 
 A family file (dataset/families/<family>.json, data like the model recipes) names its template definition and,
-for each sibling, what differs from the template (top-level fields, axis values and descriptions with their
-sources, text replaced in the reference). `kerneltrace definitions` renders each sibling's definition, Einsum
-cascade and baseline solution (the template's, under the sibling's name) and writes those that differ, atomically;
-`--check` writes nothing and lists what differs. The mathematics is checked once, on the template, by the
-independent checks of tests/reference_cases; a sibling only changes constants.
+for each sibling, what differs from the template (description, tags and constraints; axes and tensors field by
+field, with their sources; text replaced once in the reference, the Einsum cascade or the baseline).
+`kerneltrace definitions` renders each sibling's definition, Einsum cascade and baseline solution (the template's,
+under the sibling's name) and writes those that differ, atomically; `--check` writes nothing and lists what
+differs. Whatever a sibling does not name is the template's; every sibling still has its own independent check in
+tests/reference_cases (a family saves writing, it proves nothing).
 """
 
 from __future__ import annotations
