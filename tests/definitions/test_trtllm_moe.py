@@ -8,14 +8,14 @@ import numpy as np
 
 from generator.workloadgen import core, packed_routing
 
-from reference_cases import trtllm_moe_variants as render
+from reference_cases import trtllm_moe_variants as variants
 from reference_check import definition_named
 
 
 def test_the_thirteen_public_names():
-    names = {v.name for v in render.VARIANTS}
+    names = {v.name for v in variants.VARIANTS}
     assert len(names) == 13
-    for v in render.VARIANTS:
+    for v in variants.VARIANTS:
         d = definition_named(v.name)
         consts = {a: s["value"] for a, s in d["axes"].items() if s["type"] == "const"}
         assert f"_topk{v.m.top_k}_e{consts['num_experts']}_h{consts['hidden_size']}_i{consts['intermediate_size']}" \
