@@ -276,11 +276,9 @@ class WorkloadRun:
                        + per_batch / len(calls))
             out += [x + max(gap - allowed, 0.0) for x in calls]
             reported += calls
-        before, after = statistics.median(reported), statistics.median(out)
-        if after > before * 1.02:
-            self.notes.append(f"the solution's batches took longer than their median call allows, beyond the harness's "
-                              f"own work ({harness:.4g} ms per call, measured on the reference's worker): that time "
-                              f"was charged to their calls (median {before:.4g} ms reported, {after:.4g} ms charged)")
+        _note_charged(self.notes, reported, out, f"the solution's batches took longer than their median call allows, "
+                      f"beyond the harness's own work ({harness:.4g} ms per call, measured on the reference's worker): "
+                      "that time was charged to their calls")
         return out
 
     def charge_calls(self, marked: list[tuple], charged: list[float]) -> list[float]:
@@ -292,11 +290,9 @@ class WorkloadRun:
             c = outside.charged(ms, intervals, cost)
             per_call += c[1:] or c  # as the samples: a batch's first call is not one
         out = [max(a, b) for a, b in zip(charged, per_call)]
-        before, after = statistics.median(charged), statistics.median(out)
-        if after > before * 1.02:
-            self.notes.append(f"the solution's calls took longer, as this process saw them from outside, than its "
-                              f"clock reported (beyond the marks' own cost, {cost:.4g} ms a call on the reference's "
-                              f"worker): charged to them (median {before:.4g} ms before, {after:.4g} ms charged)")
+        _note_charged(self.notes, charged, out, f"the solution's calls took longer, as this process saw them from "
+                      f"outside, than its clock reported (beyond the marks' own cost, {cost:.4g} ms a call on the "
+                      "reference's worker): charged to them")
         return out
 
     def run(self) -> dict:
@@ -354,6 +350,13 @@ class WorkloadRun:
         if w.atol is not None:
             record.update(atol=w.atol, rtol=w.rtol)
         return record
+
+
+def _note_charged(notes: list[str], before: list[float], after: list[float], why: str) -> None:
+    """Say so in the log where a bound moved the median by more than 2 %."""
+    b, a = statistics.median(before), statistics.median(after)
+    if a > b * 1.02:
+        notes.append(f"{why} (median {b:.4g} ms reported, {a:.4g} ms charged)")
 
 
 def _finite(x: float) -> float:
