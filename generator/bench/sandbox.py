@@ -398,11 +398,12 @@ class Worker:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
-        for fd in (self.to_child, self.from_child):
-            try:
+        # Once only: a second close would hit whatever this number was given to since, such as another
+        # bench thread's new worker pipe (seen as EBADF in that worker's start); -1 makes a late use fail.
+        fds, self.to_child, self.from_child = (self.to_child, self.from_child), -1, -1
+        for fd in fds:
+            if fd >= 0:
                 os.close(fd)
-            except OSError:
-                pass
         self.log.thread.join(timeout=5)
         cgroup.remove(self.cgroup)
         self.cgroup = None

@@ -365,3 +365,22 @@ def test_the_sandbox_sizes_every_writable_filesystem_and_stays_under_the_machine
     out = subprocess.run(bwrap_command(["/bin/sh", "-c", probe], "cpu"), capture_output=True, text=True, timeout=60).stdout
     sizes = {target: int(size) for size, target in (line.split() for line in out.splitlines()[:2])}
     assert sizes == {"/tmp": TMP_BYTES, "/dev/shm": SHM_BYTES} and "Read-only file system" in out, out
+
+
+def test_a_worker_killed_twice_closes_its_pipes_once():
+    """kill() after kill() (a lost worker closed again at the run's end) must not close the numbers its pipes had:
+    by then they may belong to another worker another bench thread started, whose start then failed with EBADF."""
+    from generator.bench import sandbox
+
+    w = sandbox.Worker("cpu", "none")
+    numbers = {w.to_child, w.from_child}
+    w.kill()
+    others = os.pipe()  # takes the lowest free numbers: the ones the killed worker's pipes had
+    try:
+        assert numbers & set(others)
+        w.kill()
+        for fd in others:
+            os.fstat(fd)  # still open
+    finally:
+        for fd in others:
+            os.close(fd)
