@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
 import torch
 
+LN2 = math.log(2.0)  # the attention kernels return their log-sum-exp in base 2
 FAMILIES_DIR = Path(__file__).resolve().parents[2] / "dataset" / "families"
 
 
@@ -156,3 +158,9 @@ def fused_expected_at(eps: float):
         return {"output": F.rms_norm(rounded, (ax["hidden_size"],), x["weight"].double(), eps=eps),
                 "residual_out": exact}
     return fused_expected
+
+
+def norm_checks(scales: tuple, eps: float) -> tuple:
+    """A model's RMSNorm and fused add + RMSNorm checks at its eps, inputs drawn at these scales:
+    (rmsnorm_inputs, rmsnorm_expected, fused_inputs, fused_expected)."""
+    return rmsnorm_inputs_at(scales), rmsnorm_expected_at(eps), fused_inputs_at(scales), fused_expected_at(eps)

@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 from .common import (
+    LN2,
     Case,
     fp8,
     fused_expected_at,
@@ -30,7 +31,6 @@ from .common import (
     uniform,
 )
 
-LN2 = math.log(2.0)
 EPS = 1e-6  # rms_norm_eps of deepseek-ai/DeepSeek-V3
 SM_SCALE = 192 ** -0.5 * (0.1 * math.log(40.0) + 1.0) ** 2  # yarn mscale^2 / sqrt(qk_head_dim)
 

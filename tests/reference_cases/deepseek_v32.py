@@ -22,12 +22,9 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .common import Case, fp8, shrunk, uniform
+from .common import LN2, Case, fp8, shrunk, uniform
 from .deepseek import SM_SCALE, qgemm_case, rope_ds_inputs
 from .qwen import gemm_case
-
-LN2 = math.log(2.0)
-
 
 # --------------------------------------------------------------------------------------------------
 # Sparse MLA: rows of cache slots; sizes give the pool and, per query row, how many slots it selects.

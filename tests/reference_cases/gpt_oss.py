@@ -23,7 +23,8 @@ import torch.nn.functional as F
 
 from .common import Case, rope_expected, rope_inputs_with, shrunk
 from .common_kernels import APPEND, append_expected, append_inputs, embedding_expected, embedding_inputs, softmax_case
-from .qwen import page_table, paged_derived, qo_indptr_of, sequence_kv
+from .llama import gather_sequence
+from .qwen import page_table, paged_derived, qo_indptr_of
 
 EPS = 1e-5  # rms_norm_eps of openai/gpt-oss-120b
 SM_SCALE = 1.0 / math.sqrt(64)
@@ -78,8 +79,8 @@ def decode_expected_with(window):
     def expected(ax, x):
         outs = []
         for b, n in enumerate(ax["kv_lens"]):
-            k = sequence_kv(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-            v = sequence_kv(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+            k = gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+            v = gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
             q = x["q"][b:b + 1].double()
             outs.append(sink_attend(q, k, v, x["sinks"], float(x["sm_scale"]), torch.tensor([n - 1]), window)[0])
         return {"output": torch.stack(outs)}
@@ -98,8 +99,8 @@ def prefill_expected_with(window):
         outs = []
         qo = x["qo_indptr"]
         for b, (n, lq) in enumerate(zip(ax["kv_lens"], ax["qo_lens"])):
-            k = sequence_kv(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-            v = sequence_kv(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+            k = gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+            v = gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
             q = x["q"][int(qo[b]):int(qo[b + 1])].double()
             outs.append(sink_attend(q, k, v, x["sinks"], float(x["sm_scale"]), torch.arange(n - lq, n), window))
         return {"output": torch.cat(outs)}

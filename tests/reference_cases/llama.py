@@ -15,19 +15,16 @@ import torch.nn.functional as F
 from .common import (
     DECODE_PS1_SETS,
     DECODE_PS16_SETS,
+    LN2,
     PAGED_PREFILL_SETS,
     RAGGED_SETS,
     Case,
-    fused_expected_at,
-    fused_inputs_at,
-    rmsnorm_expected_at,
-    rmsnorm_inputs_at,
+    norm_checks,
     rope_expected,
     rope_inputs_with,
     shrunk,
 )
 
-LN2 = math.log(2.0)
 EPS = 1e-5  # rms_norm_eps of meta-llama/Llama-3.1-8B
 
 
@@ -36,10 +33,7 @@ EPS = 1e-5  # rms_norm_eps of meta-llama/Llama-3.1-8B
 # --------------------------------------------------------------------------------------------------
 
 # 0.01: eps = 1e-5 is then a visible part of mean(x^2) ~ 1e-4 (common.rmsnorm_inputs_at).
-rmsnorm_inputs = rmsnorm_inputs_at((1.0, 20.0, 0.01))
-rmsnorm_expected = rmsnorm_expected_at(EPS)
-fused_inputs = fused_inputs_at((1.0, 20.0, 0.01))
-fused_expected = fused_expected_at(EPS)
+rmsnorm_inputs, rmsnorm_expected, fused_inputs, fused_expected = norm_checks((1.0, 20.0, 0.01), EPS)
 
 
 # --------------------------------------------------------------------------------------------------

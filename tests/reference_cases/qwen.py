@@ -14,19 +14,17 @@ import torch
 import torch.nn.functional as F
 
 from .common import (
+    LN2,
     ROW_SETS,
     TOKEN_SETS,
     Case,
-    fused_expected_at,
-    fused_inputs_at,
-    rmsnorm_expected_at,
-    rmsnorm_inputs_at,
+    norm_checks,
     rope_expected,
     rope_inputs_with,
     shrunk,
 )
+from .llama import decode_expected, gather_sequence  # the paged gather and per-sequence decode: Llama's
 
-LN2 = math.log(2.0)
 EPS = 1e-6  # rms_norm_eps of Qwen/Qwen3-30B-A3B
 ROPE_THETA = 1_000_000.0  # rope_theta of Qwen/Qwen3-30B-A3B
 SM_SCALE = 1.0 / math.sqrt(128)
@@ -65,10 +63,7 @@ def routing_expected(ax, x):
 # --------------------------------------------------------------------------------------------------
 
 # 0.002: eps = 1e-6 is then a visible part of mean(x^2) ~ 4e-6 (common.rmsnorm_inputs_at).
-rmsnorm_inputs = rmsnorm_inputs_at((1.0, 30.0, 0.002))
-rmsnorm_expected = rmsnorm_expected_at(EPS)
-fused_inputs = fused_inputs_at((1.0, 30.0, 0.002))
-fused_expected = fused_expected_at(EPS)
+rmsnorm_inputs, rmsnorm_expected, fused_inputs, fused_expected = norm_checks((1.0, 30.0, 0.002), EPS)
 
 
 def qknorm_inputs(ax, g, i):
@@ -204,12 +199,6 @@ def page_table(ax, g):
     return indptr.int(), indices.int(), last.int()
 
 
-def sequence_kv(cache, indptr, indices, b, kv_len):
-    """Token-major [kv_len, heads, dim] float64 of sequence b, page by page."""
-    pages = [cache[int(p)] for p in indices[int(indptr[b]):int(indptr[b + 1])]]
-    return torch.cat(pages, dim=0)[:kv_len].double()
-
-
 def attend(q, k, v, scale, causal=False):
     """q [Lq, H, D], k/v [Lk, Hk, D] float64 -> (out [Lq, H, D], base-2 lse [Lq, H]); causal means the
     queries are the last Lq positions: query i sees keys j <= Lk - Lq + i."""
@@ -247,17 +236,6 @@ def decode_inputs(ax, g, i):
             "kv_last_page_len": last, "sm_scale": sm_scale_variant(i)}
 
 
-def decode_expected(ax, x):
-    outs, lses = [], []
-    for b, n in enumerate(ax["kv_lens"]):
-        k = sequence_kv(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-        v = sequence_kv(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-        out, lse = attend(x["q"][b:b + 1].double(), k, v, float(x["sm_scale"]))
-        outs.append(out[0])
-        lses.append(lse[0])
-    return {"output": torch.stack(outs), "lse": torch.stack(lses)}
-
-
 def qo_indptr_of(ax):
     return torch.tensor([0] + list(ax["qo_lens"])).cumsum(0).int()
 
@@ -275,8 +253,8 @@ def paged_prefill_expected(ax, x):
     outs, lses = [], []
     qo = x["qo_indptr"]
     for b, n in enumerate(ax["kv_lens"]):
-        k = sequence_kv(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
-        v = sequence_kv(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+        k = gather_sequence(x["k_cache"], x["kv_indptr"], x["kv_indices"], b, n)
+        v = gather_sequence(x["v_cache"], x["kv_indptr"], x["kv_indices"], b, n)
         out, lse = attend(x["q"][int(qo[b]):int(qo[b + 1])].double(), k, v, float(x["sm_scale"]), causal=True)
         outs.append(out)
         lses.append(lse)
