@@ -257,14 +257,12 @@ def ragged_expected(ax, x):
 # set, and the counts per group must pass a chi-square test against the renormalised distribution.
 # --------------------------------------------------------------------------------------------------
 
-# The vocabulary is shrunk to SMALL_VOCAB in every set: the same head, tail, plans and chi-square at a
-# sixteenth of the cost (the code under test sorts the row CALLS times per set: about 10 s per sampler with a
-# set at 128256). Nothing in the filters or the draw depends on the row's length: the plans put
-# top_p halfway between two cumulative sums of the head, far from float32 rounding of the tail.
-SMALL_VOCAB = 8192
-# The same check at a quarter of that again (the tail holds 5% of the mass either way, k = 15 still keeps 5 tail
-# tokens): a third of the time (0.3 s against 1.0 s for a top-k/top-p sampler's three sets, one thread). Every
-# sampler's case uses it (sampling_case's default); SMALL_VOCAB stays for checks that want the larger row.
+# The vocabulary is shrunk to TINY_VOCAB in every set (sampling_case's default): the same head, tail, plans and
+# chi-square at a small part of the cost (the code under test sorts the row CALLS times per set: about 10 s per
+# sampler with a set at 128256; 0.3 s here for a top-k/top-p sampler's three sets, one thread). Nothing in the
+# filters or the draw depends on the row's length (the tail holds 5% of the mass either way, k = 15 still keeps 5
+# tail tokens): the plans put top_p halfway between two cumulative sums of the head, far from float32 rounding of
+# the tail.
 TINY_VOCAB = 2048
 ALL = "all"  # top_k = vocab_size: top-k keeps every token
 GROUPS, REPS, CALLS, HEAD = 4, 4, 20, 10

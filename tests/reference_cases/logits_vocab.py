@@ -35,37 +35,25 @@ KERNELS = {"logits_penalties": ("elementwise", "logits_penalties_v128256"),
 
 @dataclass(frozen=True)
 class Vocab:
-    """One vocabulary of the recorded models: who uses it and where the constant comes from."""
+    """One vocabulary of the recorded models and the config its size is read from."""
 
     size: int
-    label: str  # the models, for the description
     source: str  # the config the constant is read from
-    tags: tuple  # model-alt:<record> ... and tp:<n> of the records' serving
-    sglang: bool  # the records serve it with SGLang (the penalties and min-p kernels are vLLM's)
 
 
 VOCABS = [
-    Vocab(129280, "DeepSeek-V3 and DeepSeek-V3.2", "deepseek-ai/DeepSeek-V3 config.json",
-          ("model-alt:deepseek-v3", "model-alt:deepseek-v3-tp16-h100", "model-alt:deepseek-v3.2", "tp:8", "tp:16"), True),
-    Vocab(131072, "NVIDIA-Nemotron-Nano-9B-v2", "nvidia/NVIDIA-Nemotron-Nano-9B-v2 config.json",
-          ("model-alt:nemotron-nano-9b-v2", "tp:1"), False),
-    Vocab(151552, "GLM-4.5", "zai-org/GLM-4.5 config.json", ("model-alt:glm-4.5", "tp:8"), True),
-    Vocab(151936, "Qwen3 (8B, 14B, 32B, 30B-A3B, 235B-A22B) and Qwen3-Next-80B-A3B",
-          "Qwen/Qwen3-30B-A3B config.json, the same in the other Qwen3 configs",
-          ("model-alt:qwen3-8b", "model-alt:qwen3-14b", "model-alt:qwen3-32b-tp4", "model-alt:qwen3-30b-a3b",
-           "model-alt:qwen3-30b-a3b-tp4", "model-alt:qwen3-235b-a22b-tp8", "model-alt:qwen3-next-80b-a3b", "tp:1",
-           "tp:4", "tp:8"), False),
-    Vocab(152064, "Qwen2.5-7B", "Qwen/Qwen2.5-7B config.json", ("model-alt:qwen2.5-7b", "tp:1"), False),
-    Vocab(163840, "Kimi-K2", "moonshotai/Kimi-K2-Instruct config.json", ("model-alt:kimi-k2", "tp:16"), True),
-    Vocab(200064, "MiniMax-M2", "MiniMaxAI/MiniMax-M2 config.json", ("model-alt:minimax-m2", "tp:8"), True),
-    Vocab(201088, "gpt-oss-120b and gpt-oss-20b", "openai/gpt-oss-120b config.json, the same in gpt-oss-20b's",
-          ("model-alt:gpt-oss-120b", "model-alt:gpt-oss-20b", "tp:1"), False),
-    Vocab(202048, "Llama-4-Scout-17B-16E", "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)",
-          ("model-alt:llama-4-scout", "tp:8"), True),
-    Vocab(262208, "Gemma-3-27B", "google/gemma-3-27b-it config.json (text_config; the transformers Gemma3TextConfig "
-          "default the config leaves in place)", ("model-alt:gemma-3-27b", "tp:2"), False),
-    Vocab(32768, "Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-Instruct-v0.3 config.json",
-          ("model-alt:mistral-7b-instruct-v0.3", "tp:1"), False),
+    Vocab(129280, "deepseek-ai/DeepSeek-V3 config.json"),
+    Vocab(131072, "nvidia/NVIDIA-Nemotron-Nano-9B-v2 config.json"),
+    Vocab(151552, "zai-org/GLM-4.5 config.json"),
+    Vocab(151936, "Qwen/Qwen3-30B-A3B config.json, the same in the other Qwen3 configs"),
+    Vocab(152064, "Qwen/Qwen2.5-7B config.json"),
+    Vocab(163840, "moonshotai/Kimi-K2-Instruct config.json"),
+    Vocab(200064, "MiniMaxAI/MiniMax-M2 config.json"),
+    Vocab(201088, "openai/gpt-oss-120b config.json, the same in gpt-oss-20b's"),
+    Vocab(202048, "meta-llama/Llama-4-Scout-17B-16E-Instruct config.json (text_config)"),
+    Vocab(262208, "google/gemma-3-27b-it config.json (text_config; the transformers Gemma3TextConfig "
+          "default the config leaves in place)"),
+    Vocab(32768, "mistralai/Mistral-7B-Instruct-v0.3 config.json"),
 ]
 
 

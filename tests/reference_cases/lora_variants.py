@@ -58,14 +58,6 @@ class Dense:
     def n(self) -> int:
         return self.q + 2 * self.kv
 
-    def per_rank(self, heads: int) -> str:
-        return f"{heads}" if self.tp == 1 else f"{heads} / {self.tp}"
-
-    @property
-    def flags(self) -> str:
-        tp = f" --tensor-parallel-size {self.tp}" if self.tp > 1 else ""
-        return f"{self.model} served with --enable-lora --max-loras 4 --max-lora-rank 16{tp}"
-
 
 MODELS = [Dense("Qwen2.5-7B", "qwen2.5-7b", "Qwen/Qwen2.5-7B config.json", "Qwen2ForCausalLM", 3584, 28, 4),
           Dense("Llama-3.2-3B", "llama-3.2-3b", "meta-llama/Llama-3.2-3B config.json", "LlamaForCausalLM", 3072, 24, 8),

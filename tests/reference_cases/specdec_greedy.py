@@ -37,8 +37,6 @@ class Greedy:
     model: str  # "Llama-3.1-8B"
     source: str  # config the vocabulary comes from
     vocab: int
-    runs: str  # who runs it, when
-    tags: tuple  # model and parallelism tags (the probabilistic sibling's)
 
     @property
     def name(self) -> str:
@@ -50,26 +48,10 @@ class Greedy:
 
 
 VARIANTS = [
-    Greedy("Llama-3.1-8B", "meta-llama/Llama-3.1-8B config.json", 128256,
-           "Llama-3.1-8B runs it once per verify step after the target model's LM head and softmax over the k + 1 "
-           "rows of each request, when vLLM serves it with an EAGLE or MTP-style drafter (--speculative-config) and a "
-           "non-greedy request; the dataset's llama-3.1-8b record serves without speculation.",
-           ("model-alt:llama-3.1-8b", "tp:1")),
-    Greedy("DeepSeek-V3", "deepseek-ai/DeepSeek-V3 config.json", 129280,
-           "DeepSeek-V3 runs it once per verify step, as vLLM's DeepSeek recipe serves it with the MTP layer "
-           "(--speculative-config method deepseek_mtp) and a non-greedy request; the dataset's deepseek-v3 record is "
-           "SGLang without speculation (SGLang accepts with its own tree samplers).",
-           ("model-alt:deepseek-v3", "tp:8")),
-    Greedy("GLM-4.5", "zai-org/GLM-4.5 config.json", 151552,
-           "GLM-4.5 runs it once per verify step, as vLLM's GLM-4.5 recipe serves it with the MTP layer "
-           "(--speculative-config method mtp, num_speculative_tokens 1) and a non-greedy request; the dataset's "
-           "glm-4.5 record is SGLang without speculation.",
-           ("model-alt:glm-4.5", "tp:8")),
-    Greedy("Qwen3-Next-80B-A3B", "Qwen/Qwen3-Next-80B-A3B-Instruct config.json", 151936,
-           "Qwen3-Next-80B-A3B runs it once per verify step, as its model card serves it in vLLM (--speculative-config "
-           "method qwen3_next_mtp, num_speculative_tokens 2) with a non-greedy request; the dataset's "
-           "qwen3-next-80b-a3b record serves without speculation.",
-           ("model-alt:qwen3-next-80b-a3b", "tp:4")),
+    Greedy("Llama-3.1-8B", "meta-llama/Llama-3.1-8B config.json", 128256),
+    Greedy("DeepSeek-V3", "deepseek-ai/DeepSeek-V3 config.json", 129280),
+    Greedy("GLM-4.5", "zai-org/GLM-4.5 config.json", 151552),
+    Greedy("Qwen3-Next-80B-A3B", "Qwen/Qwen3-Next-80B-A3B-Instruct config.json", 151936),
 ]
 
 
