@@ -324,7 +324,8 @@ ok = t[(t["status"] == "{TraceStatus.PASSED}") & ~t["unstable"]]
 base = ok[ok["author"] == "{BASELINE_AUTHOR}"].groupby(["workload_uuid", "hardware"])["latency_ms"].min()
 best = ok.groupby(["workload_uuid", "hardware"])["latency_ms"].min()
 sol_ms = (table("roofline").set_index(["workload_uuid", "hardware"])["t_sol_s"] * 1e3).to_dict()
-workloads = table("workloads")
+workloads = table("workloads")[["uuid", "definition", "stage", "num_tokens"]]  # the columns used: cheap to filter
+by_kernel = dict(tuple(workloads.groupby("definition")))  # each kernel's workloads, split once
 specs = table("hardware").sort_values("name")
 hw_name = {{}}  # a machine by its name, or by an alias of it (the first spec by name that lists it)
 for h in specs.explode("aliases").itertuples():
@@ -333,7 +334,7 @@ for h in specs.explode("aliases").itertuples():
 hw_name.update({{name: name for name in specs["name"]}})
 
 def pick(kernel, stage, tokens):
-    ws = workloads[workloads["definition"] == kernel]
+    ws = by_kernel.get(kernel, workloads[:0])
     ws = ws[ws["stage"] == stage] if (ws["stage"] == stage).any() else ws[ws["stage"].isna()]
     key = lambda w: ((abs(math.log(w.num_tokens / tokens)), -w.num_tokens, w.uuid) if w.num_tokens > 0
                      else (math.inf, 0, w.uuid))
@@ -350,7 +351,8 @@ def per_call(uuid, hw):
 def at_tokens(kernel, stage, tokens, hw):
     # workloads of the stage on both sides of the step's tokens (2048 and 8192 around 4096): interpolated
     # log-log between the nearest on each side when both have a number from the same source
-    ws = workloads[(workloads["definition"] == kernel) & (workloads["stage"] == stage) & (workloads["num_tokens"] > 0)]
+    ws = by_kernel.get(kernel, workloads[:0])
+    ws = ws[(ws["stage"] == stage) & (ws["num_tokens"] > 0)]
     ws = ws.sort_values(["num_tokens", "uuid"])
     below, above = ws[ws["num_tokens"] < tokens], ws[ws["num_tokens"] > tokens]
     if len(below) and len(above) and not (ws["num_tokens"] == tokens).any():
