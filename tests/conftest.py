@@ -15,6 +15,7 @@ TESTS = Path(__file__).parent
 sys.path.insert(0, str(TESTS))
 
 from dataset_factory import write_dataset  # noqa: E402
+from offline_datasets import offline_loader  # noqa: E402
 
 
 def pytest_collection_finish(session):
@@ -91,21 +92,4 @@ def bundled_export(tmp_path_factory) -> Path:
 @pytest.fixture
 def load_offline(monkeypatch, tmp_path):
     """`datasets.load_dataset(DIR, CONFIG, split='train')`, offline, with a private cache."""
-    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
-    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-cache"))
-    import datasets
-    import huggingface_hub.constants
-
-    # Both read the environment once, at import; another test may have imported them first.
-    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", True)
-    monkeypatch.setattr(datasets.config, "HF_DATASETS_OFFLINE", True)
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-    datasets.disable_progress_bars()
-
-    load_dataset = datasets.load_dataset
-
-    def load_config(out: Path, name: str):
-        return load_dataset(str(out), name, split="train", cache_dir=str(tmp_path / "hf-cache"))
-    return load_config
+    return offline_loader(monkeypatch, tmp_path)

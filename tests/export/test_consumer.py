@@ -34,7 +34,7 @@ from generator.bench import inputs as bench_inputs
 from generator.export import export_dataset
 from generator.load import DEFAULT_DATASET, load
 
-from test_export import output_of, run_card_blocks
+from card_run import output_of, run_card_blocks
 
 MAX_ELEMENTS = 1 << 18  # per random input compared (half of them; the rest are KV caches and weights)
 SECOND_SET_ELEMENTS = 1 << 14  # input set 1 (a timing set) is compared for inputs up to this size
@@ -321,8 +321,8 @@ def test_traces_join_solutions_and_workloads(rows):
             assert t["p20_ms"] <= t["latency_ms"] <= t["p80_ms"] or t["unstable"]
 
 
-def test_card_snippets_print_the_sites_numbers(hub, load_offline, monkeypatch, capsys):
-    printed = run_card_blocks(hub, load_offline, monkeypatch, capsys)
+def test_card_snippets_print_the_sites_numbers(bundled_card):
+    printed = bundled_card
     best_out, estimate_out = output_of(printed, '"geomean_speedup"'), output_of(printed, "best_ms")
     ds = load(DEFAULT_DATASET)
     boards = all_leaderboards(ds)
@@ -371,7 +371,7 @@ def test_best_solution_snippet_is_not_the_fastest_trace(tmp_path, load_offline, 
         (root / f"traces/{author}/norm").mkdir(parents=True)
         (root / f"traces/{author}/norm/rmsnorm_h128.jsonl").write_text("".join(json.dumps(t) + "\n" for t in lines))
     export_dataset(root, tmp_path / "out")
-    printed = run_card_blocks(tmp_path / "out", load_offline, monkeypatch, capsys)
+    printed = run_card_blocks(tmp_path / "out", load_offline, monkeypatch)
     best = output_of(printed, '"geomean_speedup"')
     assert best.splitlines()[1].split()[:3] == ["rmsnorm_h128", "test_cpu", "good"]
     assert re.search(r"fast_small", best) is None

@@ -17,7 +17,6 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from generator.export import MARKER, export_dataset, record_from_row
 from generator.export.flashinfer import op_type
@@ -26,6 +25,7 @@ from generator.load import DEFAULT_DATASET, load
 from generator.model.errors import KernelTraceError
 from generator.validate import validate
 
+from card_run import card_blocks, output_of, read_card, run_card_blocks
 from dataset_factory import DEFINITION, TRACE, WORKLOAD, write_dataset
 from results_dataset import browser_dataset
 
@@ -73,13 +73,6 @@ def source_count(root: Path, cfg: str) -> int:
     if cfg in ("workloads", "traces"):
         return sum(1 for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip())
     return len(files)
-
-
-def read_card(out: Path) -> tuple[dict, str]:
-    text = (out / "README.md").read_text(encoding="utf-8")
-    assert text.startswith("---\n")
-    meta, body = text[4:].split("\n---\n", 1)
-    return yaml.safe_load(meta), body
 
 
 def shard_files(out: Path, cfg: str) -> list[Path]:
@@ -290,34 +283,6 @@ def test_repo_id_is_used_in_the_card_and_checked(tmp_path, good_dataset):
     assert not (tmp_path / "bad").exists()
 
 
-def card_blocks(out: Path) -> list[str]:
-    _, body = read_card(out)
-    return [b.split("```", 1)[0] for b in body.split("```python\n")[1:]]
-
-
-def run_card_blocks(out: Path, load_offline, monkeypatch, capsys) -> list[tuple[str, str]]:
-    """Run every Python block of the card against the exported folder (the Hub repository replaced by
-    it: `load_dataset` offline, downloads answered from the folder); returns (block, its output)s."""
-    import sys
-
-    import datasets
-    import huggingface_hub
-
-    monkeypatch.setattr(datasets, "load_dataset", lambda repo, cfg, split: load_offline(Path(repo), cfg))
-    monkeypatch.setattr(huggingface_hub, "snapshot_download", lambda repo, repo_type: repo)
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", lambda repo, path, repo_type: str(Path(repo) / path))
-    monkeypatch.setattr(sys, "path", list(sys.path))  # a block puts the folder on it
-    monkeypatch.delitem(sys.modules, "kerneltrace_inputs", raising=False)
-    printed, namespace = [], {}  # read top to bottom, as a consumer would: later blocks may use earlier names
-    for block in card_blocks(out):
-        capsys.readouterr()
-        # The Hub id, and the export folder of the local-folder example, both mean the exported folder here.
-        code = block.replace('"kerneltrace/kerneltrace"', repr(str(out))).replace('"kerneltrace-export"', repr(str(out)))
-        exec(compile(code, "<card>", "exec"), namespace)
-        printed.append((block, capsys.readouterr().out))
-    return printed
-
-
 def test_the_readme_shows_the_export_and_loading_it_from_disk(exports, load_offline, monkeypatch, capsys):
     """A consumer reading the repository's README finds `kerneltrace export` and the local-folder `load_dataset`
     route, and its snippet runs against an export (the bundled dataset's), printing the columns it names."""
@@ -344,17 +309,11 @@ def test_the_cards_contributing_section_follows_the_guide(exports):
     assert "kerneltrace workloads" in section and "never written by hand" in section and "recipes/<model>.yaml" in section
 
 
-def output_of(printed: list[tuple[str, str]], marker: str) -> str:
-    """The output of the one block whose code contains `marker`."""
-    (out,) = [o for b, o in printed if marker in b]
-    return out
-
-
 @pytest.mark.parametrize("name", ["bundled", "factory"])
-def test_the_cards_python_examples_run(exports, load_offline, monkeypatch, capsys, name):
+def test_the_cards_python_examples_run(exports, load_offline, monkeypatch, bundled_card, name):
     _, out = exports[name]
     blocks = card_blocks(out)
-    printed = run_card_blocks(out, load_offline, monkeypatch, capsys)
+    printed = bundled_card if name == "bundled" else run_card_blocks(out, load_offline, monkeypatch)
     # loading, filtering, blobs, inputs (from the Hub, from a folder), best solution, per-step estimate, speed of
     # light, SOL%
     assert len(printed) == len(blocks) == 9

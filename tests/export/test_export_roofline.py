@@ -135,15 +135,12 @@ def test_mismatches_reads_every_field():
         "('x', '12345678'): not in kerneltrace roofline"]
 
 
-def test_the_cards_sol_percent_is_the_sites(bundled, load_offline, monkeypatch, capsys):
+def test_the_cards_sol_percent_is_the_sites(bundled, bundled_card):
     """The card's SOL% snippet, run against the export, prints the SOL% the site computes for those traces."""
     from generator.analyse.roofline import trace_sol
 
-    from test_export import run_card_blocks
-
-    root, out = bundled
-    printed = run_card_blocks(out, load_offline, monkeypatch, capsys)
-    blocks = {block: output for block, output in printed}
+    root, _ = bundled
+    blocks = {block: output for block, output in bundled_card}
     [speed] = [o for b, o in blocks.items() if 'groupby("bound")' in b]
     [sol] = [o for b, o in blocks.items() if '"sol_percent"' in b]
     assert re.search(r"^compute\s+\d+$", speed, re.M) and re.search(r"^memory\s+\d+$", speed, re.M)
