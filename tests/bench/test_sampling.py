@@ -63,8 +63,10 @@ def test_samplers_are_checked_on_every_batch(sampled, name):
 
 def test_a_sampler_cannot_build_its_tables_once_per_batch(sampled):
     """Every timed call has an input set of its own (probs and top_k drawn per call), so tables built once per input
-    set are built every call: the cheat's latency is its honest twin's, and both pass the draws' rank test."""
+    set are built every call: the cheat's median call pays its SAMPLER_WORK_MS of sleep, as its honest twin's does (a
+    draw over 4 x 512 probabilities takes a small part of that, so a cheat that built once per batch would report
+    well under it). Compared with the work, not with the twin: on a loaded host the two ran 0.72x apart."""
     got = {o.pair.solution.name: o for o in sampled.outcomes}
     twin, once = (got[n].record["evaluation"]["performance"]["latency_ms"]
                   for n in ("sampler_tables_every_call", "sampler_tables_once"))
-    assert twin >= SAMPLER_WORK_MS and once >= 0.8 * twin, (twin, once, got["sampler_tables_once"].log[-400:])
+    assert twin >= SAMPLER_WORK_MS and once >= SAMPLER_WORK_MS, (twin, once, got["sampler_tables_once"].log[-400:])
