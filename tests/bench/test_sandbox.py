@@ -365,3 +365,26 @@ def test_the_sandbox_sizes_every_writable_filesystem_and_stays_under_the_machine
     out = subprocess.run(bwrap_command(["/bin/sh", "-c", probe], "cpu"), capture_output=True, text=True, timeout=60).stdout
     sizes = {target: int(size) for size, target in (line.split() for line in out.splitlines()[:2])}
     assert sizes == {"/tmp": TMP_BYTES, "/dev/shm": SHM_BYTES} and "Read-only file system" in out, out
+
+
+def test_killing_a_worker_twice_closes_no_other_workers_pipe():
+    """A failed pair's Remote kills its worker and the runner kills it again: the second kill must not close the fd
+    numbers the first freed, which a worker started in between (a second bench, in a thread) may hold by then (in
+    test_cheats' two benches, a worker then found its pipe closed while waiting for its solution)."""
+    from types import SimpleNamespace
+
+    from generator.bench.trusted.sandbox import Worker
+
+    worker = Worker.__new__(Worker)
+    worker.proc = subprocess.Popen([sys.executable, "-c", ""], start_new_session=True)
+    worker.to_child, worker.from_child = os.pipe()
+    worker.log, worker.cgroup, worker.tmp = SimpleNamespace(thread=SimpleNamespace(join=lambda timeout: None)), None, None
+    worker.kill()
+    other = os.pipe()  # the lowest free numbers: the ones the kill freed
+    try:
+        worker.kill()
+        for fd in other:
+            os.fstat(fd)  # still open
+    finally:
+        for fd in other:
+            os.close(fd)

@@ -393,12 +393,17 @@ class Worker:
         self.log = Tail(log_r)
 
     def kill(self) -> None:
+        """Kill the worker and close its pipes. Called again (a failed pair's Remote, then the runner), it closes
+        nothing more: its fd numbers may belong by then to another worker's pipes (a second bench's, in a thread)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
-        for fd in (self.to_child, self.from_child):
+        fds, self.to_child, self.from_child = (self.to_child, self.from_child), -1, -1
+        for fd in fds:
+            if fd < 0:
+                continue
             try:
                 os.close(fd)
             except OSError:
