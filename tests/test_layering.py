@@ -29,6 +29,9 @@ RANK = {
     "kit": 7,  # the GPU kit runs before any wheel is installed: it imports no stage (test_the_kit_needs_only_the_standard_library)
 }
 TOP = 7  # cli.py, __main__.py and the package root: they call every stage
+# The bench's rooms, its trust boundary (generator/bench/__init__.py): shared/ imports neither of the others, and
+# sandboxed/ (inside the sandbox, open to the solution) and trusted/ never import each other.
+BENCH_RANK = {"shared": 0, "sandboxed": 1, "trusted": 1}
 
 
 class Import(NamedTuple):
@@ -219,6 +222,27 @@ def violations(root: Path = GENERATOR) -> list[str]:
     return out
 
 
+def bench_room_violations(root: Path = GENERATOR) -> list[str]:
+    """Imports between the bench's rooms that cross its trust boundary (lazy and type-only ones included), and
+    bench modules in no room."""
+    out = []
+    room_of = {}
+    for module in module_imports(root, type_only=True):
+        parts = module.split(".")
+        if parts[0] == "bench" and len(parts) > 1:
+            room_of[module] = parts[1]
+            if parts[1] not in BENCH_RANK:
+                out.append(f"bench/{parts[1]}: in no room of the bench; add it to BENCH_RANK in tests/test_layering.py")
+    for module, targets in module_imports(root, type_only=True).items():
+        source = room_of.get(module)
+        for target, where in sorted(targets.items()):
+            dest = room_of.get(target)
+            if source in BENCH_RANK and dest in BENCH_RANK and dest != source \
+                    and BENCH_RANK[dest] >= BENCH_RANK[source]:
+                out.append(f"{where}: bench/{source}/ imports bench/{dest}/, across the trust boundary")
+    return out
+
+
 def test_every_stage_has_a_rank():
     stages = {p.name for p in GENERATOR.iterdir() if p.is_dir() and (p / "__init__.py").is_file()}
     assert stages == set(RANK), f"stages without a rank: {stages - set(RANK)}; ranks of no stage: {set(RANK) - stages}"
@@ -226,6 +250,20 @@ def test_every_stage_has_a_rank():
 
 def test_imports_go_one_way():
     assert violations() == []
+
+
+def test_the_bench_rooms_keep_the_trust_boundary():
+    assert bench_room_violations() == []
+    rooms = {p.name for p in (GENERATOR / "bench").iterdir() if (p / "__init__.py").is_file()}
+    assert rooms == set(BENCH_RANK)
+
+
+def test_a_sandboxed_module_importing_the_trusted_side_fails(tmp_path):
+    copy = _plant(tmp_path, "bench/sandboxed/planted.py", "def f():\n    from ..trusted import plan\n",
+                  ("bench/shared/planted.py", "from ..sandboxed import clock\n"))
+    found = bench_room_violations(copy)
+    assert "bench/sandboxed/planted.py:2: bench/sandboxed/ imports bench/trusted/, across the trust boundary" in found
+    assert "bench/shared/planted.py:1: bench/shared/ imports bench/sandboxed/, across the trust boundary" in found
 
 
 def test_the_imports_are_seen():

@@ -27,7 +27,7 @@ from __future__ import annotations
 TOLERANCE = {"float16": (1e-3, 1e-4), "bfloat16": (1e-2, 1e-3), "float32": (1e-5, 1e-5), "float8_e4m3": (2**-3, 1e-5)}
 # Solutions against the independent result: a solution may reorder a float32 reduction (torch.softmax's fused kernel
 # over 262,208 logits differs from the step-by-step sum by up to 3e-5 relative), which the bench allows (its float32
-# tolerance, generator/bench/check.py: 1e-4); the references keep the tighter one above.
+# tolerance, generator/bench/trusted/check.py: 1e-4); the references keep the tighter one above.
 SOLUTION_TOLERANCE = {**TOLERANCE, "float32": (1e-4, 1e-4)}
 
 

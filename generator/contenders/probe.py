@@ -18,9 +18,9 @@ import sys
 import time
 from typing import Iterable
 
-from ..bench.inputs import TORCH_DTYPES, input_recipes, load_blob
-from ..bench.plan import call_bytes
-from ..bench.worker import load_reference
+from ..bench.sandboxed.worker import load_reference
+from ..bench.shared.inputs import TORCH_DTYPES, input_recipes, load_blob
+from ..bench.trusted.plan import call_bytes
 from .compiler import DYNAMIC
 from .write import COMPILES, read_verdicts, reference_digest, write_verdicts
 

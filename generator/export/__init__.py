@@ -10,7 +10,7 @@ names the pyarrow version).
 Hub layout:
 
     README.md                                  dataset card; `configs:` lists the data files
-    kerneltrace_inputs.py                      makes a workload's inputs (generator/bench/inputs.py, torch only)
+    kerneltrace_inputs.py                      makes a workload's inputs (generator/bench/shared/inputs.py, torch only)
     <config>/train-00000-of-00001.parquet      one folder per config (shards when large)
     blob/workloads/<type>/<definition>/*.safetensors   captured inputs, referenced by path
     .kerneltrace-export                        marks the folder as an export (safe to replace)
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Mapping
 
-from ..bench import inputs as inputs_module
+from ..bench.shared import inputs as inputs_module
 from ..model.dataset import Dataset
 from ..model.errors import KernelTraceError
 from ..model.repo_id import DEFAULT_REPO_ID, check_repo_id

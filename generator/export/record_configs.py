@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 
 import pyarrow as pa
 
-from ..bench.inputs import input_recipes
+from ..bench.shared.inputs import input_recipes
 from ..model.dataset import Dataset
 from ..model.dtypes import DTYPE
 from ..model.layout import CANONICAL
@@ -33,7 +33,7 @@ INPUT_RECIPES = pa.list_(pa.struct([
     *(pa.field(p, pa.float64()) for p in ("mean", "std", "low", "high", "scale", "p")),
     pa.field("seed", pa.int64()), pa.field("value", pa.string()), pa.field("path", pa.string()),
     pa.field("tensor_key", pa.string()),
-    # Parameters of the structured distributions (bench/inputs.py DISTRIBUTIONS), null elsewhere.
+    # Parameters of the structured distributions (bench/shared/inputs.py DISTRIBUTIONS), null elsewhere.
     pa.field("alpha", pa.float64()), pa.field("block", pa.list_(pa.int64())), pa.field("of", pa.string()),
     pa.field("order", pa.list_(pa.int64())), pa.field("data_shape", pa.list_(pa.int64())),
     pa.field("data_dtype", pa.string()), pa.field("theta", pa.float64()), pa.field("rope_type", pa.string()),

@@ -65,7 +65,7 @@ for arg in sys.argv[1:]:
 
 SANDBOX_PROBE = r'''
 import subprocess, sys, time
-from generator.bench.sandbox import bwrap_command, sandbox_mode
+from generator.bench.trusted.sandbox import bwrap_command, sandbox_mode
 device, limit = sys.argv[1], float(sys.argv[2])
 mode, why = sandbox_mode(device)
 print(f"bench sandbox_mode({device!r}): {mode}" + (f" ({why})" if why else ""))
@@ -86,7 +86,7 @@ if device.startswith("cuda") and " cuda True " not in r.stdout + " ":
     sys.exit(0)
 # The bench's own worker, started as the bench starts it (its environment, its way of finding bwrap).
 try:
-    from generator.bench.sandbox import Worker
+    from generator.bench.trusted.sandbox import Worker
     w = Worker(device, "bwrap")
 except FileNotFoundError as exc:
     print(f"the bench's Worker could not start bwrap: {exc}")

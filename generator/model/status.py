@@ -72,5 +72,5 @@ class DefinitionStatus(_Word):
 BASELINE_AUTHOR = "baseline"
 
 # A bench outcome, never a trace status: the definition's reference failed, so the solution was not measured
-# (bench/runner.py's outcomes; the CLI's exit status and summary read it).
+# (bench/trusted/runner.py's outcomes; the CLI's exit status and summary read it).
 NOT_MEASURED = "NOT_MEASURED"

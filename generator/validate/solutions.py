@@ -36,7 +36,7 @@ def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
     in_layout = flashinfer_trace.placed_in_layout(s.source.path, expected_type)
     if len(parts) == 5 and parts[3] == s.definition and parts[4] == s.name + ".json" and (
             parts[2] == expected_type or in_layout):
-        if parts[1] != s.author:  # the folder is who it runs and ranks as (bench.plan.worker_owner): a file cannot claim
+        if parts[1] != s.author:  # the folder is who it runs and ranks as (bench.trusted.plan.worker_owner): a file cannot claim
             yield error(s, "/author", f"solution by '{s.author}' is stored in the folder solutions/{parts[1]}/: the "
                         "bench runs it in that folder's worker and ranks it as that folder's (a file naming another "
                         "author, such as the baseline, is refused)",
@@ -52,7 +52,7 @@ def check_location(s: Solution, d: Definition | None) -> Iterator[Diagnostic]:
 
 
 def check_targets(ds: Dataset, s: Solution) -> Iterator[Diagnostic]:
-    """A GPU bench takes a solution by the hardware specs its targets name (bench.plan.why_not_on)."""
+    """A GPU bench takes a solution by the hardware specs its targets name (bench.trusted.plan.why_not_on)."""
     for i, target in enumerate(s.target_hardware):
         if target.lower() != "cpu" and ds.hardware_spec(target) is None:
             known = ", ".join(sorted(n for n, h in ds.hardware.items() if h.kind == "gpu"))

@@ -20,7 +20,7 @@ def bench_root(tmp_path: Path) -> Path:
 def unsandboxed(monkeypatch):
     """KERNELTRACE_SANDBOX=none: the bench's workers run without bubblewrap (sandbox_mode's cached answer is dropped
     before and after, so neither this test nor the next sees another's)."""
-    from generator.bench.sandbox import sandbox_mode
+    from generator.bench.trusted.sandbox import sandbox_mode
 
     monkeypatch.setenv("KERNELTRACE_SANDBOX", "none")
     sandbox_mode.cache_clear()

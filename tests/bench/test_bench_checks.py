@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from generator.bench.check import SAMPLING_DRAWS, Verdict, check_support, compare, compare_samples
-from generator.bench.inputs import make_inputs
-from generator.bench.plan import call_bytes
+from generator.bench.shared.inputs import make_inputs
+from generator.bench.trusted.check import SAMPLING_DRAWS, Verdict, check_support, compare, compare_samples
+from generator.bench.trusted.plan import call_bytes
 from generator.load import load
 
 DATASET = Path(__file__).resolve().parents[2] / "dataset"
@@ -219,7 +219,7 @@ def inputs_of(d: dict, w: dict) -> dict:
     explicit = {k: v for k, v in w["inputs"].items() if v.get("type") == "tensor"}
     if not explicit:
         return make_inputs(d, w, DATASET, 0, "cpu")
-    from generator.bench.inputs import TORCH_DTYPES
+    from generator.bench.shared.inputs import TORCH_DTYPES
 
     base = copy.deepcopy(w)
     for k in explicit:
@@ -309,7 +309,7 @@ def passed_through(d: dict, x: dict, axes: dict) -> dict:
     out = {}
     tensors = [v for v in x.values() if isinstance(v, torch.Tensor) and v.numel()]
     for name, spec in d["outputs"].items():
-        from generator.bench.inputs import TORCH_DTYPES
+        from generator.bench.shared.inputs import TORCH_DTYPES
 
         shape = tuple(int(axes[a]) for a in spec["shape"])
         dtype = TORCH_DTYPES[spec["dtype"]]

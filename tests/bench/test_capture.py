@@ -16,8 +16,8 @@ def test_output_descriptors_from_a_worker_are_untrusted_input():
     """capture.Capture.read refuses every malformed descriptor before it touches device memory: wrong arity or
     types, a dtype no definition uses, a byte count that is not the shape's, a range outside what the handle maps;
     and protocol.rows refuses a reply of the wrong shape. Each is the pair's RUNTIME_ERROR (ProtocolError)."""
-    from generator.bench import protocol
-    from generator.bench.capture import Capture
+    from generator.bench.shared import protocol
+    from generator.bench.trusted.capture import Capture
 
     cap = Capture.__new__(Capture)
     handle = "ab" * 64
@@ -36,7 +36,7 @@ def test_output_descriptors_from_a_worker_are_untrusted_input():
     empty = cap.read(["", 0, 0, "float32", [0, 3]])  # an empty output: nothing to open or copy
     assert empty.shape == (0, 3) and empty.dtype == torch.float32
     # A handle's 64 bytes survive the trip through hex whatever they hold (NUL bytes included).
-    from generator.bench.capture import handle_bytes, make_handle
+    from generator.bench.shared.cuda_ipc import handle_bytes, make_handle
 
     for raw in (bytes(64), bytes(range(64)), b"\x01" + bytes(62) + b"\xff"):
         assert handle_bytes(make_handle(raw)) == raw and len(handle_bytes(make_handle(raw)).hex()) == 128
@@ -53,7 +53,7 @@ def test_capture_is_probed_once_on_the_reference_worker_and_falls_back_to_digest
     gives every worker a capture; the CPU never probes."""
     from types import SimpleNamespace
 
-    from generator.bench import capture, runner
+    from generator.bench.trusted import capture, runner
 
     class FakeRemote:
         answer = None

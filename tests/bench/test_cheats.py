@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from generator.bench import merge, run_bench
-from generator.bench.plan import Plan
-from generator.bench.run import BenchSummary
-from generator.bench.store import append_line, read_traces
+from generator.bench.trusted.plan import Plan
+from generator.bench.trusted.run import BenchSummary
+from generator.bench.trusted.store import append_line, read_traces
 from generator.validate import validate_path
 
 from dataset_factory import write_dataset
@@ -51,11 +51,11 @@ CHEATS = {
     "counts_calls": (("INCORRECT_NUMERICAL",), "within atol"),
     # Patching the harness from inside: the comparison is not in this process; the clock is bounded
     # from outside (test_work_outside_the_clock_is_charged).
-    "patches_comparison_and_timing": (("PASSED", "REWARD_HACK"), "generator.bench.timing.time_calls"),
-    # The worker's own clock (timing.py binds time.perf_counter at import, so patching time.perf_counter does nothing):
+    "patches_comparison_and_timing": (("PASSED", "REWARD_HACK"), "generator.bench.sandboxed.clock.time_calls"),
+    # The worker's own clock (sandboxed/clock.py binds time.perf_counter at import, so patching time.perf_counter does nothing):
     # stopped, every call reads 0.5 us. Plainly patched, the guard names it; patched for the one read that ends each
     # call and restored by it, the guard sees the original, and the outside bound charges the work (10 ms a call).
-    "stops_the_workers_clock": (("REWARD_HACK",), "generator.bench.timing._perf_counter"),
+    "stops_the_workers_clock": (("REWARD_HACK",), "generator.bench.sandboxed.clock._perf_counter"),
     "stops_the_clock_for_one_read": (PASSES, ""),
     "writes_fake_results_and_exits": (("RUNTIME_ERROR",), "bad message"),
     "forges_messages": (("RUNTIME_ERROR",), "bad message"),
@@ -199,7 +199,7 @@ def marked_processes(marker: str) -> list[int]:
 def benched(tmp_path_factory):
     """Two bench runs at once over one dataset with a correct solution and every planted cheat (ALONGSIDE in the
     second), returned as one summary."""
-    from generator.bench.sandbox import sandbox_mode
+    from generator.bench.trusted.sandbox import sandbox_mode
 
     root = write_dataset(tmp_path_factory.mktemp("bench"), traces=[], workloads=workloads(2))
     add_once_definition(root)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from generator.bench.check import chi2_sf, compare, compare_samples, tolerance_for
+from generator.bench.trusted.check import chi2_sf, compare, compare_samples, tolerance_for
 
 
 def test_tolerance_is_per_dtype():
@@ -65,7 +65,7 @@ def test_draws_on_a_fresh_input_set_each_are_compared_by_their_ranks():
     """Timed sampler calls each have an input set of their own: the ranks of the drawn tokens in their rows follow one
     distribution for the reference and a right sampler over the same sets; greedy, or a sampler that flattens the row
     (sampling p^0.5), does not."""
-    from generator.bench.check import draw_ranks, two_sample_chi2
+    from generator.bench.trusted.check import draw_ranks, two_sample_chi2
 
     g = torch.Generator().manual_seed(1)
     d = {"name": "s", "outputs": {"samples": {"shape": ["b"], "dtype": "int64"}}}

@@ -3,7 +3,7 @@ reports), never by a table of patterns beside them."""
 
 from __future__ import annotations
 
-from generator.bench.environment import gpu_hardware_name
+from generator.bench.trusted.environment import gpu_hardware_name
 from generator.load import DEFAULT_DATASET, load
 
 

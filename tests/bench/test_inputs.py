@@ -1,4 +1,4 @@
-"""The structured input distributions of generator/bench/inputs.py against independent formulations:
+"""The structured input distributions of generator/bench/shared/inputs.py against independent formulations:
 the RoPE caches against the engines' formulas written out per frequency in numpy, block-FP8 values
 against their scales, peaked probabilities and skewed router logits against what they promise; the seeds and blobs of a workload's
 inputs, and a blob-only definition's rows drawn in a fresh order every call."""
@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from generator.bench import inputs as bench_inputs
 from generator.bench import run_bench
-from generator.bench.inputs import distribution_of, draw, input_recipes, make_inputs
+from generator.bench.shared import inputs as bench_inputs
+from generator.bench.shared.inputs import distribution_of, draw, input_recipes, make_inputs
 
 from dataset_factory import DEFINITION, WORKLOAD, dump, dump_lines, write_dataset
 from planted import DATASET, FAST, text

@@ -1,4 +1,4 @@
-"""The per-call outside bound on the CPU, and each call's seeds sent only when the call before it has ended (generator/bench/outside.py): the trusted process timestamps a mark the
+"""The per-call outside bound on the CPU, and each call's seeds sent only when the call before it has ended (generator/bench/trusted/outside.py): the trusted process timestamps a mark the
 worker sends before and after each call, so a stopped clock shows at the scale of a call. Before it, the batch
 bound forgave 5 ms a batch plus a quarter of the harness's work: a kernel under ~0.15 ms a call that stopped the
 worker's clock reported what it liked (issue 38: 49x to 2,700x on rmsnorm_h4096, measured again here with
@@ -11,7 +11,8 @@ import statistics
 
 import pytest
 
-from generator.bench import outside, run_bench
+from generator.bench import run_bench
+from generator.bench.trusted import outside
 
 from dataset_factory import WORKLOAD, dump, write_dataset
 
@@ -26,13 +27,13 @@ COMPUTE = (
 WORK_MS = 0.3  # under the 0.15 ms a call the batch bound forgave at 33 calls a batch, plus its share of the harness
 HONEST = COMPUTE + f"def run(input, weight, eps):\n    work({WORK_MS})\n    return compute(input, weight, eps)\n"
 # The attack of issue 38: honest work, then the worker's clock patched for the one read that ends the call.
-STOPS_THE_CLOCK = (COMPUTE + "import generator.bench.timing as _t\n_real = _t._perf_counter\n\n"
+STOPS_THE_CLOCK = (COMPUTE + "import generator.bench.sandboxed.clock as _t\n_real = _t._perf_counter\n\n"
                    f"def run(input, weight, eps):\n    start = _real()\n    work({WORK_MS})\n"
                    "    out = compute(input, weight, eps)\n\n"
                    "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
                    "    _t._perf_counter = _once\n    return out\n")
 # Marks are the worker's to send, so a solution can withhold them (or add its own): the count is checked.
-DROPS_ITS_MARKS = (COMPUTE + "import generator.bench.protocol as _p\n_send = _p.send\n\n"
+DROPS_ITS_MARKS = (COMPUTE + "import generator.bench.shared.protocol as _p\n_send = _p.send\n\n"
                    "def _quiet(fd, header, *rest, **kw):\n    if header.get('op') != 'mark':\n"
                    "        _send(fd, header, *rest, **kw)\n\n"
                    "def run(input, weight, eps):\n    _p.send = _quiet\n    return compute(input, weight, eps)\n")
@@ -47,7 +48,7 @@ READS_THE_NEXT_SEEDS = (COMPUTE + "import sys\n\n"
                         "        f = f.f_back\n    return False\n\n"
                         "def run(input, weight, eps):\n    out = compute(input, weight, eps)\n"
                         "    return out * 0 if _next_seeds_visible() else out\n")
-SENDS_EXTRA_MARKS = (COMPUTE + "import generator.bench.protocol as _p\n\n"
+SENDS_EXTRA_MARKS = (COMPUTE + "import generator.bench.shared.protocol as _p\n\n"
                      "def run(input, weight, eps):\n    _p.send(4, {'op': 'mark'})\n    return compute(input, weight, eps)\n")
 
 

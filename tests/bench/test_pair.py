@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from generator.bench import run_bench
-from generator.bench.plan import make_plan
+from generator.bench.trusted.plan import make_plan
 from generator.load import load
 
 from dataset_factory import dump, write_dataset
@@ -25,9 +25,9 @@ def test_the_runner_compares_captured_outputs_without_asking_the_solution_to_rev
     import random
     from types import SimpleNamespace
 
-    from generator.bench.pair import WorkloadRun
-    from generator.bench.remote import Batch, Failed
-    from generator.bench.runner import Options
+    from generator.bench.trusted.pair import WorkloadRun
+    from generator.bench.trusted.remote import Batch, Failed
+    from generator.bench.trusted.runner import Options
 
     root = write_dataset(tmp_path, workloads=workloads(1))
     pair = make_plan(load(root), "cpu").pairs[0]
@@ -60,7 +60,7 @@ def test_the_outside_bound_charges_beyond_the_harness_noise_only():
     large outputs) charges no honest batch, while work hidden in every batch beyond that noise is charged."""
     from types import SimpleNamespace
 
-    from generator.bench.pair import WorkloadRun
+    from generator.bench.trusted.pair import WorkloadRun
 
     run = SimpleNamespace(opts=SimpleNamespace(device="cuda"), notes=[])
     harness = [6.6, 9.0, 7.7, 8.3, 7.1]  # the reference's gaps, ms a call
@@ -83,8 +83,8 @@ def test_no_reported_time_breaks_the_dataset(tmp_path):
     import math
     from types import SimpleNamespace
 
-    from generator.bench.pair import MIN_CALL_MS, WorkloadRun
-    from generator.bench.store import append_line
+    from generator.bench.trusted.pair import MIN_CALL_MS, WorkloadRun
+    from generator.bench.trusted.store import append_line
 
     run = SimpleNamespace(opts=SimpleNamespace(device="cpu"), notes=[], floor_ms=0.0)
     solution, ref = WorkloadRun.stats(run, [5e-324] * 5, [0.02] * 5)
@@ -99,7 +99,7 @@ def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_t
     """Where the reference's first call shows the calls are slow (a timed batch then holds one call), the first
     batch is that one call and the timed batches, every call compared, check the rest: fewer calls for the
     slowest pairs, and a solution wrong after its first call still fails; fast calls get CORRECTNESS_CALLS."""
-    from generator.bench.pair import CORRECTNESS_CALLS, WorkloadRun
+    from generator.bench.trusted.pair import CORRECTNESS_CALLS, WorkloadRun
 
     untimed = []  # (solution, calls) of each batch whose times are dropped
     real = WorkloadRun.batch
@@ -135,7 +135,7 @@ def test_a_slow_reference_makes_one_correctness_call_and_the_timed_calls_check_t
 def test_an_answer_changed_after_its_commitment_is_caught(bench_root, monkeypatch):
     """Where a batch's outputs are too large to come with its answer, the worker commits to each by digest and
     reveals the chosen calls later: an output computed only when revealed is not the one committed."""
-    import generator.bench.pair as pair
+    import generator.bench.trusted.pair as pair
 
     monkeypatch.setattr(pair, "REVEAL_ALL_BYTES", 0)  # every timed batch commits by digest
     monkeypatch.setattr(pair, "MIN_CHECKED", 1)  # and reveals one call of its four
@@ -153,7 +153,7 @@ def test_a_host_that_stalls_some_batches_is_re_measured_then_marked(bench_root, 
     clock), too few samples for the spread rule to see: the jump between batches has the pair measured again; where
     the stall is gone the second measurement is ranked, where it stays the trace is marked unstable (issue 37: four
     disturbed baseline traces, 17x to 71x their reference, were ranked)."""
-    from generator.bench.pair import WorkloadRun
+    from generator.bench.trusted.pair import WorkloadRun
     from generator.model.stability import batches_jump
 
     assert batches_jump([1.0, 1.2, 0.9]) is False and batches_jump([1.0, 48.0, 1.1]) is True

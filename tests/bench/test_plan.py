@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from generator.bench.plan import make_plan, parse_shard, shard_of
+from generator.bench.trusted.plan import make_plan, parse_shard, shard_of
 from generator.load import load
 from generator.model.errors import KernelTraceError
 from generator.validate import validate_path
@@ -110,7 +110,7 @@ def test_a_gpu_run_takes_what_targets_its_hardware_or_its_compute_capability(tmp
 
 
 def test_cpu_flop_limit_uses_the_einsum_cascade(tmp_path):
-    from generator.bench.plan import call_flops
+    from generator.bench.trusted.plan import call_flops
 
     root = write_dataset(tmp_path, traces=[], workloads=workloads(3))  # batch 1, 4, 7
     ds = load(root)
@@ -126,7 +126,7 @@ def test_cpu_sampler_limit_skips_large_batches_saying_why():
     """Samplers' references draw row by row, a cost the Einsum FLOP limit does not see: on the CPU a sampling
     workload runs up to the probabilities limit (batch 8 of the bundled vocabularies), the rest are skipped
     with the reason; other definitions are untouched."""
-    from generator.bench.plan import DEFAULT_CPU_MAX_SAMPLER_ELEMENTS
+    from generator.bench.trusted.plan import DEFAULT_CPU_MAX_SAMPLER_ELEMENTS
 
     ds = load(DATASET)
     names = ["sampling_from_probs_v201088", "top_k_top_p_sampling_from_probs_v262208", "rmsnorm_h4096"]

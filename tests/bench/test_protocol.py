@@ -11,7 +11,7 @@ import torch
 
 
 def test_untrusted_payloads_are_protocol_errors():
-    from generator.bench import protocol
+    from generator.bench.shared import protocol
 
     r, w = os.pipe()
     os.write(w, (2**40).to_bytes(8, "little") + (0).to_bytes(8, "little"))
@@ -36,7 +36,7 @@ def test_untrusted_payloads_are_protocol_errors():
 def test_digest_stages_hold_their_values_with_alignment():
     """_stages packs values as _to_host lays them out (each 64-byte aligned), so no stage overflows its
     page-locked buffer; digest_rows equals digest() value by value on the threaded path."""
-    from generator.bench import protocol
+    from generator.bench.shared import protocol
 
     values = [torch.zeros(n, dtype=torch.uint8) for n in (1, 63, 65, 2**20, 7, 3 * 2**20)]
     for stage in protocol._stages(values):
@@ -47,7 +47,7 @@ def test_digest_stages_hold_their_values_with_alignment():
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (GPU runs are not faked)")
 def test_device_digests_through_the_page_locked_stage_match_host_digests(monkeypatch):
-    from generator.bench import protocol
+    from generator.bench.shared import protocol
 
     monkeypatch.setattr(protocol, "STAGE_BYTES", 2**20)
     monkeypatch.setattr(protocol, "_STAGING", None)

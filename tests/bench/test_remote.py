@@ -37,8 +37,8 @@ def _fake_remote(who: str, reply) -> tuple:
     import threading
     from types import SimpleNamespace
 
-    from generator.bench import protocol
-    from generator.bench.remote import Remote
+    from generator.bench.shared import protocol
+    from generator.bench.trusted.remote import Remote
 
     to_r, to_w = os.pipe()
     from_r, from_w = os.pipe()
@@ -60,7 +60,7 @@ def test_a_captured_batch_reads_only_the_chosen_calls_and_refuses_a_malformed_an
     """Remote.batch with a capture: the outputs of the chosen calls (and only those) are read the moment the
     answer arrives and come back as host tensors; no digests are asked for; an answer whose outputs are not one
     row per call is the pair's RUNTIME_ERROR, and for the (trusted) reference it marks the capture as broken."""
-    from generator.bench.remote import Failed
+    from generator.bench.trusted.remote import Failed
 
     outs = [torch.full((2, 3), float(i)) for i in range(4)]
 

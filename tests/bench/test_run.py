@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from generator.bench import run_bench
-from generator.bench.plan import make_plan
+from generator.bench.trusted.plan import make_plan
 from generator.load import load
 from generator.model.errors import KernelTraceError
 
@@ -154,7 +154,7 @@ def test_a_run_on_hardware_without_a_spec_warns_that_no_floor_bounds_it(bench_ro
     root = bench_root
     for spec in (root / "hardware").glob("*.json"):  # whatever the factory wrote: this host's spec is gone
         spec.unlink()
-    from generator.bench.run import floors_ms
+    from generator.bench.trusted.run import floors_ms
     from generator.model.evaluation import MIN_CALL_MS
 
     ds = load(root)

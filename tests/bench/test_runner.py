@@ -98,7 +98,7 @@ def test_a_worker_that_cannot_start_stops_the_run_and_writes_no_trace(tmp_path, 
     """A broken environment (here: the worker's Python cannot import torch) is the harness's failure: the
     run stops with a message saying so, and no solution gets a RUNTIME_ERROR trace for it."""
     from generator import cli
-    from generator.bench import sandbox
+    from generator.bench.trusted import sandbox
 
     root = write_dataset(tmp_path / "ds", traces=[], workloads=workloads(2))
     broken = tmp_path / "python"

@@ -32,7 +32,7 @@ SAMPLER_CHEATS = {
 
 @pytest.fixture(scope="module")
 def sampled(tmp_path_factory):
-    from generator.bench.check import sampling_draws
+    from generator.bench.trusted.check import sampling_draws
 
     root = write_dataset(tmp_path_factory.mktemp("sampler"), traces=[], workloads=workloads(1))
     d = json.loads((DATASET / "definitions/sampling/top_k_sampling_from_probs_v128256.json").read_text())

@@ -10,7 +10,7 @@ import time
 import traceback
 from pathlib import Path
 
-from generator.bench.store import append_line, write_trace
+from generator.bench.trusted.store import append_line, write_trace
 
 from dataset_factory import WORKLOAD
 
@@ -74,8 +74,8 @@ def test_every_trace_says_how_it_was_produced(monkeypatch):
     from types import SimpleNamespace
 
     from generator import __version__
-    from generator.bench import runner
-    from generator.bench.environment import provenance
+    from generator.bench.trusted import runner
+    from generator.bench.trusted.environment import provenance
 
     monkeypatch.setenv("GITHUB_REPOSITORY", "org/kerneltrace")
     monkeypatch.setenv("GITHUB_RUN_ID", "123")

@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from generator.bench import run_bench
-from generator.bench.plan import make_plan
-from generator.bench.store import read_traces
+from generator.bench.trusted.plan import make_plan
+from generator.bench.trusted.store import read_traces
 from generator.load import load
 
 from dataset_factory import write_dataset
@@ -23,8 +23,8 @@ def test_cuda_batches_start_with_the_warm_up_and_both_workers_get_it(tmp_path):
     from types import SimpleNamespace
 
     from generator.bench import CPU_TIMING, CUDA_TIMING
-    from generator.bench.runner import Options, _load_message
-    from generator.bench.timing import WRITE_BYTES_PER_MS, L2Flusher
+    from generator.bench.sandboxed.clock import WRITE_BYTES_PER_MS, L2Flusher
+    from generator.bench.trusted.runner import Options, _load_message
 
     root = write_dataset(tmp_path)
     pair = make_plan(load(root), "cpu").pairs[0]

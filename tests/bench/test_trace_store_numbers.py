@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from generator.bench.store import make_trace, write_trace
+from generator.bench.trusted.store import make_trace, write_trace
 from generator.load import load
 from generator.model.errors import KernelTraceError
 from generator.validate import validate

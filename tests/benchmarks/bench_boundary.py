@@ -71,7 +71,7 @@ class TreeCPU:
                 if pid in stats:
                     cpu, cmd = stats[pid]
                     self.seen[pid] = max(self.seen.get(pid, 0.0), cpu)
-                    if b"generator.bench.worker" in cmd and not cmd.startswith(b"bwrap"):
+                    if b"generator.bench.sandboxed.worker" in cmd and not cmd.startswith(b"bwrap"):
                         self.workers.add(pid)
                 stack += kids.get(pid, [])
             time.sleep(0.1)

@@ -40,9 +40,9 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from generator.bench.inputs import make_inputs  # noqa: E402
-from generator.bench.plan import call_bytes  # noqa: E402
-from generator.bench.worker import load_reference  # noqa: E402
+from generator.bench.sandboxed.worker import load_reference  # noqa: E402
+from generator.bench.shared.inputs import make_inputs  # noqa: E402
+from generator.bench.trusted.plan import call_bytes  # noqa: E402
 from generator.contenders.compiler import DYNAMIC, MODE  # noqa: E402
 from generator.contenders.probe import _inputs  # noqa: E402
 from generator.contenders.write import COMPILES, read_verdicts  # noqa: E402

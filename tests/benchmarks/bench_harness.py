@@ -12,7 +12,7 @@ It prints both, their ratio, and for each Triton solution its speedup over the t
 same workload by each method. Bars on a GPU: harness within 5 % of do_bench or within 1 us, whichever
 is larger; speedups within 5 %. Last, pairs per minute of the harness over the panel.
 
-On CUDA it first runs the clock probe: a small kernel timed by the worker's own timing.time_calls after
+On CUDA it first runs the clock probe: a small kernel timed by the worker's own clock.time_calls (generator/bench/sandboxed/clock.py) after
 an idle spell, with several warm-ups (options.TimingConfig.warmup_ms), against do_bench of the same
 kernel: it shows how much of a small kernel's time an idle-clocked GPU adds, and what warm-up removes it.
 """
@@ -34,13 +34,13 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from generator.bench import CUDA_TIMING  # noqa: E402
-from generator.bench.environment import describe  # noqa: E402
-from generator.bench.inputs import TORCH_DTYPES, make_inputs, shape_of  # noqa: E402
-from generator.bench.plan import make_plan  # noqa: E402
-from generator.bench.runner import Options, output_mode, run_plan  # noqa: E402
-from generator.bench.sandbox import sandbox_mode  # noqa: E402
-from generator.bench.timing import L2Flusher, time_calls  # noqa: E402
-from generator.bench.worker import as_outputs, load_solution  # noqa: E402
+from generator.bench.sandboxed.clock import L2Flusher, time_calls  # noqa: E402
+from generator.bench.sandboxed.worker import as_outputs, load_solution  # noqa: E402
+from generator.bench.shared.inputs import TORCH_DTYPES, make_inputs, shape_of  # noqa: E402
+from generator.bench.trusted.environment import describe  # noqa: E402
+from generator.bench.trusted.plan import make_plan  # noqa: E402
+from generator.bench.trusted.runner import Options, output_mode, run_plan  # noqa: E402
+from generator.bench.trusted.sandbox import sandbox_mode  # noqa: E402
 from generator.load import load  # noqa: E402
 
 # (definition, axis, values): every solution of the definition on the workloads with those axis values.

@@ -4,7 +4,7 @@ workload, in one run of the real bench (sandboxed workers, the default CPU timin
     python tests/benchmarks/bench_stopped_clock.py [--definitions rmsnorm_h4096 silu_and_mul_i14336] [--rounds 1]
 
 The twin is the definition's baseline source under another author; the cheat runs the same source and then patches
-the worker's clock (generator.bench.timing._perf_counter) so that each call reads as 0.5 us. Both are timed beside
+the worker's clock (generator.bench.sandboxed.clock._perf_counter) so that each call reads as 0.5 us. Both are timed beside
 the reference as usual, each in its own pair, so a busy host moves both sides of a pair alike: the share is the
 cheat's speedup over the reference timed beside it divided into the honest twin's (1.00: nothing hidden; under
 1: hidden). Also printed: each one's latency over the reference beside it, for an honest solution about 1 (the
@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from generator.bench import run_bench  # noqa: E402
 from generator.load import DEFAULT_DATASET  # noqa: E402
 
-STOP = ("\nimport generator.bench.timing as _t\n_real = _t._perf_counter\n_run = run\n\n\n"
+STOP = ("\nimport generator.bench.sandboxed.clock as _t\n_real = _t._perf_counter\n_run = run\n\n\n"
         "def run(*args, **kwargs):\n    start = _real()\n    out = _run(*args, **kwargs)\n\n"
         "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
         "    _t._perf_counter = _once\n    return out\n")

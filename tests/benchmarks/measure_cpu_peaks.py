@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import torch  # noqa: E402
 
-from generator.bench.environment import cpu_hardware_name, cpu_model  # noqa: E402
+from generator.bench.trusted.environment import cpu_hardware_name, cpu_model  # noqa: E402
 
 
 def best_seconds(fn, repeats: int, warmup: int = 2) -> float:

@@ -1,4 +1,4 @@
-"""What the structured input distributions of generator/bench/inputs.py look like, measured.
+"""What the structured input distributions of generator/bench/shared/inputs.py look like, measured.
 
 Prints, for the values the definitions use: the tokens top-p keeps of power_law_probs rows (the
 smallest set of most probable tokens whose probability reaches p, as the samplers compute it), the
@@ -14,7 +14,7 @@ import argparse
 
 import torch
 
-from generator.bench.inputs import draw
+from generator.bench.shared.inputs import draw
 
 
 def kept_by_top_p(probs: torch.Tensor, p: float) -> torch.Tensor:

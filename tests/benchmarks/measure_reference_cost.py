@@ -9,7 +9,7 @@ reference whose cost is a Python loop over tokens, pages, heads or sequences can
 on the device (one GPU kernel launch, or one host sync, per trip). This script finds such references:
 
 - the workload: of the definition's dataset workloads, the one with the most input bytes that stays
-  within --max-input-gib (inputs made by generator.bench.inputs.make_inputs, seed set 0, on the CPU);
+  within --max-input-gib (inputs made by generator.bench.shared.inputs.make_inputs, seed set 0, on the CPU);
 - loop trips: one traced call (sys.settrace, only the reference's own frames) counts how often each
   `for`/`while` header line of the reference runs; a header runs once per trip plus once to exit, so
   trips = runs - entries, summed over the loops. `.item()`/`int(...)` calls are counted as lines that
@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from generator.bench.inputs import TORCH_DTYPES, input_recipes, make_inputs  # noqa: E402
+from generator.bench.shared.inputs import TORCH_DTYPES, input_recipes, make_inputs  # noqa: E402
 from generator.load import load  # noqa: E402
 
 LOOP_LINE = re.compile(r"^\s*(for|while)\b")

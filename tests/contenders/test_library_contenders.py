@@ -126,7 +126,7 @@ def test_a_solution_whose_dependency_is_missing_is_skipped_with_the_reason(tmp_p
     """The plan skips it (listed with the others it skips), it never becomes a pair that fails on an ImportError."""
     import copy
 
-    from generator.bench.plan import make_plan
+    from generator.bench.trusted.plan import make_plan
     from generator.load import load
 
     from dataset_factory import SOLUTION, write_dataset
@@ -145,7 +145,7 @@ def test_a_solution_whose_dependency_is_missing_is_skipped_with_the_reason(tmp_p
 
 
 def test_dependency_ranges_are_read_as_pip_reads_them():
-    from generator.bench.dependencies import satisfies, unmet
+    from generator.bench.trusted.dependencies import satisfies, unmet
     assert satisfies("2.13.0+cpu", ">=2.6") and not satisfies("2.5.1", ">=2.6")
     assert satisfies("0.8.5", "<0.9") and not satisfies("0.9", "<0.9") and not satisfies("0.10.0", "<0.9")
     assert satisfies("0.6.0", "~=0.6.0") and not satisfies("0.7.0", "~=0.6.0") and satisfies("2.13.1", "==2.13.*")

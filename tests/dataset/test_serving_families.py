@@ -11,7 +11,7 @@ import torch
 def test_the_bench_check_allows_no_error_where_the_expected_value_is_infinite():
     """A masked logit (-inf, min_p_logits_v128256's filtered tokens) must come back -inf: rtol * |inf| once allowed
     any finite value there, so a min-p kernel that filtered nothing passed."""
-    from generator.bench.check import compare
+    from generator.bench.trusted.check import compare
 
     d = {"name": "masked", "outputs": {"o": {"shape": ["n"], "dtype": "float32"}}}
     expected = {"o": torch.tensor([float("-inf"), 1.0, float("-inf")])}

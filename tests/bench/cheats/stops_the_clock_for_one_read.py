@@ -3,7 +3,7 @@ import time
 
 from rmsnorm import compute
 
-import generator.bench.timing as _t
+import generator.bench.sandboxed.clock as _t
 
 WORK_S = "{{work_s}}"
 _real = _t._perf_counter

@@ -1,7 +1,7 @@
 """Stops the worker's own clock (every read 0.5 us later than the last): the guard names the patched clock."""
 from rmsnorm import compute
 
-import generator.bench.timing as _t
+import generator.bench.sandboxed.clock as _t
 
 _ticks = [0.0]
 

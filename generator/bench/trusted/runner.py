@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
-from ..model.status import NOT_MEASURED, TraceStatus
+from ...model.status import NOT_MEASURED, TraceStatus
 from . import capture
 from .options import Options, timing_for
 from .pair import WorkloadRun

@@ -10,7 +10,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from ..model.records import BENCH_TOOL
+from ...model.records import BENCH_TOOL
 
 
 def cpu_model() -> str:
@@ -70,7 +70,7 @@ def describe(device: str, ds=None) -> dict:
 def _git(*args: str) -> str | None:
     """Output of a git command in the checkout this package runs from; None where it is not one (an
     installed wheel), git is missing or slow."""
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     try:
         out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
@@ -82,7 +82,7 @@ def provenance(environ=None) -> dict:
     """evaluation.environment.provenance of one bench run's traces: measured by this bench, its version, the
     commit of the checkout it runs from (and whether generator/ had uncommitted changes), an id shared by the
     run's traces, and the GitHub Actions workflow run when it runs in one (GITHUB_REPOSITORY, GITHUB_RUN_ID)."""
-    from .. import __version__
+    from ... import __version__
 
     environ = os.environ if environ is None else environ
     record: dict = {"kind": "measured", "tool": BENCH_TOOL, "version": __version__}

@@ -17,8 +17,8 @@ from typing import Any, Mapping, Optional
 
 import torch
 
-from ..model.status import TraceStatus
-from .inputs import TORCH_DTYPES
+from ...model.status import TraceStatus
+from ..shared.inputs import TORCH_DTYPES
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
         if name not in actual:
             return Verdict(TraceStatus.INCORRECT_SHAPE, f"output {name!r} is missing (returned {sorted(actual)})")
         a, e = actual[name], expected[name]
-        if type(a) is not torch.Tensor:  # noqa: E721 - subclasses are refused on purpose (guards.py)
+        if type(a) is not torch.Tensor:  # noqa: E721 - subclasses are refused on purpose (sandboxed/guards.py)
             return Verdict(TraceStatus.REWARD_HACK, f"output {name!r} is a {type(a).__module__}.{type(a).__qualname__}, "
                                           "not a plain torch.Tensor")
         want_shape = tuple(int(axes[x]) for x in spec["shape"])
@@ -319,7 +319,7 @@ def _draw_tensor(definition: Mapping[str, Any], draw: Any, shape: Optional[tuple
         got = sorted(draw) if isinstance(draw, Mapping) else type(draw).__name__
         return Verdict(TraceStatus.INCORRECT_SHAPE, f"{which}: output {name!r} is missing (returned {got})")
     t = draw[name]
-    if type(t) is not torch.Tensor:  # noqa: E721 - subclasses are refused on purpose (guards.py)
+    if type(t) is not torch.Tensor:  # noqa: E721 - subclasses are refused on purpose (sandboxed/guards.py)
         return Verdict(TraceStatus.REWARD_HACK, f"{which}: output {name!r} is a {type(t).__module__}.{type(t).__qualname__}, "
                                       "not a plain torch.Tensor")
     if shape is not None and tuple(t.shape) != shape:

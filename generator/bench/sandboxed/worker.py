@@ -1,4 +1,4 @@
-"""The process that runs one solution (or the reference): `python -m generator.bench.worker 3 4`.
+"""The process that runs one solution (or the reference): `python -m generator.bench.sandboxed.worker 3 4`.
 
 It holds nothing worth stealing: no seed of a call before that call (on the CPU; on CUDA, before its batch), no job
 file, no dataset
@@ -20,7 +20,7 @@ call (no later set exists while a call runs), and times the calls back to back a
 queued ahead of each call, one synchronisation at the end; CPU: the host clock), turning each
 result into plain tensors inside the timed interval. On CUDA (capture "ipc") it answers with a CUDA
 IPC handle per output, and the trusted process copies the outputs of the calls it chose out of this
-process's memory as the answer arrives (capture.py). Otherwise it commits to every call's outputs
+process's memory as the answer arrives (trusted/capture.py). Otherwise it commits to every call's outputs
 before it answers (a digest per output, protocol.digest): the trusted process then chooses which calls
 to reveal and compare, and recomputes the digests of what is revealed; where every call is compared
 (capture "inline": the first batch, small outputs) there is no choice to hide, and the outputs come with
@@ -28,7 +28,7 @@ the answer. Either way work done after
 "done" cannot change an answer, and the choice of checked calls is never known here before every
 answer is fixed.
 
-Nothing here is trusted: the solution can patch any of it. The trusted process (pair.py) bounds
+Nothing here is trusted: the solution can patch any of it. The trusted process (trusted/pair.py) bounds
 the batch from outside: the wall clock from sending the batch to receiving the commitments, less
 the same harness work measured on the reference's worker, is charged to the solution; on the CPU also
 each call, from the marks sent just before and after it, which that process timestamps as they arrive.
@@ -49,13 +49,10 @@ from typing import Any, Callable, Mapping
 import torch
 
 # Imported first, before the solution, so that the clocks and checks are the originals.
-from . import (
-    capture,
-    protocol,
-    timing,  # noqa: I001
-)
+from ..shared import protocol
+from ..shared.inputs import TORCH_DTYPES, draw
+from . import clock, handles
 from .guards import check_output_types, inputs_snapshot, mutated_input, poison, watched_patched
-from .inputs import TORCH_DTYPES, draw
 
 IN_FD, OUT_FD = 3, 4
 MARK = {"op": "mark"}
@@ -109,13 +106,13 @@ class Session:
         self.dps = bool(load.get("dps"))
         self.reference = bool(load.get("reference"))
         self.names = list(load["output_names"])
-        self.flush = timing.L2Flusher(torch.device(self.device)) if self.device.startswith("cuda") else None
+        self.flush = clock.L2Flusher(torch.device(self.device)) if self.device.startswith("cuda") else None
         self.fn: Callable = None  # type: ignore[assignment]
         self.order: list[str] = []
         self.fixed: dict[str, Any] = {}  # scalars and blob tensors: the same in every input set
         self.outs: list[dict] = []
         self.kept: list[dict] = []  # the last batch's outputs (and inputs), until the next batch
-        self.held: list = []  # tensors whose device memory the trusted side reads (capture.py), until the next batch
+        self.held: list = []  # tensors whose device memory the trusted side reads (trusted/capture.py), until the next batch
         self.make_buffers = self.dps
         self.warmup_ms = protocol.number(load, "warmup_ms") if "warmup_ms" in load else 0.0
 
@@ -133,7 +130,7 @@ class Session:
     def inputs(self, call: dict) -> list:
         recipes, fixed = call["recipes"], self.fixed
         rows = call.get("rows")
-        if rows:  # blob-only definitions: this call's secret order of the blobs' rows (pair.py, secret_call)
+        if rows:  # blob-only definitions: this call's secret order of the blobs' rows (trusted/pair.py, secret_call)
             names = [n for n in rows["inputs"] if isinstance(fixed.get(n), torch.Tensor)]
             if names:
                 g = torch.Generator().manual_seed(int(rows["seed"]))
@@ -151,7 +148,7 @@ class Session:
         return list(outs.values())
 
     def batch(self, header: dict) -> None:
-        t0 = timing.now()
+        t0 = clock.now()
         marked = bool(header.get("marks"))
         # Marked batches (the CPU) get each call's seeds only after the call before it ended (a "call" message the
         # trusted process sends when the end mark arrives): no later call's seeds are here while a call runs.
@@ -173,21 +170,21 @@ class Session:
             buffers.append(self.buffers())  # made by the reference's worker too (same harness work)
             return drawn["args"], buffers[-1] if self.dps else []
 
-        def mark() -> None:  # the trusted process timestamps it on arrival (pair.py's per-call bound)
+        def mark() -> None:  # the trusted process timestamps it on arrival (trusted/pair.py's per-call bound)
             protocol.send(OUT_FD, MARK)
 
         threads = set(threading.enumerate())
         self.kept = []
-        t1 = timing.now()
+        t1 = clock.now()
         try:
-            ms, results = timing.time_calls(self.fn, make, len(calls), self.device, self.flush,
+            ms, results = clock.time_calls(self.fn, make, len(calls), self.device, self.flush,
                                              lambda r, outs: dict(zip(self.names, outs)) if self.dps else
                                              as_outputs(r, self.names), self.warmup_ms,
                                              mark if marked else None)
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return
-        t2 = timing.now()
+        t2 = clock.now()
         try:
             problem = watched_patched() or _threads_left(threads)
             for outputs in results:
@@ -198,12 +195,12 @@ class Session:
             if problem and not self.reference:
                 protocol.send(OUT_FD, {"op": "cheat", "log": problem})
                 return
-            t3 = timing.now()
+            t3 = clock.now()
             self.kept = [{"outputs": outputs, "inputs": dict(zip(self.order, args))} for outputs, args in zip(results, sets)]
             rows = [[outputs.get(n) for n in self.names] for outputs in results]
             payload, held = b"", []
-            if header.get("capture") == "ipc":  # handles to the outputs; the trusted side copies them out (capture.py)
-                described = [[capture.describe(v) for v in row] for row in rows]
+            if header.get("capture") == "ipc":  # handles to the outputs; the trusted side copies them out (trusted/capture.py)
+                described = [[handles.describe(v) for v in row] for row in rows]
                 answer = {"outputs": [[d for d, _ in row] for row in described]}
                 held = [t for row in described for _, t in row]  # alive until the trusted side has read them
             elif header.get("capture") == "inline":  # every call is compared: the outputs come with the answer
@@ -217,15 +214,15 @@ class Session:
         self.held = held
         # phases: this worker's own account of where the batch's time went (inputs, timed calls, guards, digests
         # or handles), in ms. Untrusted like everything here: only shown in diagnostics, never used for a number.
-        t4 = timing.now()
+        t4 = clock.now()
         protocol.send(OUT_FD, {"op": "done", "ms": ms, **answer,
                                "phases": [(b - a) * 1e3 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]}, payload)
 
     def probe(self) -> None:
-        """Whether the trusted side can read this worker's device memory (capture.py): a known pattern's handle."""
+        """Whether the trusted side can read this worker's device memory (trusted/capture.py): a known pattern's handle."""
         try:
             self.held = [torch.arange(4096, dtype=torch.int32, device=self.device)]
-            desc, _ = capture.describe(self.held[0])
+            desc, _ = handles.describe(self.held[0])
             protocol.send(OUT_FD, {"op": "probed", "desc": desc})
         except Exception as exc:  # noqa: BLE001 - the answer is "no", with why
             protocol.send(OUT_FD, {"op": "probed", "error": f"{type(exc).__name__}: {exc}"})
@@ -264,7 +261,7 @@ def forget_solutions(root: Path) -> None:
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         gc.collect()  # ~80 ms: only where device memory held in cycles is worth returning before the next solution
         torch.cuda.empty_cache()
-        capture.forget()  # freed allocations: a new one at the same address gets a new handle
+        handles.forget()  # freed allocations: a new one at the same address gets a new handle
 
 
 def start(header: dict, workdir: Path, loads: int = 0) -> Session | None:
@@ -302,7 +299,7 @@ def main(argv: list[str]) -> int:
     if session is None:
         return 0
     # A reference's worker (trusted code only) is reused for the next definition's reference, and a solution's
-    # for the next solution of the same author (the trusted side decides: runner.py): one Python and torch
+    # for the next solution of the same author (the trusted side decides: trusted/runner.py): one Python and torch
     # start per author instead of one per solution. What one solution leaves here can only reach another of
     # its author's, code that author could have written into it.
     ops = ("workload", "batch", "reveal", "probe", "load", "exit")
@@ -327,7 +324,7 @@ def main(argv: list[str]) -> int:
         except torch.cuda.OutOfMemoryError:
             session.kept, session.held = [], []
             torch.cuda.empty_cache()
-            capture.forget()  # freed allocations: a new one at the same address gets a new handle
+            handles.forget()  # freed allocations: a new one at the same address gets a new handle
             protocol.send(OUT_FD, {"op": "error", "log": "CUDA out of memory\n" + traceback.format_exc(limit=-4)})
 
 

@@ -1,12 +1,14 @@
-"""Clocks and statistics.
+"""The worker's clock, inside the sandbox (the statistics of its samples are the trusted side's:
+trusted/samples.py).
 
 `time_calls` is what the worker times a batch of calls with: the host clock on the CPU; on CUDA,
 as triton.testing.do_bench does, the L2 flush (a buffer twice its size written) and the start event
 queued ahead of each call and the end event after it, back to back with one synchronisation at the
 end, so the GPU is never left idle waiting for the host (the interval holds the call's device work
 and whatever launch cost the flush does not hide). The clock functions are bound when this module is
-imported, before any solution is loaded; the trusted process (pair.py) also bounds each batch from
-outside, so a patched clock cannot make a number smaller than the wall clock allows.
+imported, before any solution is loaded; the trusted process (trusted/pair.py, trusted/outside.py) also
+bounds each batch and each call from outside, so a patched clock cannot make a number smaller than the
+wall clock allows.
 
 An idle GPU runs at a fraction of its clock (an H100: 345 MHz idle, 1980 MHz busy) and takes a while to
 come back up; between batches the harness keeps it idle for milliseconds to seconds (digests, messages).
@@ -16,47 +18,20 @@ runs): its SM clock read 1980 MHz even idle, and a 4 us kernel timed after 1 s i
 do_bench with no warm-up, so there it changes nothing (the 4x-8x inflation of small kernels seen before was
 the L2 flush being too short to cover the host's launch, fixed by the 256 MB flush). An H200 seen here
 idled at 345 MHz, so a short warm-up stays, as insurance that costs ~10 ms a batch.
-
-`summarize` turns samples into the trace's statistics; `enough` says when to stop; `unstable` says
-when their spread shows the host was busy.
 """
 
 from __future__ import annotations
 
 import math
-import statistics
 import time
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Callable, Optional
 
 import torch
 
-from ..model.stability import spread_is_unstable
-
-if TYPE_CHECKING:  # the trusted side's statistics (enough) read it; the worker never builds one
-    from .options import TimingConfig
-
 _perf_counter = time.perf_counter
 now = _perf_counter  # the worker's own clock for its phases (diagnostics only)
-SLOW_BUDGETS = 2  # calls too slow for min_samples in this many budgets stop there with what they have
 _Event = torch.cuda.Event if torch.cuda.is_available() else None
 _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
-
-
-def summarize(samples_ms: list[float], timer: str) -> dict:
-    ordered = sorted(samples_ms)
-    n = len(ordered)
-
-    def quantile(q: float) -> float:  # linear interpolation, as numpy's default
-        pos = q * (n - 1)
-        lo = math.floor(pos)
-        hi = min(lo + 1, n - 1)
-        return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
-
-    mean = statistics.fmean(ordered)
-    stderr = statistics.stdev(ordered) / math.sqrt(n) if n > 1 else 0.0
-    return {"latency_ms": statistics.median(ordered), "mean_ms": mean, "min_ms": ordered[0],
-            "max_ms": ordered[-1], "p20_ms": quantile(0.2), "p80_ms": quantile(0.8),
-            "stderr_ms": stderr, "samples": n, "timer": timer}
 
 
 def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, device: str, flush: Optional["L2Flusher"],
@@ -68,7 +43,7 @@ def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, d
     CUDA, `warmup_ms` of the flush is queued first and nothing synchronises between calls: a set drawn on the device
     queues behind the call before it, and the flush ahead of each call still hides its launch (as do_bench's). On the
     CPU, `mark()` runs just before and just after each call, outside its interval: the trusted process timestamps
-    each mark as it arrives (pair.py's per-call bound)."""
+    each mark as it arrives (trusted/pair.py's per-call bound)."""
     results: list[dict] = []
     if device.startswith("cuda"):
         if flush is not None and warmup_ms > 0:
@@ -94,24 +69,6 @@ def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, d
         if mark is not None:
             mark()
     return ms, results
-
-
-def unstable(stats: dict) -> bool:
-    """The rule in model/stability.py; such a number is re-measured, then recorded with unstable: true."""
-    return spread_is_unstable(stats["latency_ms"], stats["p20_ms"], stats["p80_ms"], stats["min_ms"])
-
-
-def enough(samples: list[float], cfg: TimingConfig, started: float) -> bool:
-    """Whether `samples` (timed since `started`, perf_counter seconds) settle the median: max_samples,
-    or min_samples with a relative standard error under target_rse, or the budget spent."""
-    n = len(samples)
-    if n >= cfg.max_samples:
-        return True
-    if n < cfg.min_samples:
-        return _perf_counter() - started > cfg.budget_s * SLOW_BUDGETS  # a very slow call: take what we have
-    mean = statistics.fmean(samples)
-    rse = statistics.stdev(samples) / math.sqrt(n) / mean if mean > 0 and n > 1 else 0.0
-    return rse < cfg.target_rse or _perf_counter() - started > cfg.budget_s
 
 
 WRITE_BYTES_PER_MS = 3e9  # about an H100's memory write rate (3 TB/s)

@@ -3,7 +3,7 @@
 On a GPU, the commitment a worker makes to its outputs (protocol.digest: copied to the host and hashed)
 is most of the harness's work in a batch and varies by milliseconds a call between batches: the first
 H100 runs charged that noise to 20 us kernels as thousands of us. Here the worker instead answers a
-batch with a handle to each output's device memory (`describe`, in the worker); the trusted process
+batch with a handle to each output's device memory (sandboxed/handles.py); the trusted process
 opens it (`Capture`, in runner.py's process) and copies the outputs it chose to check into memory of its
 own as soon as the answer arrives, before it sends anything else. A worker that changes an output after
 that changes nothing we read; one that is still writing it (a kernel it did not wait for) shares the
@@ -14,9 +14,7 @@ Everything in a descriptor is untrusted: the handle may not open, the range may 
 maps, the dtype and shape may not be the ones asked for. Each is a ProtocolError (the pair's
 RUNTIME_ERROR), or, for dtype and shape, the comparison's INCORRECT_* verdict.
 
-The driver API is reached through ctypes (libcuda is what every CUDA process on the machine loads):
-torch exposes IPC only through its multiprocessing reductions, whose reference counting needs a shared
-/dev/shm that the sandbox does not have.
+The driver's calls are shared/cuda_ipc.py's; the worker's half (`describe`) is sandboxed/handles.py.
 """
 
 from __future__ import annotations
@@ -25,104 +23,25 @@ import ctypes
 import math
 import sys
 import time
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
-from .inputs import TORCH_DTYPES
-from .protocol import ProtocolError
+from ..shared.cuda_ipc import (
+    HANDLE_BYTES,
+    LAZY_ENABLE_PEER_ACCESS,
+    CaptureUnavailable,
+    address_range,
+    check_call,
+    driver_function,
+    make_handle,
+)
+from ..shared.inputs import TORCH_DTYPES
+from ..shared.protocol import ProtocolError
 
-HANDLE_BYTES = 64  # CU_IPC_HANDLE_SIZE
 MAX_ELEMENTS = 1 << 40
-_LAZY_ENABLE_PEER_ACCESS = 1
 
 
-class _Handle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * HANDLE_BYTES)]
-
-
-class CaptureUnavailable(Exception):
-    """CUDA IPC does not work here (no libcuda, a sandbox or allocator that refuses it)."""
-
-
-_DRIVER: Optional[ctypes.CDLL] = None
-
-
-def _driver() -> ctypes.CDLL:
-    global _DRIVER
-    if _DRIVER is None:
-        try:
-            _DRIVER = ctypes.CDLL("libcuda.so.1")
-        except OSError as exc:
-            raise CaptureUnavailable(f"libcuda.so.1 does not load ({exc})") from None
-    return _DRIVER
-
-
-def _fn(name: str):
-    lib = _driver()
-    for symbol in (name + "_v2", name):
-        f = getattr(lib, symbol, None)
-        if f is not None:
-            f.restype = ctypes.c_int
-            return f
-    raise CaptureUnavailable(f"libcuda has no {name}")
-
-
-def _check(code: int, what: str) -> None:
-    if code != 0:
-        raise CaptureUnavailable(f"{what} failed (CUDA driver error {code})")
-
-
-def address_range(ptr: int) -> tuple[int, int]:
-    """(base, size) of the allocation holding device address `ptr`."""
-    base, size = ctypes.c_uint64(), ctypes.c_size_t()
-    _check(_fn("cuMemGetAddressRange")(ctypes.byref(base), ctypes.byref(size), ctypes.c_uint64(ptr)),
-           "cuMemGetAddressRange")
-    return base.value, size.value
-
-
-def handle_bytes(handle: _Handle) -> bytes:
-    """All 64 bytes (the c_char array's .value and bytes() of it stop at the first NUL: the first GPU run's
-    probe failed on exactly that)."""
-    return ctypes.string_at(ctypes.addressof(handle), HANDLE_BYTES)
-
-
-def make_handle(raw: bytes) -> _Handle:
-    handle = _Handle()
-    ctypes.memmove(ctypes.addressof(handle), raw, HANDLE_BYTES)
-    return handle
-
-
-# -- the worker's side (untrusted: it only describes) ---------------------------------------------------
-_EXPORTED: dict[int, str] = {}  # allocation base -> its handle (hex): one driver call per allocation
-
-
-def describe(value: Any) -> tuple[Optional[list], Any]:
-    """([handle hex, offset, bytes, dtype name, shape] of a device tensor's elements (no handle: an empty one);
-    the tensor described, made contiguous first: the caller keeps it alive until the trusted side has read it)."""
-    t = value.detach()
-    if not t.is_cuda:  # a reference may build an output on the host (a solution's is refused before, guards.py)
-        t = t.to("cuda")
-    if not t.is_contiguous():
-        t = t.contiguous()
-    dtype = next((k for k, v in TORCH_DTYPES.items() if v == t.dtype), str(t.dtype))
-    if t.numel() == 0:
-        return ["", 0, 0, dtype, list(t.shape)], t
-    ptr = t.data_ptr()
-    base, _ = address_range(ptr)
-    if base not in _EXPORTED:
-        handle = _Handle()
-        _check(_fn("cuIpcGetMemHandle")(ctypes.byref(handle), ctypes.c_uint64(base)), "cuIpcGetMemHandle")
-        _EXPORTED[base] = handle_bytes(handle).hex()
-    return [_EXPORTED[base], ptr - base, t.numel() * t.element_size(), dtype, list(t.shape)], t
-
-
-def forget() -> None:
-    """Drop the handles taken so far (after the allocator returned its memory to the driver)."""
-    _EXPORTED.clear()
-
-
-# -- the trusted side ---------------------------------------------------------------------------------
 class _Raw:
     """A device byte range as __cuda_array_interface__, for torch.as_tensor (no copy)."""
 
@@ -151,7 +70,7 @@ class Capture:
             ptr = ctypes.c_uint64()
             started = time.perf_counter()
             try:
-                _check(_fn("cuIpcOpenMemHandle")(ctypes.byref(ptr), make_handle(raw), ctypes.c_uint(_LAZY_ENABLE_PEER_ACCESS)),
+                check_call(driver_function("cuIpcOpenMemHandle")(ctypes.byref(ptr), make_handle(raw), ctypes.c_uint(LAZY_ENABLE_PEER_ACCESS)),
                        "cuIpcOpenMemHandle")
                 base, size = address_range(ptr.value)
             except CaptureUnavailable as exc:
@@ -190,7 +109,7 @@ class Capture:
         torch.cuda.synchronize(self.device)
 
     def close(self) -> None:
-        close = _fn("cuIpcCloseMemHandle")
+        close = driver_function("cuIpcCloseMemHandle")
         for base, _ in self.opened.values():
             close(ctypes.c_uint64(base))
         self.opened.clear()

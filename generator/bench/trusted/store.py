@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Iterator
 
-from ..model.errors import KernelTraceError
-from ..model.fileio import dump_line, write_atomic
-from ..model.layout import CANONICAL
-from ..model.status import TraceStatus
-from . import protocol
+from ...model.errors import KernelTraceError
+from ...model.fileio import dump_line, write_atomic
+from ...model.layout import CANONICAL
+from ...model.status import TraceStatus
+from ..shared import protocol
 from .environment import provenance
 
 if TYPE_CHECKING:
@@ -264,8 +264,8 @@ def storable(record: dict) -> dict:
     positive: what a solution's own clock could report), the record as a RUNTIME_ERROR saying so: one record never
     makes the trace store unloadable. A problem anywhere else is the bench's own (KernelTraceError, nothing
     written)."""
-    from ..model.records import Source
-    from ..model.schema_check import schema_diagnostics
+    from ...model.records import Source
+    from ...model.schema_check import schema_diagnostics
 
     ev = record["evaluation"]
     try:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Optional, Protocol
 
-from ..model.status import TraceStatus
+from ...model.status import TraceStatus
+from ..shared.inputs import count_elements
 from .check import (
     SAMPLES_P_VALUE,
     Verdict,
@@ -19,7 +20,6 @@ from .check import (
     sampling_draws,
     two_sample_chi2,
 )
-from .inputs import _numel
 
 
 class WorkloadRun(Protocol):
@@ -72,7 +72,7 @@ class Sampling:
 
     def __init__(self, run: WorkloadRun):
         self.run = run
-        self.first_calls = sampling_draws(_numel(run.outs[0]["shape"]))  # draws per compared input set
+        self.first_calls = sampling_draws(count_elements(run.outs[0]["shape"]))  # draws per compared input set
         self.pooled = (0.0, 0, 0, 0)  # the timed batches: chi-square, dof, draws, batches
 
     def one_set(self, first: bool) -> bool:

@@ -8,15 +8,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, Optional
 
-from ..model.contender_kinds import COMPILER, kind_of
-from ..model.dtypes import DTYPE_BYTES
-from ..model.errors import KernelTraceError
-from ..model.layout import CANONICAL
+from ...model.contender_kinds import COMPILER, kind_of
+from ...model.dtypes import DTYPE_BYTES
+from ...model.errors import KernelTraceError
+from ...model.layout import CANONICAL
 from .dependencies import installed_version, unmet
 
 if TYPE_CHECKING:  # annotations only: every sandboxed worker imports this package before torch
-    from ..model.dataset import Dataset
-    from ..model.records import Definition, Solution, Workload
+    from ...model.dataset import Dataset
+    from ...model.records import Definition, Solution, Workload
 
 
 # A CPU run takes a workload when one call touches at most this many bytes of inputs and outputs (a
@@ -91,7 +91,7 @@ def call_flops(ds: Dataset, d: Definition, w: Workload, cache: dict) -> Optional
     """FLOPs of one call from the definition's Einsum cascade; None without a (countable) cascade."""
     if d.name not in ds.einsums:
         return None
-    from ..einsum import workload_counts
+    from ...einsum import workload_counts
 
     try:
         return workload_counts(ds, d, w.axes, cache).flops
@@ -229,8 +229,8 @@ def make_plan(ds: Dataset, device: str, *, definitions: Iterable[str] = (), solu
 def rejected_definitions(ds: Dataset) -> dict[str, str]:
     """Definition name -> the first error validate finds in it or its workloads (file:line $.path: message):
     the bench runs nothing for those, since their inputs cannot be made as declared."""
-    from ..validate.definitions import check_definitions
-    from ..validate.workloads import check_workloads
+    from ...validate.definitions import check_definitions
+    from ...validate.workloads import check_workloads
 
     out: dict[str, str] = {}
     for diag in [*check_definitions(ds), *check_workloads(ds)]:

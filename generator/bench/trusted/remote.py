@@ -9,9 +9,9 @@ from typing import NamedTuple, Optional
 
 import torch
 
-from ..model.errors import KernelTraceError
-from ..model.status import TraceStatus
-from . import protocol
+from ...model.errors import KernelTraceError
+from ...model.status import TraceStatus
+from ..shared import protocol
 from .capture import Capture, CaptureUnavailable
 from .options import Options
 from .sandbox import Worker

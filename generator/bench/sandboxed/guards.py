@@ -1,7 +1,7 @@
 """Checks the worker makes around every call of a solution, inside the solution's process.
 
 They run in the solution's own process, so a determined solution could defeat them; they are not
-what makes the bench trustworthy (the trust boundary is: pair.py compares outputs copied out, the
+what makes the bench trustworthy (the trust boundary is: trusted/pair.py compares outputs copied out, the
 wall clock outside bounds the time, the sandbox holds nothing to steal). They turn the plain
 mistakes and naive cheats into a clear REWARD_HACK message:
 - it mutates its inputs;
@@ -22,11 +22,11 @@ import torch
 
 def _watched() -> dict[str, Any]:
     """The functions a timing cheat would patch, as they are before any solution is loaded: the clocks, and the
-    worker's own references to them (timing.py binds its clock at import: a patch of time.perf_counter after that
-    changes nothing, one of timing._perf_counter stops the worker's clock)."""
-    from . import timing
+    worker's own references to them (clock.py binds its clock at import: a patch of time.perf_counter after that
+    changes nothing, one of clock._perf_counter stops the worker's clock)."""
+    from . import clock
 
-    own = {f"generator.bench.timing.{name}": getattr(timing, name)
+    own = {f"generator.bench.sandboxed.clock.{name}": getattr(clock, name)
            for name in ("_perf_counter", "now", "time_calls", "_Event", "_synchronize")}
     return {**own, "time.perf_counter": time.perf_counter, "time.perf_counter_ns": time.perf_counter_ns,
             "time.time": time.time, "time.monotonic": time.monotonic,

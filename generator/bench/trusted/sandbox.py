@@ -7,7 +7,7 @@ process: the only places it can write); /dev, /proc, and on CUDA the GPU device 
 size, processes, System V shared memory and (CPU) memory; no environment of the bench's, not even in
 its PID 1 (bwrap itself). A bench running as root hands each worker a host user of its own
 (WORKER_UIDS, no capabilities): the kernel never enforces the process limit for root, and a worker
-that is root inside could write /dev and the sandbox's root. enter.py sets the limits and drops to
+that is root inside could write /dev and the sandbox's root. sandboxed/enter.py sets the limits and drops to
 that user. Where a memory cgroup can be made (cgroup.py), the worker lives in one capped at its share
 of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
@@ -40,12 +40,12 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Optional
 
-from ..model.errors import KernelTraceError
+from ...model.errors import KernelTraceError
+from ..shared.protocol import printable
 from . import cgroup
-from .protocol import printable
 
 LOG_TAIL = 4000
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder holding generator/
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the folder holding generator/
 INSIDE_PACKAGE = "/kt"  # where generator/ appears inside the sandbox
 
 
@@ -245,7 +245,7 @@ def _parents(path: Path, made: set) -> list[str]:
 
 
 def _entry(device: str) -> list[str]:
-    """enter.py and its SPEC: the limits, and the user to become (see enter.py)."""
+    """sandboxed/enter.py and its SPEC: the limits, and the user to become (see sandboxed/enter.py)."""
     uid = _worker_user()
     # A worker of its own uid starts with no process of it; an unprivileged bench's user already runs some.
     processes = PROCESSES if uid is not None else _user_processes() + PROCESSES
@@ -254,11 +254,11 @@ def _entry(device: str) -> list[str]:
         limits["RLIMIT_AS"] = memory_bytes()
     spec = {"limits": limits, "uid": uid, "gid": uid, "groups": _device_groups(device),
             "sysctl": {"/proc/sys/kernel/shmmax": SHM_BYTES, "/proc/sys/kernel/shmall": SHM_BYTES // os.sysconf("SC_PAGE_SIZE")}}
-    return [sys.executable, "-I", "-S", f"{INSIDE_PACKAGE}/generator/bench/enter.py", json.dumps(spec)]
+    return [sys.executable, "-I", "-S", f"{INSIDE_PACKAGE}/generator/bench/sandboxed/enter.py", json.dumps(spec)]
 
 
 def bwrap_command(argv: list[str], device: str) -> list[str]:
-    # A root bench creates no user namespace: enter.py must be able to become a host user other than root
+    # A root bench creates no user namespace: sandboxed/enter.py must be able to become a host user other than root
     # (in a namespace of bwrap's making only root is mapped). Unprivileged, bwrap needs one.
     if os.geteuid() == 0:
         namespaces = ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
@@ -289,7 +289,7 @@ def sandbox_mode(device: str = "cpu") -> tuple[str, str]:
     else:
         try:
             # The bench's interpreter importing the package, as the worker's user: a Python it cannot read
-            # (a folder of mode 0700) is found here, with enter.py's reason, not at the first solution.
+            # (a folder of mode 0700) is found here, with sandboxed/enter.py's reason, not at the first solution.
             probe = subprocess.run(bwrap_command([sys.executable, "-S", "-c", "import generator"], device),
                                    capture_output=True, timeout=60)
             if probe.returncode != 0:
@@ -338,14 +338,14 @@ class Tail:
 
 
 class Worker:
-    """One `python -m generator.bench.worker` process; messages go over two pipes (fds 3 and 4 inside)."""
+    """One `python -m generator.bench.sandboxed.worker` process; messages go over two pipes (fds 3 and 4 inside)."""
 
     def __init__(self, device: str, mode: str):
         to_child_r, self.to_child = os.pipe()
         self.from_child, from_child_w = os.pipe()
         log_r, log_w = os.pipe()
         self.tmp: Optional[str] = None
-        argv = [sys.executable, "-m", "generator.bench.worker", "3", "4"]
+        argv = [sys.executable, "-m", "generator.bench.sandboxed.worker", "3", "4"]
         self.sandboxed = mode == "bwrap"
         if mode == "bwrap":
             # bwrap itself is the sandbox's PID 1, readable there as /proc/1/environ: it gets no environment
@@ -360,7 +360,7 @@ class Worker:
         # The child sees the two message pipes as fds 3 and 4 whatever their numbers are here.
         fds = {3: to_child_r, 4: from_child_w}
 
-        # Sandboxed, the command sets the limits itself (enter.py, after bwrap as root has laid it out).
+        # Sandboxed, the command sets the limits itself (sandboxed/enter.py, after bwrap as root has laid it out).
         processes = None if self.sandboxed else _user_processes()
         # Where a memory cgroup can be made, it caps every page of the worker, its tmpfs included.
         self.cgroup, self.cgroup_why = cgroup.make(memory_bytes() + TMP_BYTES + SHM_BYTES)
@@ -393,17 +393,21 @@ class Worker:
         self.log = Tail(log_r)
 
     def kill(self) -> None:
+        """Kill the worker and close its pipes. Called again (a failed pair's Remote, then the runner), it closes
+        nothing more: its fd numbers may belong by then to another worker's pipes (a second bench's, in a thread)."""
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.wait()
-        # Once only: a second close would hit whatever this number was given to since, such as another
-        # bench thread's new worker pipe (seen as EBADF in that worker's start); -1 makes a late use fail.
         fds, self.to_child, self.from_child = (self.to_child, self.from_child), -1, -1
         for fd in fds:
-            if fd >= 0:
+            if fd < 0:
+                continue
+            try:
                 os.close(fd)
+            except OSError:
+                pass
         self.log.thread.join(timeout=5)
         cgroup.remove(self.cgroup)
         self.cgroup = None

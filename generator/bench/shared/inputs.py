@@ -2,7 +2,7 @@
 (definition, workload, seed) with only torch installed.
 
 This module is part of the data contract. It imports nothing but torch and the standard library,
-so a dataset consumer may import it (`from generator.bench.inputs import make_inputs`) or copy this
+so a dataset consumer may import it (`from generator.bench.shared.inputs import make_inputs`) or copy this
 one file. `definition` and `workload` are plain dicts: the records' JSON, or rows of the exported
 `definitions` and `workloads` configs (both have `axes` and `inputs`; a workload has `seed`).
 
@@ -284,7 +284,7 @@ def _draw(recipe: Mapping[str, Any], g: "torch.Generator", where: dict) -> "torc
 
 
 def _power_law_probs(g: "torch.Generator", shape: tuple, low: float, high: float, where: dict) -> "torch.Tensor":
-    rows, vocab = _numel(shape[:-1]), shape[-1]
+    rows, vocab = count_elements(shape[:-1]), shape[-1]
     exponents = low + (high - low) * torch.rand(rows, generator=g, dtype=torch.float64, **where)
     ranks = torch.arange(1, vocab + 1, dtype=torch.float64, **where)
     weights = torch.exp(-exponents[:, None] * torch.log(ranks)[None, :])  # [rows, vocab], by rank
@@ -431,7 +431,7 @@ def make_inputs(definition: Mapping[str, Any], workload: Mapping[str, Any], blob
                                  "holds blob/")
             tensor = load_blob(blob_root, recipe["path"], recipe["tensor_key"]).to(TORCH_DTYPES[spec["dtype"]])
         elif kind == "random":
-            if max_elements is not None and _numel(recipe.get("data_shape") or recipe["shape"]) > max_elements:
+            if max_elements is not None and count_elements(recipe.get("data_shape") or recipe["shape"]) > max_elements:
                 out[name] = None
                 continue
             tensor = draw(recipe)
@@ -464,7 +464,7 @@ def _recipes(definition: Mapping[str, Any], workload: Mapping[str, Any], seed: O
     return out
 
 
-def _numel(shape) -> int:
+def count_elements(shape) -> int:
     n = 1
     for s in shape:
         n *= int(s)

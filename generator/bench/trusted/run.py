@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional, Sequence
 
-from ..model.errors import KernelTraceError
-from ..model.evaluation import MIN_CALL_MS
-from ..model.status import TraceStatus
+from ...model.errors import KernelTraceError
+from ...model.evaluation import MIN_CALL_MS
+from ...model.status import TraceStatus
 from .options import DEVICE_TIMING
 from .plan import (
     DEFAULT_CPU_MAX_BYTES,
@@ -48,8 +48,8 @@ def floors_ms(ds, plan: Plan, hardware: str, cache: dict) -> dict:
     floor no reported latency may go below; MIN_CALL_MS where the dataset has no spec of this hardware or the
     workload's cascade does not count. `cache`: the
     Einsum counts the plan already made (its CPU FLOP limit counts the same workloads)."""
-    from ..einsum import workload_counts
-    from ..einsum.speed_of_light import speed_of_light
+    from ...einsum import workload_counts
+    from ...einsum.speed_of_light import speed_of_light
 
     spec = ds.hardware_spec(hardware)
     # Where no speed of light is known, the physical minimum of any call: a reported 5e-324 ms made an infinite
@@ -167,7 +167,7 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     # this process imports torch and loads the dataset.
     ahead = [Worker(device, mode) for _ in range(2)]
     try:
-        from ..load import load
+        from ...load import load
         from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
         from .store import repair_tails
 

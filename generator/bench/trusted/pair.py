@@ -40,12 +40,13 @@ from typing import Any
 
 import torch
 
-from ..model.stability import batches_jump
-from ..model.status import TraceStatus
-from . import outside, protocol, timing
+from ...model.stability import batches_jump
+from ...model.status import TraceStatus
+from ..shared import protocol
+from ..shared.inputs import TORCH_DTYPES, count_elements, input_recipes, load_blob, shape_of
+from . import outside, samples
 from .check import Verdict
 from .evaluate import evaluator_for
-from .inputs import TORCH_DTYPES, _numel, input_recipes, load_blob, shape_of
 from .options import Options, timing_for
 from .plan import Pair
 from .remote import Failed, Remote
@@ -73,8 +74,8 @@ class WorkloadRun:
         self.axes.update(self.workload["axes"])
         self.outs = [{"name": n, "shape": list(shape_of(s, self.axes)), "dtype": s["dtype"]}
                      for n, s in self.definition["outputs"].items()]
-        self.out_bytes = sum(_numel(o["shape"]) * TORCH_DTYPES[o["dtype"]].itemsize for o in self.outs)
-        self.in_bytes = sum(_numel(shape_of(s, self.axes)) * TORCH_DTYPES[s["dtype"]].itemsize
+        self.out_bytes = sum(count_elements(o["shape"]) * TORCH_DTYPES[o["dtype"]].itemsize for o in self.outs)
+        self.in_bytes = sum(count_elements(shape_of(s, self.axes)) * TORCH_DTYPES[s["dtype"]].itemsize
                             for s in self.definition["inputs"].values())
         self.deadline = time.monotonic() + opts.timeout_s
         self.cfg = timing_for(opts.device, opts.timing)
@@ -206,7 +207,7 @@ class WorkloadRun:
         return int(max(1, min(by_memory, by_time, MAX_BATCH, self.cfg.max_samples // self.cfg.min_batches + 1)))
 
     def timed(self, n: int) -> tuple[list[float], list[float]]:
-        """Batches until both sides have enough samples (timing.enough) over at least cfg.min_batches
+        """Batches until both sides have enough samples (samples.enough) over at least cfg.min_batches
         batches, alternating who goes first; then the outside bound (charge)."""
         solution: list[list[float]] = []
         ref: list[float] = []
@@ -219,9 +220,9 @@ class WorkloadRun:
         marked: list[tuple] = []  # the CPU, per batch: (solution's call intervals, its ms, reference's, its ms)
         started = time.perf_counter()
         # Two batches a side at least, however slow the calls: one batch cannot show a host that stalled it (a jump).
-        while (len(solution) < 2 or (len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * timing.SLOW_BUDGETS)
-               or not (timing.enough([x for b in solution for x in b], self.cfg, started)
-                       and timing.enough(ref, self.cfg, started))):
+        while (len(solution) < 2 or (len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * samples.SLOW_BUDGETS)
+               or not (samples.enough([x for b in solution for x in b], self.cfg, started)
+                       and samples.enough(ref, self.cfg, started))):
             s, r, s_wall, r_wall = self.batch(n, False, solution_first=self.batches % 2 == 0)
             solution_gaps.append((s_wall - n * statistics.median(s)) / n)
             sol_batch, ref_batch = self.marked
@@ -328,7 +329,7 @@ class WorkloadRun:
 
     def disturbed(self, solution: dict, ref: dict) -> str:
         """Why the last measurement cannot be ranked ("" if it can): the one rule, model/stability.py."""
-        if timing.unstable(solution) or timing.unstable(ref):
+        if samples.unstable(solution) or samples.unstable(ref):
             return "unstable"
         return "disturbed (a jump between its batches)" if self.jumped else ""
 
@@ -341,7 +342,7 @@ class WorkloadRun:
         if min(solution) < MIN_CALL_MS:  # hardware without a spec has no floor: a 5e-324 ms call made the speedup inf
             self.notes.append(f"reported calls below {MIN_CALL_MS:g} ms (no call returns faster) were raised to it")
             solution = [max(x, MIN_CALL_MS) for x in solution]
-        return timing.summarize(solution, timer), timing.summarize(ref, timer)
+        return samples.summarize(solution, timer), samples.summarize(ref, timer)
 
     def correctness_record(self) -> dict:
         w = self.worst

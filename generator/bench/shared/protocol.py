@@ -166,6 +166,8 @@ def send(fd: int, header: dict, payload: bytes = b"", deadline: Optional[float] 
 
 
 def _write_all(fd: int, data: bytes, deadline: Optional[float] = None) -> None:
+    if fd < 0:  # a killed worker's pipe (sandbox.Worker.kill): as a write to a closed pipe
+        raise BrokenPipeError("the process's message pipe was closed when it was killed")
     view = memoryview(data)
     while view:
         if deadline is not None:
@@ -183,6 +185,8 @@ def _write_all(fd: int, data: bytes, deadline: Optional[float] = None) -> None:
 
 
 def _read_exact(fd: int, n: int, deadline: Optional[float]) -> bytes:
+    if fd < 0:  # a killed worker's pipe (sandbox.Worker.kill)
+        raise Closed("the process's message pipe was closed when it was killed")
     chunks, got = [], 0
     while got < n:
         if deadline is not None:
