@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from .evaluation import Evaluation
+from .frozen import quick_init
 from .jsonpos import line_of_pointer
 from .status import DefinitionStatus, TraceStatus
 
@@ -22,6 +23,7 @@ def _frozen(mapping: Mapping) -> Mapping:
     return MappingProxyType(dict(mapping))
 
 
+@quick_init  # made by the hundred thousand
 @dataclass(frozen=True)
 class Source:
     """Where a record lives: path relative to the dataset root, 1-based line.
@@ -128,6 +130,7 @@ class Definition:
         return self.status is DefinitionStatus.DRAFT
 
 
+@quick_init  # made by the hundred thousand
 @dataclass(frozen=True)
 class Workload:
     definition: str
@@ -193,6 +196,7 @@ class Solution:
         return self.entry_point.rsplit("::", 1)[1]
 
 
+@quick_init  # made by the hundred thousand
 @dataclass(frozen=True)
 class Trace:
     """One benchmark result. A dataset holds up to millions of these, so a trace keeps its typed evaluation
