@@ -69,9 +69,9 @@ def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     return CANONICAL.trace_author(trace.source.path) if trace is not None else ""
 
 
-def _environment(env: Mapping, seen: dict[str, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+def _environment(env: Mapping, seen: dict[int, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
     """`env` flattened; `seen` holds those already flattened (a board's traces share a handful of environments)."""
-    key = repr(env)
+    key = id(env)  # environments are shared objects (model/evaluation.environment_of), alive while the board is made
     found = seen.get(key)
     if found is None:
         found = seen[key] = _flatten(env)

@@ -97,7 +97,7 @@ class Environment(NamedTuple):
     @property
     def provenance(self) -> Optional[Mapping[str, Any]]:
         p = self.data.get("provenance")
-        return p if isinstance(p, Mapping) else None
+        return None if p is None or not isinstance(p, Mapping) else p  # None first: an ABC's isinstance is slow
 
     def __reduce__(self):
         # Traces come back pickled from load's helper process (load/parallel.py): shared again on arrival.
