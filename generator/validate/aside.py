@@ -23,13 +23,18 @@ def _errors() -> tuple[int, list[Diagnostic]]:
     return len(errors), errors[:5]
 
 
+# Below this many traces, validate takes less than a second and the dataset is validated before the block (a
+# helper process costs a fork); at 1,000 definitions x 10 solutions x 50 workloads (500,000 traces) it is seconds.
+ASIDE_TRACES = 20_000
+
+
 @contextlib.contextmanager
-def validated_aside(ds: Dataset, root: Path | str, doing: str) -> Iterator[None]:
+def validated_aside(ds: Dataset, root: Path | str, doing: str, aside_from: int = ASIDE_TRACES) -> Iterator[None]:
     """Run the block while a forked helper validates `ds`; on leaving it, KernelTraceError (load_valid's) if the
     dataset has errors. The errors win over what the block raised (bad data may break what it does, and they say
-    why); with one CPU or no fork, the dataset is validated before the block runs."""
+    why). With fewer than `aside_from` traces, one CPU or no fork, the dataset is validated before the block."""
     global _DATASET
-    if cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if len(ds.traces) < aside_from or cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         refuse_errors(validate(ds), root, doing)
         yield
         return

@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from generator.site import build as site_build  # noqa: E402
 from generator.site.build import build_site  # noqa: E402
-from tests.benchmarks.synthetic import SOURCE, write_dataset  # noqa: E402
+from tests.benchmarks.synthetic import SOURCE, write_synthetic  # noqa: E402
 
 DEFINITIONS, SOLUTIONS, WORKLOADS = 1000, 10, 50
 AUTHORS = ("baseline", "alice", "bob", "carol", "dave")
@@ -59,7 +59,7 @@ def write(root: Path, scale: float) -> dict[str, int]:
                       "environment": {"hardware": HARDWARE, "libs": {"torch": "2.13.0"}},
                       "timestamp": f"2026-11-{1 + (i + k) % 28:02d}T10:00:00Z"}
 
-    return write_dataset(root, max(1, int(DEFINITIONS * scale)), workloads, solutions, results)
+    return write_synthetic(root, max(1, int(DEFINITIONS * scale)), workloads, solutions, results)
 
 
 def project_copy(root: Path) -> Path:

@@ -41,7 +41,7 @@ def workload(def_name: str, i: int, j: int) -> dict:
                        "eps": {"type": "scalar", "value": 1e-6}}, "seed": j}
 
 
-def write_dataset(root: Path, n_defs: int, workloads_of: Callable[[int], list[dict]],
+def write_synthetic(root: Path, n_defs: int, workloads_of: Callable[[int], list[dict]],
                   solutions_of: Callable[[int, str], list[dict]],
                   results_of: Callable[[int, int, dict, list[dict]], Iterator[tuple[dict, dict]]]) -> dict[str, int]:
     """The files of `n_defs` synthetic definitions (definition(i)), each with the workloads `workloads_of(i)`,
@@ -98,7 +98,7 @@ def write(root: Path, scale: float) -> dict[str, int]:
                 "environment": {"hardware": "H100_SXM", "libs": {"torch": "2.13.0"}},
                 "timestamp": "2026-11-21T10:00:00Z"}
 
-    return write_dataset(root, n_defs, lambda i: [workload("", i, j) for j in range(WORKLOADS_PER_DEF)],
+    return write_synthetic(root, n_defs, lambda i: [workload("", i, j) for j in range(WORKLOADS_PER_DEF)],
                          solutions, results)
 
 
