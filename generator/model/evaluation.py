@@ -30,7 +30,7 @@ class Correctness(NamedTuple):
 
     @classmethod
     def from_data(cls, c: Mapping) -> "Correctness":
-        return cls._make(map(c.get, cls._fields))  # the fields are the schema's keys
+        return tuple.__new__(cls, map(c.get, cls._fields))  # the fields are the schema's keys (_make, one call less)
 
 
 # The bench's default limit for one workload, all of its calls on both sides included (bench --timeout): no call of
@@ -63,7 +63,7 @@ class Performance(NamedTuple):
 
     @classmethod
     def from_data(cls, p: Mapping) -> "Performance":
-        perf = cls._make(map(p.get, _PERFORMANCE_KEYS))
+        perf = tuple.__new__(cls, map(p.get, _PERFORMANCE_KEYS))
         return perf if perf.timer is None else perf._replace(timer=sys.intern(perf.timer))  # a handful of timers
 
     @property
@@ -119,6 +119,9 @@ def environment_of(env: Mapping[str, Any]) -> Environment:
     return found
 
 
+_STATUSES = {s.value: s for s in TraceStatus}  # TraceStatus(value) without the enum's call: once per trace
+
+
 class Evaluation(NamedTuple):
     status: TraceStatus
     log: str  # "" where the trace has none (null or absent)
@@ -131,7 +134,8 @@ class Evaluation(NamedTuple):
     @classmethod
     def from_data(cls, ev: Mapping[str, Any]) -> "Evaluation":
         c, p = ev.get("correctness"), ev.get("performance")
-        return cls(TraceStatus(ev["status"]), ev.get("log") or "", None if c is None else Correctness.from_data(c),
+        status = ev["status"]
+        return cls(_STATUSES.get(status) or TraceStatus(status), ev.get("log") or "", None if c is None else Correctness.from_data(c),
                    None if p is None else Performance.from_data(p), environment_of(ev["environment"]),
                    ev["timestamp"], ev.get("seed"))
 
