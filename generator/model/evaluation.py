@@ -73,7 +73,10 @@ class Performance(NamedTuple):
         counts as stable."""
         if self.unstable_mark is not None:
             return bool(self.unstable_mark)
-        stats = tuple(_number(v) for v in (self.latency_ms, self.p20_ms, self.p80_ms, self.min_ms))
+        lat, p20, p80, low = self.latency_ms, self.p20_ms, self.p80_ms, self.min_ms
+        if p20 is None or p80 is None or low is None:  # asked of every result: the usual answer first
+            return False
+        stats = tuple(_number(v) for v in (lat, p20, p80, low))
         if any(v is None for v in stats):
             return False
         return spread_is_unstable(*stats)

@@ -266,5 +266,5 @@ def build_site(dataset_root: Path, out_dir: Path, strict: bool = True, *,
         _replace_dir(staging, out_dir)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    files = sum(1 for p in out_dir.rglob("*") if p.is_file())
+    files = sum(len(names) for _, _, names in os.walk(out_dir))  # os.walk: no stat per file (12,000 at scale)
     _say("build", f"site written to {out_dir}/ ({_plural(files, 'file')}, {time.monotonic() - started:.1f} s)")
