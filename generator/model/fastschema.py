@@ -34,6 +34,7 @@ _NUMERIC = ("integer", "number")
 _ANNOTATIONS = {"$schema", "$id", "title", "description", "default", "$defs", "examples", "format"}
 _OBJECT = ("properties", "required", "additionalProperties")
 PATTERN_MEMO = 65536  # strings remembered per pattern
+_ABSENT = object()  # dict.get's answer for a property the object does not have
 
 
 def _equal(a: Any, b: Any) -> bool:
@@ -61,7 +62,7 @@ class FastSchema:
     def __init__(self, documents: dict[str, dict]):
         self.documents = documents
         self.compiled: dict[tuple[str, str], Check] = {}
-        self.scope: dict[str, Any] = {"_equal": _equal, "_unique": _unique}
+        self.scope: dict[str, Any] = {"_equal": _equal, "_unique": _unique, "_ABSENT": _ABSENT}
         self.names = 0  # fresh variable and constant names
         self.inlining: list[tuple[str, str]] = []  # the refs being written inline (a ref to one of them recurses)
 
@@ -106,7 +107,8 @@ class FastSchema:
         return name
 
     # -- schema -> lines that return False where `v` (a variable's name) fails it ---------------
-    def lines(self, schema: Any, v: str, doc_id: str) -> list[str]:
+    def lines(self, schema: Any, v: str, doc_id: str, known: str | None = None) -> list[str]:
+        """`known`: the one JSON type `v` is known to have here (an enclosing schema checked it), or None."""
         if schema is True:
             return []
         if schema is False:
@@ -116,7 +118,7 @@ class FastSchema:
         types = types if isinstance(types, list) else [types] if types is not None else None
         if types is not None:
             out.append(f"if not ({' or '.join(_TYPES[t].format(v=v) for t in types)}): return False")
-        known = types[0] if types is not None and len(types) == 1 else None  # the one type `v` has past here
+        known = (types[0] if types is not None and len(types) == 1 else None) or known  # `v`'s one type past here
         if _OBJECT[0] in schema or _OBJECT[1] in schema or _OBJECT[2] in schema:
             out += self.object(schema, v, doc_id, known == "object")
         for kw, arg in schema.items():
@@ -127,15 +129,16 @@ class FastSchema:
                 raise NotImplementedError(f"fastschema: keyword {kw!r} is not supported")
             out += make(arg, v, doc_id, known)
         if "if" in schema:
-            cond = self.expression(schema["if"], v) or f"{self.constant(self.function(schema['if'], doc_id))}({v})"
-            then, other = (self.lines(schema.get(k, True), v, doc_id) for k in ("then", "else"))
+            cond = self.expression(schema["if"], v, known) or \
+                f"{self.constant(self.function(schema['if'], doc_id))}({v})"
+            then, other = (self.lines(schema.get(k, True), v, doc_id, known) for k in ("then", "else"))
             out += [f"if {cond}:", *(" " + x for x in then or ["pass"]),
                     "else:", *(" " + x for x in other or ["pass"])]
         return out
 
-    def expression(self, schema: Any, v: str) -> str | None:
+    def expression(self, schema: Any, v: str, known: str | None = None) -> str | None:
         """`schema` as one expression of `v` where it is made of type, const, enum, required and properties
-        only (an if's condition: no function to call); None where it is not."""
+        only (an if's condition: no function to call); None where it is not. `known`: as for lines."""
         if isinstance(schema, bool):
             return repr(schema)
         if not isinstance(schema, dict) or any(k not in _ANNOTATIONS for k in schema if k not in
@@ -154,9 +157,10 @@ class FastSchema:
             sub_expression = self.expression(sub, x)
             if sub_expression is None:
                 return None
-            inner.append(f"({name!r} not in {v} or ({x} := {v}[{name!r}], {sub_expression})[1])")
+            inner.append(f"(({x} := {v}.get({name!r}, _ABSENT)) is _ABSENT or {sub_expression})")
         if inner:
-            parts.append(f"(not isinstance({v}, dict) or ({' and '.join(inner)}))")
+            parts.append(f"({' and '.join(inner)})" if known == "object" else
+                         f"(not isinstance({v}, dict) or ({' and '.join(inner)}))")
         return "(" + " and ".join(parts) + ")" if parts else "True"
 
     def types(self, schema: Any, doc_id: str) -> frozenset | None:
@@ -220,7 +224,7 @@ class FastSchema:
             return [f"if not {self.constant(self.compiled)}[{key!r}]({v}): return False"]
         self.inlining.append(key)
         try:
-            return self.lines(self.resolve(*key), v, key[0])
+            return self.lines(self.resolve(*key), v, key[0], known)
         finally:
             self.inlining.pop()
 
@@ -285,7 +289,7 @@ class FastSchema:
                             known == "array") if arg else []
 
     def kw_allOf(self, arg, v, doc_id, known):
-        return [line for s in arg for line in self.lines(s, v, doc_id)]
+        return [line for s in arg for line in self.lines(s, v, doc_id, known)]
 
     def kw_anyOf(self, arg, v, doc_id, known):
         if (inline := self.dispatch(arg, v, doc_id)) is not None:
