@@ -226,6 +226,15 @@ class Trace:
     def data(self) -> dict:
         return json.loads(self.raw)
 
+    def __reduce__(self):
+        # Load's helper process sends its traces back pickled (load/parallel.py): the fields and the source's place
+        # (a JSONL line keeps no text), without the dataclass's state dict and a Source object each.
+        s = self.source
+        if s.text is not None:
+            return super().__reduce__()
+        return _trace, (self.definition, self.workload_uuid, self.workload_axes, self.solution, self.evaluation,
+                        s.path, s.line, self.raw)
+
     @property
     def status(self) -> TraceStatus:
         return self.evaluation.status
@@ -282,6 +291,12 @@ class Trace:
         p = self.provenance_record
         kind = p.get("kind") if p else None
         return kind if kind in ("measured", "recorded") else "unknown"
+
+
+def _trace(definition: str, workload_uuid: str, workload_axes: Mapping[str, Any], solution: str,
+           evaluation: Evaluation, path: str, line: int, raw: str) -> Trace:
+    """A trace as Trace.__reduce__ gave it."""
+    return Trace(definition, workload_uuid, workload_axes, solution, evaluation, Source(path, line), raw)
 
 
 # How a trace's result was produced (Trace.provenance); the bench names itself BENCH_TOOL in the measured ones.
