@@ -37,11 +37,11 @@ HELPER_SHARE = 0.4
 
 
 def second_half(todo: list[str], sizes: list[int]) -> list[str]:
-    """The last files of `todo`, HELPER_SHARE of their bytes: the helper's share."""
-    first, total, mine = 0, 0, sum(sizes) * (1 - HELPER_SHARE)
-    while first < len(todo) and total < mine:
-        total += sizes[first]
-        first += 1
+    """The last files of `todo`, about HELPER_SHARE of their bytes (at least one; never the first): the helper's."""
+    first, theirs, share = len(todo), 0, sum(sizes) * HELPER_SHARE
+    while first > 1 and theirs < share:
+        first -= 1
+        theirs += sizes[first]
     return todo[first:]
 
 
