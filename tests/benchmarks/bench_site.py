@@ -2,7 +2,9 @@
 
 Writes the synthetic dataset (500,000 traces at scale 1), builds the site in a copy of the
 project's mkdocs.yml and site_src/ (the checkout's site_src/generated/ is left alone), and prints
-the time of each step, the largest pages and the search index's size. Not collected by pytest; run it by hand:
+the time of each step (wall clock), the CPU time of all its processes with the load average (a figure
+for a quiet machine wants it below 1.5), the site's size, the largest pages and the search index's
+size. Not collected by pytest; run it by hand:
 
     python tests/benchmarks/bench_site.py [--scale 0.1] [--keep DIR]
 """
