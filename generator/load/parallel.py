@@ -25,9 +25,19 @@ def cpus() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def idle_cpus() -> float:
+    """About how many CPUs nothing runs on (the last minute's load average, this process included)."""
+    try:
+        return cpus() - os.getloadavg()[0]
+    except OSError:
+        return cpus() - 1.0
+
+
 def worth_a_helper(kind: str, sizes: list[int]) -> bool:
-    """Whether files of `kind` with these sizes are read faster with a helper process (traces only)."""
-    return not (kind != "trace" or sum(sizes) < PARALLEL_BYTES or cpus() < 2 or
+    """Whether files of `kind` with these sizes are read faster with a helper process (traces only). Only with a
+    CPU to spare: the helper's share costs about 40 % more CPU time than reading it here (it comes back pickled),
+    so on a machine already busy (2 CPUs, load average 4) loading took 29-44 s with it and 22 s without."""
+    return not (kind != "trace" or sum(sizes) < PARALLEL_BYTES or cpus() < 2 or idle_cpus() < 0.5 or
                 "fork" not in multiprocessing.get_all_start_methods())
 
 
