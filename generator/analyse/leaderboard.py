@@ -69,9 +69,9 @@ def _author(ds: Dataset, solution: str, trace: Optional[Trace]) -> str:
     return CANONICAL.trace_author(trace.source.path) if trace is not None else ""
 
 
-def _environment(env: Mapping, seen: dict[str, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
+def _environment(env: Mapping, seen: dict[int, tuple[tuple[str, str], ...]]) -> tuple[tuple[str, str], ...]:
     """`env` flattened; `seen` holds those already flattened (a board's traces share a handful of environments)."""
-    key = repr(env)
+    key = id(env)  # environments are shared objects (model/evaluation.environment_of), alive while the board is made
     found = seen.get(key)
     if found is None:
         found = seen[key] = _flatten(env)
@@ -161,13 +161,14 @@ def definition_leaderboards(ds: Dataset, definition: str,
         return ()
     latest = latest_traces(ds, traces)
     counts: dict[tuple[str, str], int] = defaultdict(int)  # (solution, hardware) -> traces
-    newest: dict[tuple[str, str], Trace] = {}
     for hw, t in by_hardware_name(ds, traces):
         counts[(t.solution, hw)] += 1
-        held = newest.get((t.solution, hw))
-        if held is None or trace_order(t) > trace_order(held):
-            newest[(t.solution, hw)] = t
-    updated = {key: t.timestamp for key, t in newest.items()}
+    newest: dict[tuple[str, str], tuple] = {}  # the newest of all is the latest on its workload: sought among those
+    for (solution, _, hw), t in latest.items():
+        held, order = newest.get((solution, hw)), trace_order(t)
+        if held is None or order > held[0]:
+            newest[(solution, hw)] = order, t
+    updated = {key: t.timestamp for key, (_, t) in newest.items()}
     by_hw: dict[str, dict[tuple[str, str], Trace]] = defaultdict(dict)
     for (solution, workload, hw), t in latest.items():
         by_hw[hw][(solution, workload)] = t

@@ -7,12 +7,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Mapping, Optional, Sequence
 
+from ..model.frozen import quick_init
 from ..model.status import TraceStatus
 from .scores import geomean, median
 
 NOT_RUN = "NOT_RUN"  # status shown for a workload a solution has no trace for
 
 
+@quick_init  # one per solution and workload
 @dataclass(frozen=True)
 class Result:
     """One solution on one workload on one hardware: what its latest trace says (or that it has none)."""
@@ -89,6 +91,7 @@ class Entry:
     unknown_provenance: int = 0
 
 
+@quick_init  # one per solution and workload
 @dataclass(frozen=True)
 class WorkloadRow:
     """One workload of a leaderboard: its axes, the baseline's latency, every ranked solution's result."""

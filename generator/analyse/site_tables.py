@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from ..model.dataset import Dataset
+from ..model.frozen import many_records
 from ..model.records import AgentTrace
 from .coverage import EngineRelease, ModelCoverage, engine_releases, model_coverage
 from .estimates import StepEstimate, representative_workload, step_estimates
@@ -52,6 +53,11 @@ def analyse(ds: Dataset, boards: Optional[Mapping[str, tuple[Leaderboard, ...]]]
             speed_of_light: Optional[Mapping[str, SolSection]] = None) -> SiteResults:
     """`boards` (the leaderboards per definition) and `speed_of_light` (sol_sections) when the caller has
     them already (serve's quick rebuilds)."""
+    with many_records():  # half a million results at the field's scale
+        return _analyse(ds, boards, speed_of_light)
+
+
+def _analyse(ds: Dataset, boards, speed_of_light) -> SiteResults:
     boards = all_leaderboards(ds) if boards is None else boards
     summaries = hardware_summaries(ds, boards)
     coverage = tuple(model_coverage(ds))

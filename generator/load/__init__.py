@@ -10,11 +10,11 @@ them in order (with cache.py, serve's cache, and parallel.py, a helper process f
 
 from __future__ import annotations
 
-import gc
 from pathlib import Path
 from typing import Optional
 
 from ..model.dataset import Dataset
+from ..model.frozen import many_records
 from .builder import DatasetBuilder
 from .cache import LoadCache
 from .loaders import LOADERS
@@ -30,20 +30,11 @@ DEFAULT_DATASET = Path(__file__).resolve().parents[2] / "dataset"
 def load(root: Path | str = Path("dataset"), cache: Optional[LoadCache] = None) -> Dataset:
     """Load the dataset at `root` into typed records; problems go to `Dataset.load_diagnostics`.
     With a `cache`, files unchanged since its last load are not read again (see LoadCache)."""
-    # Loading makes millions of small, acyclic, long-lived containers; the cyclic collector
-    # would walk them again and again as the heap grows, so cost would grow faster than the
-    # data. Pause it while loading, then freeze the records out of its reach (refcounting
-    # still frees them).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    # Loading makes millions of small, acyclic, long-lived containers: the cyclic collector would
+    # walk them again and again as the heap grows, so cost would grow faster than the data.
+    with many_records():
         if cache is not None:
             if cache.root != Path(root).resolve():
                 cache.root, cache.files = Path(root).resolve(), {}
             cache.changed = {}
-        ds = DatasetBuilder(Path(root), cache).run()
-        gc.freeze()
-        return ds
-    finally:
-        if was_enabled:
-            gc.enable()
+        return DatasetBuilder(Path(root), cache).run()

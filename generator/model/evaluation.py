@@ -30,7 +30,7 @@ class Correctness(NamedTuple):
 
     @classmethod
     def from_data(cls, c: Mapping) -> "Correctness":
-        return cls._make(map(c.get, cls._fields))  # the fields are the schema's keys
+        return tuple.__new__(cls, map(c.get, cls._fields))  # the fields are the schema's keys (_make, one call less)
 
 
 # The bench's default limit for one workload, all of its calls on both sides included (bench --timeout): no call of
@@ -63,7 +63,7 @@ class Performance(NamedTuple):
 
     @classmethod
     def from_data(cls, p: Mapping) -> "Performance":
-        perf = cls._make(map(p.get, _PERFORMANCE_KEYS))
+        perf = tuple.__new__(cls, map(p.get, _PERFORMANCE_KEYS))
         return perf if perf.timer is None else perf._replace(timer=sys.intern(perf.timer))  # a handful of timers
 
     @property
@@ -73,7 +73,10 @@ class Performance(NamedTuple):
         counts as stable."""
         if self.unstable_mark is not None:
             return bool(self.unstable_mark)
-        stats = tuple(_number(v) for v in (self.latency_ms, self.p20_ms, self.p80_ms, self.min_ms))
+        lat, p20, p80, low = self.latency_ms, self.p20_ms, self.p80_ms, self.min_ms
+        if p20 is None or p80 is None or low is None:  # asked of every result: the usual answer first
+            return False
+        stats = tuple(_number(v) for v in (lat, p20, p80, low))
         if any(v is None for v in stats):
             return False
         return spread_is_unstable(*stats)
@@ -97,7 +100,7 @@ class Environment(NamedTuple):
     @property
     def provenance(self) -> Optional[Mapping[str, Any]]:
         p = self.data.get("provenance")
-        return p if isinstance(p, Mapping) else None
+        return None if p is None or not isinstance(p, Mapping) else p  # None first: an ABC's isinstance is slow
 
     def __reduce__(self):
         # Traces come back pickled from load's helper process (load/parallel.py): shared again on arrival.
@@ -119,6 +122,9 @@ def environment_of(env: Mapping[str, Any]) -> Environment:
     return found
 
 
+_STATUSES = {s.value: s for s in TraceStatus}  # TraceStatus(value) without the enum's call: once per trace
+
+
 class Evaluation(NamedTuple):
     status: TraceStatus
     log: str  # "" where the trace has none (null or absent)
@@ -131,7 +137,8 @@ class Evaluation(NamedTuple):
     @classmethod
     def from_data(cls, ev: Mapping[str, Any]) -> "Evaluation":
         c, p = ev.get("correctness"), ev.get("performance")
-        return cls(TraceStatus(ev["status"]), ev.get("log") or "", None if c is None else Correctness.from_data(c),
+        status = ev["status"]
+        return cls(_STATUSES.get(status) or TraceStatus(status), ev.get("log") or "", None if c is None else Correctness.from_data(c),
                    None if p is None else Performance.from_data(p), environment_of(ev["environment"]),
                    ev["timestamp"], ev.get("seed"))
 

@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any, Mapping, Optional
 
 from .evaluation import Evaluation
+from .frozen import quick_init
 from .jsonpos import line_of_pointer
 from .status import DefinitionStatus, TraceStatus
 
@@ -22,6 +23,7 @@ def _frozen(mapping: Mapping) -> Mapping:
     return MappingProxyType(dict(mapping))
 
 
+@quick_init  # made by the hundred thousand
 @dataclass(frozen=True)
 class Source:
     """Where a record lives: path relative to the dataset root, 1-based line.
@@ -128,6 +130,7 @@ class Definition:
         return self.status is DefinitionStatus.DRAFT
 
 
+@quick_init  # made by the hundred thousand
 @dataclass(frozen=True)
 class Workload:
     definition: str
@@ -193,6 +196,7 @@ class Solution:
         return self.entry_point.rsplit("::", 1)[1]
 
 
+@quick_init  # made by the hundred thousand
 @dataclass(frozen=True)
 class Trace:
     """One benchmark result. A dataset holds up to millions of these, so a trace keeps its typed evaluation
@@ -221,6 +225,15 @@ class Trace:
     @cached_property
     def data(self) -> dict:
         return json.loads(self.raw)
+
+    def __reduce__(self):
+        # Load's helper process sends its traces back pickled (load/parallel.py): the fields and the source's place
+        # (a JSONL line keeps no text), without the dataclass's state dict and a Source object each.
+        s = self.source
+        if s.text is not None:
+            return super().__reduce__()
+        return _trace, (self.definition, self.workload_uuid, self.workload_axes, self.solution, self.evaluation,
+                        s.path, s.line, self.raw)
 
     @property
     def status(self) -> TraceStatus:
@@ -278,6 +291,12 @@ class Trace:
         p = self.provenance_record
         kind = p.get("kind") if p else None
         return kind if kind in ("measured", "recorded") else "unknown"
+
+
+def _trace(definition: str, workload_uuid: str, workload_axes: Mapping[str, Any], solution: str,
+           evaluation: Evaluation, path: str, line: int, raw: str) -> Trace:
+    """A trace as Trace.__reduce__ gave it."""
+    return Trace(definition, workload_uuid, workload_axes, solution, evaluation, Source(path, line), raw)
 
 
 # How a trace's result was produced (Trace.provenance); the bench names itself BENCH_TOOL in the measured ones.

@@ -52,6 +52,15 @@ class _Strings:
     def __init__(self) -> None:
         self.items: list = []
         self.index: dict = {}
+        self.made: dict = {}  # (kind, value) -> the index of what it is shown as
+
+    def shown(self, kind: str, value: str, show) -> int:
+        """The index of `show(value)`, made once per value of that kind (a trace file's path, a time)."""
+        key = (kind, value)
+        at = self.made.get(key)
+        if at is None:
+            at = self.made[key] = self(show(value))
+        return at
 
     def __call__(self, value) -> int:
         at = self.index.get(value)
@@ -77,7 +86,8 @@ def _result(r: Result, strings: _Strings, envs: _Strings, dataset: str) -> Any:
            None if speedup is None else fmt_speedup(speedup), flags,
            None if absolute is None else fmt_err(absolute), None if relative is None else fmt_err(relative),
            strings(r.provenance if r.provenance in PROVENANCE else "unknown") if r.provenance else None,
-           strings(f"{dataset}/{file}"), int(line) if line.isdigit() else line, strings(fmt_when(r.timestamp)),
+           strings.shown("file", file, lambda f: f"{dataset}/{f}"), int(line) if line.isdigit() else line,
+           strings.shown("when", r.timestamp, fmt_when),
            envs(r.environment), r.samples]
     if r.timer or r.log:
         cut = max(0, len(r.log) - LOG_LIMIT)

@@ -61,10 +61,15 @@ def load_valid(root: Path | str, doing: str) -> Dataset:
 def refuse_errors(diagnostics: list[Diagnostic], root: Path | str, doing: str) -> None:
     """KernelTraceError listing the first errors among `diagnostics`, if there are any."""
     errors = sort_diagnostics([d for d in diagnostics if d.is_error])
-    if errors:
-        shown = "\n".join("  " + d.format_human().splitlines()[0] for d in errors[:5])
-        more = f"\n  ... and {len(errors) - 5} more" if len(errors) > 5 else ""
-        raise KernelTraceError(f"the dataset at {root} has {len(errors)} error(s):\n{shown}{more}\nrun "
+    refuse(len(errors), errors[:5], root, doing)
+
+
+def refuse(count: int, first: list[Diagnostic], root: Path | str, doing: str) -> None:
+    """KernelTraceError naming `first`, the first (at most 5) of `count` errors, if there are any."""
+    if count:
+        shown = "\n".join("  " + d.format_human().splitlines()[0] for d in first[:5])
+        more = f"\n  ... and {count - 5} more" if count > 5 else ""
+        raise KernelTraceError(f"the dataset at {root} has {count} error(s):\n{shown}{more}\nrun "
                                f"'kerneltrace validate --dataset {root}' and fix them before {doing}")
 
 

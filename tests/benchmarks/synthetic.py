@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Callable, Iterator
 
 DEFINITIONS, WORKLOADS_PER_DEF, SOLUTIONS_PER_DEF, TRACES = 1000, 5, 10, 1_000_000
 AUTHORS = ("baseline", "alice", "bob", "carol", "dave")
@@ -40,10 +41,12 @@ def workload(def_name: str, i: int, j: int) -> dict:
                        "eps": {"type": "scalar", "value": 1e-6}}, "seed": j}
 
 
-def write(root: Path, scale: float) -> dict[str, int]:
-    n_defs = max(1, int(DEFINITIONS * scale))
-    n_traces = int(TRACES * scale)
-    traces_per_pair = max(1, n_traces // (n_defs * SOLUTIONS_PER_DEF))
+def write_synthetic(root: Path, n_defs: int, workloads_of: Callable[[int], list[dict]],
+                  solutions_of: Callable[[int, str], list[dict]],
+                  results_of: Callable[[int, int, dict, list[dict]], Iterator[tuple[dict, dict]]]) -> dict[str, int]:
+    """The files of `n_defs` synthetic definitions (definition(i)), each with the workloads `workloads_of(i)`,
+    the solutions `solutions_of(i, name)` and, per solution k, the traces of `results_of(i, k, solution,
+    workloads)`: (workload, evaluation) pairs, stored under the solution's author. Returns the counts."""
     counts = {"definitions": 0, "workloads": 0, "solutions": 0, "traces": 0}
     for i in range(n_defs):
         d = definition(i)
@@ -51,7 +54,7 @@ def write(root: Path, scale: float) -> dict[str, int]:
         path = root / "definitions/norm" / f"{name}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(d, indent=2) + "\n")
-        wls = [workload(name, i, j) for j in range(WORKLOADS_PER_DEF)]
+        wls = workloads_of(i)
         path = root / "workloads/norm" / f"{name}.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(json.dumps({"definition": name, "workload": w, "solution": None,
@@ -59,32 +62,44 @@ def write(root: Path, scale: float) -> dict[str, int]:
         counts["definitions"] += 1
         counts["workloads"] += len(wls)
         lines: dict[str, list[str]] = {}
-        for k in range(SOLUTIONS_PER_DEF):
-            author = AUTHORS[k % len(AUTHORS)]
-            sol = {"name": f"{name}_s{k}", "definition": name, "author": author,
-                   "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
-                            "destination_passing_style": False, "dependencies": ["torch"]},
-                   "sources": [{"path": "main.py", "content": SOURCE}]}
-            path = root / "solutions" / author / "norm" / name / f"{sol['name']}.json"
+        for k, sol in enumerate(solutions_of(i, name)):
+            path = root / "solutions" / sol["author"] / "norm" / name / f"{sol['name']}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(sol, indent=2) + "\n")
             counts["solutions"] += 1
-            for t in range(traces_per_pair):
-                w = wls[t % len(wls)]
-                lat = 0.01 + 0.001 * ((i + k + t) % 97)
-                trace = {"definition": name, "workload": w, "solution": sol["name"], "evaluation": {
-                    "status": "PASSED", "log": "",
-                    "correctness": {"max_absolute_error": 0.001, "max_relative_error": 0.002},
-                    "performance": {"latency_ms": lat, "reference_latency_ms": 0.05, "speedup_factor": 0.05 / lat},
-                    "environment": {"hardware": "H100_SXM", "libs": {"torch": "2.13.0"}},
-                    "timestamp": "2026-11-21T10:00:00Z"}}
-                lines.setdefault(author, []).append(json.dumps(trace) + "\n")
+            for w, ev in results_of(i, k, sol, wls):
+                lines.setdefault(sol["author"], []).append(
+                    json.dumps({"definition": name, "workload": w, "solution": sol["name"], "evaluation": ev}) + "\n")
                 counts["traces"] += 1
         for author, rows in lines.items():
             path = root / "traces" / author / "norm" / f"{name}.jsonl"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("".join(rows))
     return counts
+
+
+def write(root: Path, scale: float) -> dict[str, int]:
+    n_defs = max(1, int(DEFINITIONS * scale))
+    traces_per_pair = max(1, int(TRACES * scale) // (n_defs * SOLUTIONS_PER_DEF))
+
+    def solutions(i: int, name: str) -> list[dict]:
+        return [{"name": f"{name}_s{k}", "definition": name, "author": AUTHORS[k % len(AUTHORS)],
+                 "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "main.py::run",
+                          "destination_passing_style": False, "dependencies": ["torch"]},
+                 "sources": [{"path": "main.py", "content": SOURCE}]} for k in range(SOLUTIONS_PER_DEF)]
+
+    def results(i: int, k: int, sol: dict, wls: list[dict]) -> Iterator[tuple[dict, dict]]:
+        for t in range(traces_per_pair):
+            lat = 0.01 + 0.001 * ((i + k + t) % 97)
+            yield wls[t % len(wls)], {
+                "status": "PASSED", "log": "",
+                "correctness": {"max_absolute_error": 0.001, "max_relative_error": 0.002},
+                "performance": {"latency_ms": lat, "reference_latency_ms": 0.05, "speedup_factor": 0.05 / lat},
+                "environment": {"hardware": "H100_SXM", "libs": {"torch": "2.13.0"}},
+                "timestamp": "2026-11-21T10:00:00Z"}
+
+    return write_synthetic(root, n_defs, lambda i: [workload("", i, j) for j in range(WORKLOADS_PER_DEF)],
+                         solutions, results)
 
 
 if __name__ == "__main__":

@@ -47,6 +47,7 @@ def test_trace_files_read_in_a_helper_process_give_the_same_dataset(tmp_path, mo
     assert any("invalid JSON" in d.message for d in plain[-1]) and any("MAYBE" in d.message for d in plain[-1])
     monkeypatch.setattr(parallel, "PARALLEL_BYTES", 0)
     monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    monkeypatch.setattr(parallel, "idle_cpus", lambda: 1.0)  # whatever else runs on the test machine
     here = []  # files read in this process (the helper's own list stays in the helper)
     real = builder.read_one
     monkeypatch.setattr(builder, "read_one", lambda root, rel, *rest: here.append(rel) or real(root, rel, *rest))
@@ -54,6 +55,15 @@ def test_trace_files_read_in_a_helper_process_give_the_same_dataset(tmp_path, mo
     traces = [rel for rel in here if rel.startswith("traces/")]
     assert 0 < len(traces) < 4, f"the helper process read none of the 4 trace files: {traces}"
     assert snapshot(load(root, LoadCache())) == plain
+
+
+def test_no_helper_without_a_cpu_to_spare(monkeypatch):
+    monkeypatch.setattr(parallel, "cpus", lambda: 2)
+    big = [parallel.PARALLEL_BYTES]
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (1.0, 1.0, 1.0))  # this process alone: one CPU free
+    assert parallel.worth_a_helper("trace", big) and not parallel.worth_a_helper("workload", big)
+    monkeypatch.setattr(parallel.os, "getloadavg", lambda: (1.8, 1.0, 1.0))  # the other CPU busy: no helper
+    assert not parallel.worth_a_helper("trace", big)
 
 
 def test_a_load_cache_rereads_only_changed_files_and_gives_a_plain_load(tmp_path):
