@@ -19,6 +19,10 @@ MODE = "default"
 # Var axes are dynamic: one compile serves every workload of a definition. True makes every size symbolic
 # from the first call (measured against automatic dynamic and mark_dynamic on the Benchmarking page).
 DYNAMIC = True
+# Every input size gets a symbol of its own. By default TorchDynamo gives sizes that happen to be equal one symbol
+# (duck sizing): a graph traced on a workload whose batch equals a head count (8 and 8) guards on that equality
+# and recompiles on the next workload (gqa_paged_decode_fp8kv_h32_kv8_d128_ps16, the cascade decodes).
+DUCK_SHAPE = False
 # torch.compile with dynamic shapes over dict outputs; inductor's CPU and GPU backends; emulate_precision_casts
 DEPENDENCIES = ["torch>=2.6"]
 SUFFIX = "_compile"
@@ -53,6 +57,9 @@ def compiled_source(reference: str) -> str:
             "# rounds to bfloat16 and widens again in float32 inside a fused kernel, which changes results where the\n"
             "# rounding matters (a residual add before a norm: max abs err 1.84 at scale 4.58, fused all-reduce + RMSNorm).\n"
             "_kerneltrace_torch._inductor.config.emulate_precision_casts = True\n"
+            "# Equal sizes are not one symbol (no duck sizing): the graph traced on a workload whose batch happens to\n"
+            "# equal a head count serves the other workloads too.\n"
+            f"_kerneltrace_torch.fx.experimental._config.use_duck_shape = {DUCK_SHAPE!r}\n"
             "try:\n"
             "    import tqdm as _kerneltrace_tqdm\n\n"
             "    _kerneltrace_tqdm.tqdm.monitor_interval = 0\n"

@@ -2,12 +2,14 @@
 
 The probe calls `torch.compile(run, fullgraph=True, dynamic=DYNAMIC)` with a backend that records the graph
 and stops there (the graph is never run, so no input's values matter and no kernel is compiled): on the inputs
-of the definition's three smallest workloads of distinct sizes, the third of which must reuse the second's graph
-(one compile serves the definition's workloads, but for a size-1 axis's own). Inputs are uninitialised tensors of the workload's shapes and dtypes, blobs and scalars as the
-workload gives them. A reference compiles when each traces as one graph; else the verdict is why not (the
-first line of TorchDynamo's reason). Tracing is a few hundred milliseconds a definition on a CPU, so the whole
-dataset is probed in minutes; inductor's own failures (a dtype its CPU backend lacks) show in the bench as the
-solution's compile error.
+of three small workloads of the definition (new values of every var axis first: _three_workloads), which must
+need no more graphs than they have patterns of size-1 var axes (one compile serves the definition's workloads,
+but for a size-1 axis's own: TorchDynamo specialises a size of 1). Sizes that happen to be equal are not one
+symbol (DUCK_SHAPE), as in the contender. Inputs are uninitialised tensors of the workload's shapes and dtypes,
+blobs and scalars as the workload gives them. A reference compiles when each traces as one graph; else the
+verdict is why not (the first line of TorchDynamo's reason). Tracing is a few hundred milliseconds to a few
+seconds a definition on a CPU, so the whole dataset is probed in well under an hour; inductor's own failures (a
+dtype its CPU backend lacks) show in the bench as the solution's compile error.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Iterable
 from ..bench.sandboxed.worker import load_reference
 from ..bench.shared.inputs import TORCH_DTYPES, input_recipes, load_blob
 from ..bench.trusted.plan import call_bytes
-from .compiler import DYNAMIC
+from .compiler import DUCK_SHAPE, DYNAMIC
 from .write import COMPILES, read_verdicts, reference_digest, write_verdicts
 
 PROBE_TIMEOUT_S = 15  # per definition: TorchDynamo reasoning for minutes over an unrolled Python loop is not a trace we would time
@@ -62,6 +64,22 @@ def reason_of(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"[:240]
 
 
+def _three_workloads(workloads: list) -> list:
+    """Three small workloads (smallest first) on which one graph must serve, but for a size-1 axis's own (0/1
+    specialisation): first those that give every var axis that varies a value no earlier pick had (three workloads
+    of one batch size would pass a Python loop over the batch), then the smallest of other sizes. Small, so that a
+    Python loop over a var axis (unrolled by the trace) fails fast instead of unrolling thousands of trips."""
+    varying = [a for a in workloads[0].axes if len({w.axes.get(a) for w in workloads}) > 1]
+    picked: dict = {}
+    for fresh_only in (True, False):
+        for w in workloads:
+            key = tuple(sorted(w.axes.items()))
+            new = all(w.axes.get(a) != p.axes.get(a) for p in picked.values() for a in varying)
+            if len(picked) < 3 and key not in picked and (new or not fresh_only):
+                picked[key] = w
+    return sorted(picked.values(), key=workloads.index)
+
+
 def probe_one(ds, d) -> str:
     """COMPILES, or why the definition's reference does not trace as one graph serving its workloads."""
     import torch
@@ -80,29 +98,25 @@ def probe_one(ds, d) -> str:
 
     torch._dynamo.reset()
     fn = torch.compile(load_reference(d.data["reference"], d.name), backend=backend, fullgraph=True, dynamic=DYNAMIC)
-    # The three smallest workloads of distinct sizes, smallest first: a size-1 axis may get a graph of its own (0/1
-    # specialisation), but the second's graph must serve the third. Small, so that a Python loop over a var axis
-    # (unrolled by the trace) fails fast instead of unrolling the largest workload's thousands of trips.
-    order: dict = {}
-    for w in workloads:
-        order.setdefault(tuple(sorted(w.axes.items())), w)
-        if len(order) == 3:
-            break
+    order = _three_workloads(workloads)
     counts = []
     started = time.monotonic()
-    for w in order.values():
-        try:
-            fn(*_inputs(d, w, ds.root))
-            return "the traced graph ran: tracing did not reach the backend"
-        except _Traced:
-            counts.append(len(graphs))
-        except _TooSlow:
-            return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
-        except Exception as exc:  # noqa: BLE001 - the reason is the verdict
-            if time.monotonic() - started >= PROBE_TIMEOUT_S - 1:  # the alarm, wrapped by TorchDynamo
+    with torch.fx.experimental._config.patch(use_duck_shape=DUCK_SHAPE):
+        for w in order:
+            try:
+                fn(*_inputs(d, w, ds.root))
+                return "the traced graph ran: tracing did not reach the backend"
+            except _Traced:
+                counts.append(len(graphs))
+            except _TooSlow:
                 return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
-            return reason_of(exc)
-    if len(counts) == 3 and counts[2] > counts[1]:
+            except Exception as exc:  # noqa: BLE001 - the reason is the verdict
+                if time.monotonic() - started >= PROBE_TIMEOUT_S - 1:  # the alarm, wrapped by TorchDynamo
+                    return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
+                return reason_of(exc)
+    # One graph per pattern of size-1 var axes among them, at most.
+    size_one = {frozenset(axis for axis, size in w.axes.items() if size == 1) for w in order}
+    if counts and counts[-1] > len(size_one):
         return ("recompiles per workload: the trace specialises on a var axis (e.g. a Python loop over it), so "
                 "each workload size needs a graph of its own")
     return COMPILES

@@ -99,6 +99,38 @@ def test_probe_passes_a_traceable_reference_and_gives_the_reason_for_a_data_depe
     assert compiler == ["rmsnorm_h128_branchy"] and report.files == 1
 
 
+def test_probe_allows_a_size_one_axis_its_own_graph_and_no_more(tmp_path):
+    """One graph must serve the workloads but for a size-1 axis's own. A batch that happens to equal the hidden size
+    (128) shares no symbol with it (no duck sizing, as in the contender: with it, batch 130 needs a second graph), so
+    the batch-128 graph serves batches 130 and 140; a Python loop over the batch needs a graph for every size."""
+    def workloads(name, sizes):
+        return [{**WORKLOAD, "definition": name, "workload": {**WORKLOAD["workload"], "uuid": f"{name}-{b}",
+                                                               "axes": {"batch_size": b}}} for b in sizes]
+    root = write_dataset(tmp_path / "ds", workloads=workloads("rmsnorm_h128", (128, 130, 140)))
+    loop = ("import torch\n\ndef run(input, weight, eps):\n"
+            "    return torch.stack([input[i] * weight for i in range(input.shape[0])])\n")
+    dump(root / "definitions/norm/rmsnorm_h128_loop.json", {**DEFINITION, "name": "rmsnorm_h128_loop", "reference": loop})
+    (root / "workloads/norm/rmsnorm_h128_loop.jsonl").write_text(
+        "".join(json.dumps(w) + "\n" for w in workloads("rmsnorm_h128_loop", (1, 2, 3))))
+    contenders(root, probe=True)
+    verdicts = json.loads(probe_path(root).read_text())["verdicts"]
+    assert verdicts["rmsnorm_h128"]["verdict"] == COMPILES
+    assert verdicts["rmsnorm_h128_loop"]["verdict"].startswith("recompiles per workload")
+
+
+def test_probe_traces_new_sizes_of_every_var_axis_first():
+    """Three prefills of one request would pass a loop over the requests: the probe takes the smallest workloads that
+    bring every varying axis a new value first (batches 1, 4, 16), then fills with the smallest others."""
+    from types import SimpleNamespace
+
+    from generator.contenders.probe import _three_workloads
+
+    sizes = [(1, 128), (1, 2048), (1, 8192), (4, 2727), (16, 4437)]
+    ws = [SimpleNamespace(axes={"batch_size": b, "total_q": q}) for b, q in sizes]
+    assert [w.axes["batch_size"] for w in _three_workloads(ws)] == [1, 4, 16]
+    assert [w.axes["total_q"] for w in _three_workloads(ws[:3])] == [128, 2048, 8192]  # one batch size: the smallest
+
+
 @pytest.mark.usefixtures("one_torch_thread")
 def test_generated_contender_passes_the_bench_and_its_compile_is_recorded_apart(tmp_path):
     from generator.bench import run_bench

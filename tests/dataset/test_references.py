@@ -161,6 +161,8 @@ PLANTED = [
      [0, 1, 2]),
     ("gemm_fp8_block128_n4608_k7168", "b_scale[:, kb][None, :]", "b_scale[:, 0][None, :]", [0, 1, 2]),
     ("gqa_paged_prefill_causal_swa1024_h16_kv8_d128_ps16", "window = 1024", "window = 0", [2]),
+    # The decode's window dropped: set 2 has sequences longer than 1024 keys.
+    ("gqa_paged_decode_swa1024_h16_kv8_d128_ps16", "window = 1024", "window = 0", [2]),
     ("quantized_gemm_n4096_k4096_ng128_kg128", "B_scale.to(torch.float32).repeat_interleave(block_n, dim=0)",
      "B_scale.flip(0).to(torch.float32).repeat_interleave(block_n, dim=0)", [0, 1, 2]),
     ("top_p_sampling_from_probs_v128256", "mass_before < p)", "mass_before < 2.0)", [0, 1, 2]),
@@ -176,8 +178,10 @@ PLANTED = [
     ("gdn_qkvzba_split_h4_v8_d128", "v_parts.append(group[:, 2 * head_k_dim:2 * head_k_dim + v_width])",
      "v_parts.append(group[:, 2 * head_k_dim + v_width:group_width])", [0, 1, 2]),
     ("gdn_qkvzba_split_h4_v8_d128", "b_parts.append(ba[:, 0:r])", "b_parts.append(ba[:, r:2 * r])", [0, 1, 2]),
-    ("gdn_state_gather_v8_d128", "initial_state[n] = 0.0", "pass", [0, 1, 2]),
-    ("gdn_state_scatter_v8_d128", "new_ssm_state[int(state_indices[n])]", "new_ssm_state[n]", [0, 1, 2]),
+    ("gdn_state_gather_v8_d128", "initial_state = torch.where(fresh[:, None, None, None], 0.0, initial_state)",
+     "initial_state = initial_state", [0, 1, 2]),
+    ("gdn_state_scatter_v8_d128", "index_copy(0, state_indices.to(torch.int64),",
+     "index_copy(0, torch.arange(state_indices.shape[0]),", [0, 1, 2]),
     # pack_bitmatrix with the bits of a word in reversed order (bit 31 - e % 32 differs from bit e % 32 for any e).
     ("moe_pack_bitmatrix_e32_topk4", "<< (ids[:, k] % 32)", "<< (31 - ids[:, k] % 32)", [0, 1, 2]),
     # ... and expert e in word e % 4 instead of e // 32 (set 0's expert 31 lands in word 3; the larger sets hold
@@ -185,11 +189,9 @@ PLANTED = [
     ("moe_pack_bitmatrix_e128_topk4", "(ids[:, k] // 32) == w", "(ids[:, k] % 4) == w", [0, 1, 2]),
     # The serving families (reference_cases/serving_families.py): each entry says why the sets it names catch it.
     # The value scale dropped: every set has v_scale != 1.
-    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)",
-     [0, 1, 2]),
+    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "contiguous_format) * v_scale", "contiguous_format)", [0, 1, 2]),
     # The key scale dropped: set 2 has k_scale = 1.0 (vLLM's value for a checkpoint without scales), where it is moot.
-    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)",
-     [0, 1]),
+    ("gqa_paged_decode_fp8kv_h32_kv8_d128_ps16", "contiguous_format) * k_scale", "contiguous_format)", [0, 1]),
     # The base-2 lse merged in natural log: wrong wherever both parts carry weight (every set).
     ("merge_state_h32_d128", "s_merged = s_max + torch.log2(denom)", "s_merged = s_max + torch.log(denom)", [0, 1, 2]),
     # The parts' weights swapped: wrong unless the two lse are equal; set 2's are equal or one ulp apart (even

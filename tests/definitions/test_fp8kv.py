@@ -57,17 +57,18 @@ PLANTED = [
     (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32) * v_scale",
      [0, 1, 2]),
     # The rotary key not dequantised: sets 0 and 1 have k_scale < 1; set 2 has k_scale = 1.0 (SGLang's), where it is moot.
-    (fp8kv.MLA_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale  # [kv_len, 64]", "[:kv_len].to(torch.float32)  # [kv_len, 64]",
+    (fp8kv.MLA_TEMPLATE, "to(torch.float32) * k_scale  # [blocks, BLOCK, 64]", "to(torch.float32)  # [blocks, BLOCK, 64]",
      [0, 1]),
     # The latent not dequantised (neither as key nor as value).
-    (fp8kv.MLA_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale  # [kv_len, 512]",
-     "[:kv_len].to(torch.float32)  # [kv_len, 512]", [0, 1]),
+    (fp8kv.MLA_TEMPLATE, "to(torch.float32) * k_scale  # [blocks, BLOCK, 512]",
+     "to(torch.float32)  # [blocks, BLOCK, 512]", [0, 1]),
     # The scale applied twice to the latent (dequantised once more when it is used as the value).
-    (fp8kv.MLA_TEMPLATE, "output[b] = (exp / denom) @ ckv", "output[b] = (exp / denom) @ (ckv * k_scale)", [0, 1]),
+    (fp8kv.MLA_TEMPLATE, "[:, :, None]) @ ckv", "[:, :, None]) @ (ckv * k_scale)", [0, 1]),
     # The value read as raw codes: the scale folded into the logits only (a kernel that forgets bmm2_scale).
-    (fp8kv.MLA_TEMPLATE, "output[b] = (exp / denom) @ ckv", "output[b] = (exp / denom) @ (ckv / k_scale)", [0, 1]),
+    (fp8kv.MLA_TEMPLATE, "[:, :, None]) @ ckv", "[:, :, None]) @ (ckv / k_scale)", [0, 1]),
     # The scale applied to the value's weights before the softmax is normalised: it cancels, so the output lacks it.
-    (fp8kv.MLA_TEMPLATE, "exp = torch.exp(logits - row_max)", "exp = torch.exp(logits - row_max) * k_scale", [0, 1]),
+    (fp8kv.MLA_TEMPLATE, "exp = torch.exp(logits - row_max[seq][:, :, None])",
+     "exp = torch.exp(logits - row_max[seq][:, :, None]) * k_scale", [0, 1]),
 ]
 
 
