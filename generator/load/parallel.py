@@ -33,12 +33,16 @@ def idle_cpus() -> float:
         return cpus() - 1.0
 
 
+def can_fork_a_helper() -> bool:
+    """Whether a forked helper can share the work: a second CPU, and fork (the helper inherits what is loaded)."""
+    return cpus() >= 2 and "fork" in multiprocessing.get_all_start_methods()
+
+
 def worth_a_helper(kind: str, sizes: list[int]) -> bool:
     """Whether files of `kind` with these sizes are read faster with a helper process (traces only). Only with a
     CPU to spare: the helper's share costs about 40 % more CPU time than reading it here (it comes back pickled),
     so on a machine already busy (2 CPUs, load average 4) loading took 29-44 s with it and 22 s without."""
-    return not (kind != "trace" or sum(sizes) < PARALLEL_BYTES or cpus() < 2 or idle_cpus() < 0.5 or
-                "fork" not in multiprocessing.get_all_start_methods())
+    return kind == "trace" and sum(sizes) >= PARALLEL_BYTES and can_fork_a_helper() and idle_cpus() >= 0.5
 
 
 # The helper's share of the bytes: what it reads comes back pickled, which costs it about 40 % more than reading

@@ -9,7 +9,7 @@ import multiprocessing
 from pathlib import Path
 from typing import Iterator, Optional
 
-from ..load.parallel import cpus
+from ..load.parallel import can_fork_a_helper
 from ..model.dataset import Dataset
 from ..model.diagnostics import Diagnostic, sort_diagnostics
 from . import refuse, refuse_errors, validate
@@ -34,7 +34,7 @@ def validated_aside(ds: Dataset, root: Path | str, doing: str, aside_from: int =
     dataset has errors. The errors win over what the block raised (bad data may break what it does, and they say
     why). With fewer than `aside_from` traces, one CPU or no fork, the dataset is validated before the block."""
     global _DATASET
-    if len(ds.traces) < aside_from or cpus() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if len(ds.traces) < aside_from or not can_fork_a_helper():
         refuse_errors(validate(ds), root, doing)
         yield
         return
