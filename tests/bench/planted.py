@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from dataset_factory import WORKLOAD, dump, dump_lines
 
@@ -85,8 +87,20 @@ def target_hardware(root: Path, target: list[str], solutions: str = "solutions")
         dump(sol, s)
 
 
-def kt_temp_folders() -> set[str]:
-    """The bench workers' temporary folders now on this host (each worker makes one and removes it)."""
+@contextmanager
+def private_tempdir(folder: Path) -> Iterator[Path]:
+    """tempfile's folder for this process is `folder` while inside: an unsandboxed worker's temporary folder lands
+    there, so a test sees its own leftovers, never the live folder of a bench another xdist worker runs meanwhile."""
     import tempfile
 
-    return {p.name for p in Path(tempfile.gettempdir()).glob("kt-worker-*")}
+    folder.mkdir(parents=True, exist_ok=True)
+    before, tempfile.tempdir = tempfile.tempdir, str(folder)
+    try:
+        yield folder
+    finally:
+        tempfile.tempdir = before
+
+
+def kt_temp_folders(folder: Path) -> set[str]:
+    """The bench workers' temporary folders now in `folder` (each worker makes one and removes it)."""
+    return {p.name for p in folder.glob("kt-worker-*")}

@@ -20,7 +20,8 @@ from generator.bench.trusted.store import append_line, read_traces
 from generator.validate import validate_path
 
 from dataset_factory import write_dataset
-from planted import CHEATS_DIR, FAST, HONEST_DIR, add_solution, copy_definition, kt_temp_folders, workloads
+from planted import (CHEATS_DIR, FAST, HONEST_DIR, add_solution, copy_definition, kt_temp_folders, private_tempdir,
+                     workloads)
 
 PASSES = ("PASSED",)  # a sniffing cheat that finds nothing to sniff computes honestly every call
 # A cached answer is wrong in its values, or, when the address was last used by another workload's input, in
@@ -211,7 +212,6 @@ def benched(tmp_path_factory):
         # One worker serves an author's solutions in turn: a cheat that could reach the next stands for an attacker.
         author = "cheat-plain" if name in PLAIN_CHEATS else f"cheat-{name}"
         add_solution(root, name, author=author, dps=name in DPS_CHEATS, definition=definition_of(name), **values)
-    temps = kt_temp_folders()
     assert not ALONGSIDE & {*OUTSIDE_THE_CLOCK, "slows_reference_via_torch_op"}  # timed ones run alone
 
     def bench(solutions):
@@ -220,7 +220,7 @@ def benched(tmp_path_factory):
 
     os.environ["KT_BENCH_SECRET"] = SECRET  # what a leak of the bench's environment would show
     try:
-        with ThreadPoolExecutor(1) as pool:
+        with private_tempdir(tmp_path_factory.mktemp("tmp")) as temps, ThreadPoolExecutor(1) as pool:
             alongside = pool.submit(bench, ALONGSIDE)
             rest = bench({"rmsnorm_h128_torch", *CHEATS} - ALONGSIDE)
             alongside = alongside.result()
@@ -343,8 +343,8 @@ def test_slowed_reference_does_not_fake_a_speedup(benched):
 
 
 def test_no_process_or_temp_folder_is_left(benched):
-    _, _, mode, temps_before = benched
-    assert kt_temp_folders() <= temps_before
+    _, _, mode, temps = benched
+    assert not kt_temp_folders(temps)
     if mode == "bwrap":
         deadline = time.monotonic() + 10
         while marked_processes(ORPHAN_MARKER) and time.monotonic() < deadline:

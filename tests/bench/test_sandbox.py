@@ -16,7 +16,7 @@ from generator.bench import run_bench
 from generator.bench.trusted.sandbox import sandbox_mode
 from generator.model.errors import KernelTraceError
 
-from planted import FAST, kt_temp_folders
+from planted import FAST, kt_temp_folders, private_tempdir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -324,13 +324,13 @@ def test_an_unprivileged_bench_gets_the_same_limits(monkeypatch):
     assert got["allocated"] is False
 
 
-def test_without_bubblewrap_the_bench_warns_runs_and_says_so(bench_root, unsandboxed, capsys):
-    temps = kt_temp_folders()
-    summary = run_bench(bench_root, timing=FAST, progress=False)
+def test_without_bubblewrap_the_bench_warns_runs_and_says_so(bench_root, unsandboxed, capsys, tmp_path):
+    with private_tempdir(tmp_path / "tmp") as tmp:
+        summary = run_bench(bench_root, timing=FAST, progress=False)
     [o] = summary.outcomes
     assert o.status == "PASSED" and o.record["evaluation"]["environment"]["sandbox"] == "none"
     assert "WITHOUT the bubblewrap sandbox" in capsys.readouterr().err
-    assert kt_temp_folders() <= temps, "the unsandboxed worker's temporary folder was left behind"
+    assert not kt_temp_folders(tmp), "the unsandboxed worker's temporary folder was left behind"
 
 
 def test_a_gpu_run_refuses_to_run_without_the_sandbox_unless_told_to(bench_root, monkeypatch):
