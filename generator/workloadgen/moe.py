@@ -63,7 +63,7 @@ def route_ids(logits: np.ndarray, bias: np.ndarray, n_group: int = 8, topk_group
     mask = np.zeros((t, n_group), dtype=bool)
     np.put_along_axis(mask, keep, True, axis=1)
     masked = np.where(np.repeat(mask, e // n_group, axis=1), biased, -np.inf)
-    return np.argsort(-masked, axis=-1, kind="stable")[:, :top_k]
+    return core.top_k_rows(masked, top_k)
 
 
 def block_m(tokens: int) -> int:
@@ -240,7 +240,7 @@ def routed_keys(g: np.random.Generator, num_tokens: int, num_experts: int, alpha
 def routed_ids(g: np.random.Generator, num_tokens: int, num_experts: int, top_k: int, alpha: float) -> np.ndarray:
     """[num_tokens, top_k] distinct expert ids per token, Gumbel top-k over routed_keys, each row's picks in
     descending key order (SGLang's top-k order)."""
-    return np.argsort(-routed_keys(g, num_tokens, num_experts, alpha), axis=1, kind="stable")[:, :top_k]
+    return core.top_k_rows(routed_keys(g, num_tokens, num_experts, alpha), top_k)
 
 
 def routed_align(name: str, step: Mapping, seed: int, num_experts: int, top_k: int, text: str,

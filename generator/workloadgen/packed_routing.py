@@ -32,7 +32,7 @@ def packed_topk(g: np.random.Generator, num_tokens: int, num_experts: int, top_k
     if routing not in ROUTINGS:
         raise ValueError(f"routing {routing!r}: one of {ROUTINGS}")
     keys = moe.routed_keys(g, num_tokens, num_experts, alpha)
-    ids = np.argsort(-keys, axis=1, kind="stable")[:, :top_k]  # moe.routed_ids' picks, with their keys
+    ids = core.top_k_rows(keys, top_k)  # moe.routed_ids' picks, with their keys
     picked = np.take_along_axis(keys, ids, axis=1)
     if routing == "renormalize":  # TopK -> Softmax over the picks
         e = np.exp(picked - picked.max(axis=1, keepdims=True))

@@ -291,3 +291,30 @@ def test_the_llama_qwen_and_seed_recipes_fit_their_hardware():
             for s in read(DATASET / "recipes" / f"{model}.yaml").specs()}
     problems = [d.format_human() for d in check_memory(load(DATASET)) if Path(d.file).stem in mine]
     assert not problems, "\n".join(problems)
+
+
+def test_token_ids_are_numpys_weighted_choice_and_leave_the_generator_where_it_left_it():
+    """token_ids takes numpy's steps for g.choice(vocab, size=n, p=...) with its cdf made once per vocabulary: the
+    ids, and the generator's state after (every later draw of a recipe), must be those of the call itself."""
+    from generator.workloadgen.families import token_ids
+
+    for seed, n, vocab in ((0, 1, 7), (1, 33, 32000), (2, 300, 151936), (3, 4096, 262208)):
+        g, h = core.rng(seed), core.rng(seed)
+        weights = np.arange(1, vocab + 1, dtype=np.float64) ** -1.1
+        ranks = h.choice(vocab, size=n, p=weights / weights.sum())
+        expected = h.permutation(vocab)[ranks]
+        got = token_ids(g, n, vocab)
+        assert np.array_equal(got, expected) and got.dtype == expected.dtype, (seed, n, vocab)
+        assert g.random() == h.random()
+
+
+@pytest.mark.parametrize("keys", ["distinct", "ties", "tied_top", "minus_inf", "small_ints"])
+def test_top_k_rows_is_a_stable_sorts_first_k(keys):
+    g = np.random.default_rng(5)
+    x = g.standard_normal((200, 96))
+    # tied_top: equal keys among the k picked (index order decides), none at the k-th place (no whole-row sort)
+    x = {"distinct": x, "ties": np.round(x, 1), "small_ints": g.integers(0, 4, x.shape).astype(np.float32),
+         "tied_top": np.where(np.arange(96) % 40 == 1, 9.0, x),
+         "minus_inf": np.where(np.arange(96) % 3 == 0, -np.inf, x)}[keys]
+    for k in (1, 8, 33, 95, 96):
+        assert np.array_equal(core.top_k_rows(x, k), np.argsort(-x, axis=1, kind="stable")[:, :k]), k
