@@ -379,6 +379,7 @@ def test_killing_a_worker_twice_closes_no_other_workers_pipe():
     worker.proc = subprocess.Popen([sys.executable, "-c", ""], start_new_session=True)
     worker.to_child, worker.from_child = os.pipe()
     worker.log, worker.cgroup, worker.tmp = SimpleNamespace(thread=SimpleNamespace(join=lambda timeout: None)), None, None
+    worker.cpu_group = None
     worker.kill()
     other = os.pipe()  # the lowest free numbers: the ones the kill freed
     try:
