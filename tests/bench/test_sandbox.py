@@ -4,6 +4,7 @@ what a worker may write and hold, and is required on a GPU run (the CPU run with
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -285,9 +286,16 @@ def test_a_workers_cgroup_is_made_and_removed_with_it():
         name = "memory.limit_in_bytes" if (group / "memory.limit_in_bytes").exists() else "memory.max"
         limit = int((group / name).read_text())
         assert limit <= sandbox.memory_bytes() + sandbox.TMP_BYTES + sandbox.SHM_BYTES
+        # Its CPU accounting cgroup (the CPU-time floor, cpufloor.py) counts the sandbox's CPU: starting Python and
+        # torch takes far more than 10 ms of it before the worker says hello.
+        cpu = w.cpu_group
+        assert cpu is not None, w.cpu_why
+        assert str(w.proc.pid) in (cpu / "cgroup.procs").read_text().split()
+        select.select([w.from_child], [], [], 120)
+        assert w.cpu_ms(settle_s=0.05)[0] > 10
     finally:
         w.kill()
-    assert not group.exists()
+    assert not group.exists() and not cpu.exists()
 
 
 def test_an_unprivileged_bench_gets_the_same_limits(monkeypatch):
