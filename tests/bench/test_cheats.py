@@ -347,9 +347,14 @@ def test_work_after_forged_marks_is_charged_by_the_cpu_time_floor(benched):
     if any("CPU-time floor was not applied" in log for log in logs.values()):
         pytest.skip(f"no CPU cgroup here: {logs['works_between_its_marks'][-300:]}")
     assert (cheat.status, twin.status) == ("PASSED", "PASSED"), logs
-    forged, honest = (o.record["evaluation"]["performance"]["latency_ms"] for o in (cheat, twin))
-    print(f"forger {forged:.4g} ms, honest twin {honest:.4g} ms: ratio {forged / honest:.3f}")  # pytest -s: the record
-    assert honest >= FORGED_WORK_MS and forged >= 0.7 * honest, (forged, honest, logs)
+    forged = cheat.record["evaluation"]["performance"]["latency_ms"]
+    honest, fastest = (twin.record["evaluation"]["performance"][k] for k in ("latency_ms", "min_ms"))
+    print(f"forger {forged:.4g} ms, honest twin {honest:.4g} ms (fastest call {fastest:.4g}): ratios "
+          f"{forged / honest:.3f} ({forged / fastest:.3f})")  # pytest -s: for the record
+    # Against the twin's fastest call: CPU time counts no time the host took the CPU away, which the twin's reported
+    # wall time holds (its median was 2.6 ms for its 1 ms at a load of 7 on 2 cores), so the forger's moved work is
+    # charged its CPU time, not its wall time (the Benchmarking page says so).
+    assert fastest >= FORGED_WORK_MS and forged >= 0.7 * fastest, (forged, honest, fastest, logs)
     assert "CPU-time floor" in logs["works_between_its_marks"]
     assert "CPU-time floor" not in logs[TWIN], logs[TWIN]  # its median was not moved by 2 % or more
 
