@@ -9,7 +9,8 @@ its PID 1 (bwrap itself). A bench running as root hands each worker a host user 
 (WORKER_UIDS, no capabilities): the kernel never enforces the process limit for root, and a worker
 that is root inside could write /dev and the sandbox's root. sandboxed/enter.py sets the limits and drops to
 that user. Where a memory cgroup can be made (cgroup.py), the worker lives in one capped at its share
-of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory). It cannot see the
+of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory), and where a
+CPU accounting cgroup can be made, in one that counts the CPU time of all its threads (cpufloor.py). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
 (--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
