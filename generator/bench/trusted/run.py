@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from ...model.errors import KernelTraceError
 from ...model.evaluation import MIN_CALL_MS
 from ...model.status import TraceStatus
+from . import cpufloor
 from .options import DEVICE_TIMING
 from .plan import (
     DEFAULT_CPU_MAX_BYTES,
@@ -174,6 +175,8 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     # The reference's worker and the first solution's start now (Python and torch, a few seconds each), while
     # this process imports torch and loads the dataset.
     ahead = [Worker(device, mode) for _ in range(2)]
+    if device == "cpu" and ahead[0].cpu_group is None:  # each trace's log says so too (pair.py)
+        print(f"kerneltrace bench: WARNING: {cpufloor.not_applied(ahead[0].cpu_why)}", file=sys.stderr)
     try:
         from ...load import load
         from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
