@@ -111,7 +111,8 @@ class Remote:
         answer; else the worker commits to every output by digest and `reveal` shows the chosen ones later. With
         `marks` (the CPU), the worker marks the start and end of each call and this process timestamps each mark as
         it arrives: Batch.marks, ms since the batch was sent."""
-        cpu0 = self.worker.cpu_ms()  # before the batch exists for it: the worker waits on its pipe
+        # The CPU (marks): the sandbox's CPU time before the batch exists for it (the worker waits on its pipe).
+        cpu0 = self.worker.cpu_ms() if marks else None
         t0 = time.perf_counter()
         mode = "ipc" if self.capture else "inline" if inline else "digest"
         if marks:  # each call's seeds sent when the call before it has ended (its end mark), none ahead
@@ -134,11 +135,12 @@ class Remote:
             if len(stamps) % 2 == 0 and len(stamps) // 2 < len(calls):
                 self.send({"op": "call", "call": calls[len(stamps) // 2]}, deadline=deadline, timeout_s=timeout_s)
         wall = (time.perf_counter() - t0) * 1e3
-        # Its answer is in: every output it commits to is computed by now. It goes back to waiting on its pipe, where
-        # the slice it ran last is counted (5 ms at most: a thread that keeps running is counted at the next tick).
-        cpu1 = self.worker.cpu_ms(settle_s=0.005)
         if reply["op"] != "done":
             raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
+        # Its answer is in: every output it commits to is computed by now. It goes back to waiting on its pipe, where
+        # the slice it ran last is counted (5 ms at most: a thread that keeps running is counted at the next tick).
+        # After `wall`: the wait is not the batch's (on CUDA, where nothing is read here, the wall ends later).
+        cpu1 = self.worker.cpu_ms(settle_s=0.005) if marks else None
         marked = stamps if marks else None
         used = _used(cpu0, cpu1, self._call_cpu(reply, len(calls)))
         try:
