@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import Iterator
+from typing import Collection, Iterator, Optional
 
 from ..formats import flashinfer_trace
 from ..model.dataset import Dataset
@@ -25,8 +25,11 @@ def _tag_example(namespace: str) -> str:
             "ep": "8"}.get(namespace, "value")
 
 
-def check_definitions(ds: Dataset) -> Iterator[Diagnostic]:
+def check_definitions(ds: Dataset, names: Optional[Collection[str]] = None) -> Iterator[Diagnostic]:
+    """Every definition's checks; `names`: only those definitions' (the bench, running a few of them)."""
     for d in ds.definitions.values():
+        if names is not None and d.name not in names:
+            continue
         yield from check_location(d, ds)
         yield from check_name(d)
         yield from check_axes(d)

@@ -93,6 +93,9 @@ CHEATS = {
     # Work on a thread that outlives the call (one worker thread, calls queued in order), joined before the
     # worker digests the outputs.
     "finishes_on_a_thread_before_digest": (PASSES, ""),
+    # -- forged marks: each call's work (FORGED_WORK_MS of CPU) moved after its end mark, where no clock and no mark
+    # sees it; the CPU-time floor charges it (test_work_after_forged_marks_is_charged_by_the_cpu_time_floor) --
+    "works_between_its_marks": (PASSES, ""),
     # -- precomputation from the public seeds: a table of every input set the workload's seed makes --
     "precomputes_from_public_seeds": (("INCORRECT_NUMERICAL",), "within atol"),
     # -- statistics: wrong answers on every call after the first batch --
@@ -137,10 +140,16 @@ ALONGSIDE = {"hangs", "setsid_grandchild", "stops_reading_its_pipe", "message_ne
 ONCE_DEFINITION = "rmsnorm_h128_once"
 ONCE = {"forges_messages", "forges_inline_outputs", "writes_fake_results_and_exits", "segfaults", "setsid_grandchild",
         "message_nested_deep", "message_huge_float", "message_huge_integer", "message_lone_surrogate",
-        "reads_the_bench_environment", "fills_tmp", "fills_dev_shm", "allocates_too_much", "computes_after_done_when_revealed"}
+        "reads_the_bench_environment", "fills_tmp", "fills_dev_shm", "allocates_too_much", "computes_after_done_when_revealed",
+        "works_between_its_marks"}
 # These run on a definition whose one workload has a 256 KiB blob input (more than a pipe holds).
 BLOB_ONCE = {"stops_reading_its_pipe"}
 # Each sleeps 10 ms per call where it does its work, outside the calls' reported time.
+# A call's CPU work that the forger moves after its end mark, and its honest twin does inside the call: more than the
+# batch bound forgives at the 4 calls a batch of this run (5 ms a batch), and 2 to 3 times the harness's CPU a call,
+# whose noise between two workers (up to 0.15 ms a call here) the floor's tolerance allows for.
+FORGED_WORK_MS = 1.0
+TWIN = "works_on_the_cpu"  # cheats/honest/works_on_the_cpu.py, in the plain cheats' worker (it patches nothing)
 OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "stops_the_clock_for_one_read", "computes_before_the_calls",
                      "lazy_mapping_computes_on_read", "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest")
 
@@ -207,11 +216,12 @@ def benched(tmp_path_factory):
     add_blob_definition(root)
     values = {"definition_path": str(root / "definitions/norm/rmsnorm_h128.json"),
               "workloads_path": str(root / "workloads/norm/rmsnorm_h128.jsonl"),
-              "orphan_marker": ORPHAN_MARKER, "work_s": 0.01}
+              "orphan_marker": ORPHAN_MARKER, "work_s": 0.01, "work_ms": FORGED_WORK_MS}
     for name in CHEATS:
         # One worker serves an author's solutions in turn: a cheat that could reach the next stands for an attacker.
         author = "cheat-plain" if name in PLAIN_CHEATS else f"cheat-{name}"
         add_solution(root, name, author=author, dps=name in DPS_CHEATS, definition=definition_of(name), **values)
+    add_solution(root, TWIN, f"honest/{TWIN}", author="cheat-plain", definition=ONCE_DEFINITION, **values)
     assert not ALONGSIDE & {*OUTSIDE_THE_CLOCK, "slows_reference_via_torch_op"}  # timed ones run alone
 
     def bench(solutions):
@@ -222,7 +232,7 @@ def benched(tmp_path_factory):
     try:
         with private_tempdir(tmp_path_factory.mktemp("tmp")) as temps, ThreadPoolExecutor(1) as pool:
             alongside = pool.submit(bench, ALONGSIDE)
-            rest = bench({"rmsnorm_h128_torch", *CHEATS} - ALONGSIDE)
+            rest = bench({"rmsnorm_h128_torch", TWIN, *CHEATS} - ALONGSIDE)
             alongside = alongside.result()
     finally:
         del os.environ["KT_BENCH_SECRET"]
@@ -325,6 +335,30 @@ def test_work_outside_the_clock_is_charged(benched, name):
             assert o.status == "REWARD_HACK", (name, o.status, ev["log"])
 
 
+def test_work_after_forged_marks_is_charged_by_the_cpu_time_floor(benched):
+    """works_between_its_marks ends each call at once and does its work (FORGED_WORK_MS of CPU) in a patched send,
+    just after the call's end mark: no clock, no mark and (at 4 calls a batch) no batch bound sees it. Its sandbox's
+    CPU time does (trusted/cpufloor.py): judged as a ratio to its honest twin in this run, which works as long inside
+    its calls and is not charged. Without the floor the forger reported 0.10 to 0.45 of its twin's time.
+    Where no CPU cgroup can be made the floor is not applied, the trace says so, and this test is skipped."""
+    _, summary, _, _ = benched
+    [cheat], [twin] = statuses(summary, "works_between_its_marks"), statuses(summary, TWIN)
+    logs = {o.pair.solution.name: o.record["evaluation"]["log"] or "" for o in (cheat, twin)}
+    if any("CPU-time floor was not applied" in log for log in logs.values()):
+        pytest.skip(f"no CPU cgroup here: {logs['works_between_its_marks'][-300:]}")
+    assert (cheat.status, twin.status) == ("PASSED", "PASSED"), logs
+    forged = cheat.record["evaluation"]["performance"]["latency_ms"]
+    honest, fastest = (twin.record["evaluation"]["performance"][k] for k in ("latency_ms", "min_ms"))
+    print(f"forger {forged:.4g} ms, honest twin {honest:.4g} ms (fastest call {fastest:.4g}): ratios "
+          f"{forged / honest:.3f} ({forged / fastest:.3f})")  # pytest -s: for the record
+    # Against the twin's fastest call: CPU time counts no time the host took the CPU away, which the twin's reported
+    # wall time holds (its median was 2.6 ms for its 1 ms at a load of 7 on 2 cores), so the forger's moved work is
+    # charged its CPU time, not its wall time (the Benchmarking page says so).
+    assert fastest >= FORGED_WORK_MS and forged >= 0.7 * fastest, (forged, honest, fastest, logs)
+    assert "CPU-time floor" in logs["works_between_its_marks"]
+    assert "CPU-time floor" not in logs[TWIN], logs[TWIN]  # its median was not moved by 2 % or more
+
+
 def test_no_trace_holds_the_bench_environment_or_host_secrets(benched):
     root, summary, mode, _ = benched
     text = "\n".join(p.read_text(encoding="utf-8") for p in sorted((root / "traces").rglob("*.jsonl")))
@@ -354,7 +388,7 @@ def test_no_process_or_temp_folder_is_left(benched):
 
 def test_every_trace_written_is_valid(benched):
     root, summary, _, _ = benched
-    assert len(summary.outcomes) == 2 + sum(expected_pairs(name) for name in CHEATS)
+    assert len(summary.outcomes) == 2 + 1 + sum(expected_pairs(name) for name in CHEATS)  # the baseline's, the twin's
     # (The validator rightly rejects the planted solution that does not compile; traces must be clean.)
     errors = [d for d in validate_path(root) if d.is_error and d.file.startswith("traces/")]
     assert not errors, "\n".join(str(d) for d in errors[:5])

@@ -12,7 +12,7 @@ import statistics
 import pytest
 
 from generator.bench import run_bench
-from generator.bench.trusted import outside
+from generator.bench.trusted import cpufloor, outside
 
 from dataset_factory import WORKLOAD, dump, write_dataset
 
@@ -121,3 +121,45 @@ def test_the_bound_charges_a_shifted_batch_not_late_marks():
     # A calls' worth hidden in each call beyond the tolerance: charged.
     slowed = outside.charged(honest_ms, [m + 0.05 + 0.2 for m in honest_ms], cost)
     assert statistics.median(slowed) == pytest.approx(statistics.median(honest_ms) + 0.2 - 0.05 * 0.7 - 0.01, abs=1e-3)
+
+
+def _turns(ms: float, cpu: float, serial: float = 0.0, n: int = 4, batches: int = 3) -> list:
+    """Batches of n calls reporting `ms` each, whose sandbox used `cpu` ms of CPU a call (`serial` on its busiest
+    thread, with those that ended; all of it when 0)."""
+    return [cpufloor.Turn([ms] * n, cpu * n, (serial or cpu) * n) for _ in range(batches)]
+
+
+def test_the_cpu_time_floor_raises_work_moved_out_of_the_calls_not_honest_or_parallel_work():
+    """On numbers (trusted/cpufloor.py): the reference's batches (0.1 ms calls, 0.4 ms of harness CPU a call) give the
+    harness's CPU; a solution whose calls report 0.05 ms while its sandbox used 1 ms a call more is raised to about 1
+    ms (the planted forger: without the floor it kept its 0.05); one reporting its 1 ms honestly, on one thread or
+    on two (2 ms of CPU, 1 ms on its busiest thread), is left alone, as is harness noise within the tolerance."""
+    ref = [cpufloor.Turn([0.10] * 4, 0.50 * 4, 0.50 * 4, [0.10] * 4) for _ in range(3)]
+    assert cpufloor.harness(ref) == pytest.approx(0.40)
+    forged = cpufloor.charged([[0.05] * 3] * 3, _turns(0.05, 1.05 + 0.40), ref)
+    allowed = (outside.CALL_SHARE * 1.05 + outside.CALL_SLACK_MS + cpufloor.HARNESS_SHARE * 0.40
+               + cpufloor.BATCH_CPU_SLACK_MS / 4)
+    assert forged == pytest.approx([1.05 - allowed] * 9) and min(forged) > 0.8
+    for honest in (_turns(1.0, 1.0 + 0.40), _turns(1.0, 2.0 + 0.40, serial=1.0 + 0.40), _turns(1.0, 1.0 + 0.50)):
+        assert cpufloor.charged([[1.0] * 3] * 3, honest, ref) == [1.0] * 9
+    # Threads that ended within the batch are counted as if serial: their CPU is known only in sum.
+    from generator.bench.trusted.remote import _used
+
+    used = _used((10.0, {"1": 5.0, "2": 1.0}), (14.0, {"1": 7.0, "3": 0.5}), None)
+    assert (used.cpu, used.serial) == (4.0, 2.0 + (4.0 - 2.0 - 0.5))
+
+
+def test_where_no_cpu_cgroup_can_be_made_the_log_says_the_floor_was_not_applied():
+    """A check skipped is never reported as passed: the trace's log says the CPU-time floor was not applied, and why
+    (here: the read-only /sys/fs/cgroup of a container); the numbers are the other bounds' alone."""
+    from types import SimpleNamespace
+
+    from generator.bench.trusted.pair import WorkloadRun
+
+    run = WorkloadRun.__new__(WorkloadRun)
+    why = "cannot make a CPU accounting cgroup under /sys/fs/cgroup/cpuacct (Read-only file system)"
+    run.notes = []
+    run.solution = SimpleNamespace(worker=SimpleNamespace(cpu_why=why))
+    run.ref = SimpleNamespace(worker=SimpleNamespace(cpu_why=""))
+    assert run.charge_cpu([[0.05] * 3], [None], [0.05] * 3) == [0.05] * 3
+    assert run.notes == [cpufloor.not_applied(why)] and "CPU-time floor was not applied: " + why in run.notes[0]

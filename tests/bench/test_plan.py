@@ -147,3 +147,23 @@ def test_bad_selection_and_device_are_clear_errors(tmp_path, capsys):
         make_plan(load(root), "cpu", definitions=["rmsnorm_h999"])
     assert cli.main(["bench", "--dataset", str(root), "--device", "tpu", "--quiet"]) == 2
     assert "--device 'tpu': use cpu or cuda" in capsys.readouterr().err
+
+
+def test_a_run_limited_to_some_definitions_checks_those_and_still_refuses_a_broken_one(tmp_path):
+    """rejected_definitions checks only the definitions a run can bench (all 653 references took 4 s of a
+    one-definition run); a named definition's error is still found, one not named is not looked at."""
+    from generator.bench.trusted.plan import rejected_definitions
+    from generator.bench.trusted.run import _named
+
+    root = write_dataset(tmp_path, traces=[], workloads=workloads(1))
+    [w] = workloads(1)
+    w["workload"]["uuid"] = "wl-broken"
+    copy_definition(root, "rmsnorm_h128_broken", w)
+    broken = root / "definitions/norm/rmsnorm_h128_broken.json"
+    d = json.loads(broken.read_text())
+    dump(broken, {**d, "reference": d["reference"].replace("def run(", "def not_run(")})
+    ds = load(root)
+    assert "no top-level function 'run'" in rejected_definitions(ds)["rmsnorm_h128_broken"]
+    assert "rmsnorm_h128_broken" in rejected_definitions(ds, _named(ds, ["rmsnorm_h128_broken"], []))
+    assert rejected_definitions(ds, _named(ds, [], ["rmsnorm_h128_torch"])) == {}
+    assert _named(ds, [], []) is None

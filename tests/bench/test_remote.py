@@ -51,7 +51,7 @@ def _fake_remote(who: str, reply) -> tuple:
     remote = Remote.__new__(Remote)
     remote.who, remote.names, remote.phases = who, ["output"], []
     remote.worker = SimpleNamespace(to_child=to_w, from_child=from_r, kill=lambda: None, how_it_ended=lambda: "killed",
-                                    proc=SimpleNamespace(wait=lambda timeout: 0), log=SimpleNamespace(text=lambda: ""))
+                                    proc=SimpleNamespace(wait=lambda timeout: 0), log=SimpleNamespace(text=lambda: ""), cpu_ms=lambda settle_s=0: None)
     remote.capture = _Registry()
     return remote
 

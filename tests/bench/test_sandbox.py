@@ -4,6 +4,7 @@ what a worker may write and hold, and is required on a GPU run (the CPU run with
 from __future__ import annotations
 
 import os
+import select
 import shutil
 import subprocess
 import sys
@@ -285,9 +286,19 @@ def test_a_workers_cgroup_is_made_and_removed_with_it():
         name = "memory.limit_in_bytes" if (group / "memory.limit_in_bytes").exists() else "memory.max"
         limit = int((group / name).read_text())
         assert limit <= sandbox.memory_bytes() + sandbox.TMP_BYTES + sandbox.SHM_BYTES
+        # Its CPU accounting cgroup (the CPU-time floor, cpufloor.py) counts the sandbox's CPU: starting Python and
+        # torch takes far more than 10 ms of it before the worker says hello.
+        cpu = w.cpu_group
+        if cpu is not None:
+            assert str(w.proc.pid) in (cpu / "cgroup.procs").read_text().split()
+            select.select([w.from_child], [], [], 120)
+            assert w.cpu_ms(settle_s=0.05)[0] > 10
     finally:
         w.kill()
     assert not group.exists()
+    if cpu is None:
+        pytest.skip(f"no CPU accounting cgroup can be made here (the CPU-time floor is not applied): {w.cpu_why}")
+    assert not cpu.exists()
 
 
 def test_an_unprivileged_bench_gets_the_same_limits(monkeypatch):
@@ -379,6 +390,7 @@ def test_killing_a_worker_twice_closes_no_other_workers_pipe():
     worker.proc = subprocess.Popen([sys.executable, "-c", ""], start_new_session=True)
     worker.to_child, worker.from_child = os.pipe()
     worker.log, worker.cgroup, worker.tmp = SimpleNamespace(thread=SimpleNamespace(join=lambda timeout: None)), None, None
+    worker.cpu_group = None
     worker.kill()
     other = os.pipe()  # the lowest free numbers: the ones the kill freed
     try:

@@ -29,6 +29,7 @@ from typing import Callable, Optional
 import torch
 
 _perf_counter = time.perf_counter
+_process_time = time.process_time  # every thread of this process: the reference's call CPU (trusted/cpufloor.py)
 now = _perf_counter  # the worker's own clock for its phases (diagnostics only)
 _Event = torch.cuda.Event if torch.cuda.is_available() else None
 _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
@@ -36,14 +37,15 @@ _synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
 
 def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, device: str, flush: Optional["L2Flusher"],
                convert: Callable[[object, list], dict], warmup_ms: float = 0.0,
-               mark: Optional[Callable[[], None]] = None) -> tuple[list[float], list[dict]]:
+               mark: Optional[Callable[[], None]] = None, cpu: Optional[list] = None) -> tuple[list[float], list[dict]]:
     """(milliseconds, outputs) of fn(*args, *outs) for the n calls, timed back to back, where `make(i)` gives call
     i its (args, outs) just before it: no later call's input set exists while a call runs (its caller's frame holds
     none to answer ahead). `convert(result, outs)` turns a result into plain outputs inside the timed interval. On
     CUDA, `warmup_ms` of the flush is queued first and nothing synchronises between calls: a set drawn on the device
     queues behind the call before it, and the flush ahead of each call still hides its launch (as do_bench's). On the
     CPU, `mark()` runs just before and just after each call, outside its interval: the trusted process timestamps
-    each mark as it arrives (trusted/pair.py's per-call bound)."""
+    each mark as it arrives (trusted/pair.py's per-call bound), and each call's CPU time (this process's threads, ms)
+    is appended to `cpu`: trusted only from the reference's worker, where it tells the harness's CPU from its calls'."""
     results: list[dict] = []
     if device.startswith("cuda"):
         if flush is not None and warmup_ms > 0:
@@ -63,9 +65,11 @@ def time_calls(fn: Callable, make: Callable[[int], tuple[list, list]], n: int, d
         args, outs = make(i)
         if mark is not None:
             mark()
-        t0 = _perf_counter()
+        c0, t0 = _process_time(), _perf_counter()
         results.append(convert(fn(*args, *outs), outs))
         ms.append((_perf_counter() - t0) * 1e3)
+        if cpu is not None:
+            cpu.append((_process_time() - c0) * 1e3)
         if mark is not None:
             mark()
     return ms, results

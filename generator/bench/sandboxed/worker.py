@@ -7,7 +7,7 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
 
     load {sources, entry_point, dps, device, warmup_ms} -> loaded | compile_error {log}
     workload {order, scalars, blobs, outs} + blobs     -> ready
-    batch {calls: [{recipes}], capture}                -> done {ms, digests | outputs} [+ tensors] | error | cheat
+    batch {calls: [{recipes}], capture}                -> done {ms, cpu, digests | outputs} [+ tensors] | error | cheat
     batch {n, capture, marks: true}, then per call:
       call {call: {recipes}}                          -> mark (before the call), mark (after it)
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
@@ -175,12 +175,13 @@ class Session:
 
         threads = set(threading.enumerate())
         self.kept = []
+        cpu: list[float] = []  # each call's CPU time (the CPU): the trusted side reads only the reference's
         t1 = clock.now()
         try:
             ms, results = clock.time_calls(self.fn, make, len(calls), self.device, self.flush,
                                              lambda r, outs: dict(zip(self.names, outs)) if self.dps else
                                              as_outputs(r, self.names), self.warmup_ms,
-                                             mark if marked else None)
+                                             mark if marked else None, cpu)
         except Exception:  # noqa: BLE001 - a solution's error is data, not our crash
             protocol.send(OUT_FD, {"op": "error", "log": traceback.format_exc(limit=-8)})
             return
@@ -215,7 +216,7 @@ class Session:
         # phases: this worker's own account of where the batch's time went (inputs, timed calls, guards, digests
         # or handles), in ms. Untrusted like everything here: only shown in diagnostics, never used for a number.
         t4 = clock.now()
-        protocol.send(OUT_FD, {"op": "done", "ms": ms, **answer,
+        protocol.send(OUT_FD, {"op": "done", "ms": ms, **({"cpu": cpu} if cpu else {}), **answer,
                                "phases": [(b - a) * 1e3 for a, b in ((t0, t1), (t1, t2), (t2, t3), (t3, t4))]}, payload)
 
     def probe(self) -> None:

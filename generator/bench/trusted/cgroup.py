@@ -7,6 +7,11 @@ Nothing here changes the cgroup the bench runs in: a child of it is made, limite
 process before bwrap starts (so all the sandbox lives in it), and removed when the worker is gone. Where
 no such child can be made (a read-only /sys/fs/cgroup in a container, v2 without delegation) the worker
 runs with the rlimits alone; `make` says why.
+
+The worker also gets a CPU accounting cgroup where one can be made (`make_cpu`: cgroup v1's cpuacct, or any
+v2 cgroup, whose cpu.stat counts CPU time whether or not a controller is delegated): its usage counts every
+thread of every process of the sandbox whenever it runs, which the trusted side reads around each batch
+(cpufloor.py). It is the v2 memory group itself where that is the one made.
 """
 
 from __future__ import annotations
@@ -80,6 +85,98 @@ def _sweep(parent: Path) -> None:
                 group.rmdir()
             except OSError:
                 pass
+
+
+def _own_cpu_cgroup() -> tuple[Optional[Path], str]:
+    """(the folder of this process's CPU accounting cgroup, its version) or (None, why)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError as exc:
+        return None, f"/proc/self/cgroup unreadable ({exc})"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(","):
+            for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"):
+                if (ROOT / mount / path.lstrip("/") / "cpuacct.usage").exists():
+                    return ROOT / mount / path.lstrip("/"), "v1"
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        for mount in (ROOT, ROOT / "unified"):
+            if controllers == "" and (mount / path.lstrip("/") / "cgroup.procs").exists():
+                return mount / path.lstrip("/"), "v2"
+    return None, "no cpuacct (v1) or v2 cgroup mounted"
+
+
+def make_cpu(memory: Optional[Path]) -> tuple[Optional[Path], str]:
+    """A fresh child cgroup that counts the CPU time of whatever joins it, or (None, why not). `memory`: the
+    worker's memory cgroup, which is the one to use where it is a v2 cgroup (v2 counts CPU in every group)."""
+    if memory is not None and (memory / "cpu.stat").exists():
+        return memory, ""
+    parent, version = _own_cpu_cgroup()
+    if parent is None:
+        return None, version
+    _sweep(parent)
+    group = parent / f"kt-worker-{os.getpid()}-{next(_SERIAL)}"
+    try:
+        group.mkdir()
+    except OSError as exc:
+        return None, f"cannot make a CPU accounting cgroup under {parent} ({exc.strerror})"
+    if usage_ms(group) is None:
+        remove(group)
+        return None, f"the cgroup made under {parent} does not report its CPU time"
+    return group, ""
+
+
+def usage_ms(group: Optional[Path], settle_s: float = 0.0) -> Optional[float]:
+    """CPU time (ms) used by every thread ever in `group` (v1 cpuacct.usage in ns, v2 cpu.stat usage_usec), or
+    None where it cannot be read. `settle_s`: first wait up to that long for its threads to stop running, since a
+    running thread's latest slice is counted only when it stops (or at the next tick, up to 10 ms later)."""
+    if group is None:
+        return None
+    deadline = time.monotonic() + settle_s
+    while settle_s and _running(group) and time.monotonic() < deadline:
+        time.sleep(50e-6)
+    try:
+        if (group / "cpuacct.usage").exists():
+            return int((group / "cpuacct.usage").read_text()) / 1e6
+        for line in (group / "cpu.stat").read_text().splitlines():
+            key, _, value = line.partition(" ")
+            if key == "usage_usec":
+                return int(value) / 1e3
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def _tids(group: Path) -> list[str]:
+    try:
+        return (group / ("tasks" if (group / "tasks").exists() else "cgroup.threads")).read_text().split()
+    except OSError:
+        return []
+
+
+def threads_ms(group: Optional[Path]) -> dict[str, float]:
+    """{thread id: CPU ms it has used} for each thread now in `group` (/proc/<tid>/schedstat); a thread that ended is
+    not there (its time is in usage_ms only)."""
+    out = {}
+    for tid in _tids(group) if group is not None else ():
+        try:
+            out[tid] = int(Path(f"/proc/{tid}/schedstat").read_text().split()[0]) / 1e6
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+    return out
+
+
+def _running(group: Path) -> bool:
+    """Whether a thread of `group` is running or ready to run (state R in /proc/<tid>/stat)."""
+    for tid in _tids(group):
+        try:
+            stat = Path(f"/proc/{tid}/stat").read_text()
+        except OSError:
+            continue  # gone meanwhile
+        if stat[stat.rfind(")") + 2:][:1] == "R":
+            return True
+    return False
 
 
 def join(group: Path) -> None:

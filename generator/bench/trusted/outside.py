@@ -11,8 +11,7 @@ covered a small kernel whole; its resolution is the jitter of the marks' cost (o
 moves its time out of the calls into the harness's phases between them, which only the batch bound weighs: those
 phases (drawing input sets, the guards, the digests) drift between batches by tens of percent on a shared 2-core
 host, so comparing them with the reference's batches charged honest solutions (measured: +20 % to +130 % at batch
-sizes 64 to 2,048 of rmsnorm_h4096). Bounding them call by call needs the two workers' calls interleaved, so that
-both see the same host moment (the next step, in the bench's notes).
+sizes 64 to 2,048 of rmsnorm_h4096). What bounds them: the CPU time the solution's sandbox used (cpufloor.py).
 """
 
 from __future__ import annotations

@@ -36,7 +36,7 @@ import random
 import statistics
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
@@ -44,7 +44,7 @@ from ...model.stability import batches_jump
 from ...model.status import TraceStatus
 from ..shared import protocol
 from ..shared.inputs import TORCH_DTYPES, count_elements, input_recipes, load_blob, shape_of
-from . import outside, samples
+from . import cpufloor, outside, samples
 from .check import Verdict
 from .evaluate import evaluator_for
 from .options import Options, timing_for
@@ -218,6 +218,7 @@ class WorkloadRun:
         harness: list[float] = []  # per call: the reference's batch time outside its calls (the harness's work)
         spread: list[float] = []  # the reference's calls' time beyond its median call, a share of that median
         marked: list[tuple] = []  # the CPU, per batch: (solution's call intervals, its ms, reference's, its ms)
+        turns: list[tuple] = []  # per batch: (solution's, reference's) cpufloor.Turn, or None without a CPU count
         started = time.perf_counter()
         # Two batches a side at least, however slow the calls: one batch cannot show a host that stalled it (a jump).
         while (len(solution) < 2 or (len(solution) < self.cfg.min_batches and time.perf_counter() - started < self.cfg.budget_s * samples.SLOW_BUDGETS)
@@ -228,6 +229,7 @@ class WorkloadRun:
             sol_batch, ref_batch = self.marked
             if sol_batch.marks and ref_batch.marks:
                 marked.append((outside.call_intervals(sol_batch.marks), s, outside.call_intervals(ref_batch.marks), r))
+            turns.append(_turns(sol_batch, ref_batch))
             harness.append(max(r_wall - sum(r), 0.0) / n)
             spread.append(max(sum(r) / n / max(statistics.median(r), 1e-9) - 1, 0.0))
             if self.opts.diagnostics:
@@ -245,6 +247,8 @@ class WorkloadRun:
         charged = self.charge(solution, solution_gaps, harness, spread)
         if marked and len(marked) == len(solution):
             charged = self.charge_calls(marked, charged)
+        if self.opts.device == "cpu":
+            charged = self.charge_cpu(solution, turns, charged)
         # Per batch (charged, as ranked): a host that stalled one batch shows as a jump between them (stability.py).
         k, sol_medians = 0, []
         for calls in solution:
@@ -294,6 +298,23 @@ class WorkloadRun:
         _note_charged(self.notes, charged, out, f"the solution's calls took longer, as this process saw them from "
                       f"outside, than its clock reported (beyond the marks' own cost, {cost:.4g} ms a call on the "
                       "reference's worker): charged to them")
+        return out
+
+    def charge_cpu(self, samples: list[list[float]], turns: list[tuple], charged: list[float]) -> list[float]:
+        """The CPU-time floor (cpufloor.py) over the other bounds: each call the larger. Where the workers' CPU time
+        cannot be counted, the log says the floor was not applied."""
+        if not turns or None in turns:
+            why = self.solution.worker.cpu_why or self.ref.worker.cpu_why
+            if cpufloor.not_applied(why) not in self.notes:
+                self.notes.append(cpufloor.not_applied(why))
+            return charged
+        sol, ref = [t[0] for t in turns], [t[1] for t in turns]
+        out = [max(a, b) for a, b in zip(charged, cpufloor.charged(samples, sol, ref))]
+        cpu = cpufloor.harness(ref)
+        _note_charged(self.notes, charged, out, f"the solution's sandbox used more CPU time in its batches than its "
+                      f"calls reported (beyond the harness's own, {cpu:.4g} ms a call on the reference's worker; "
+                      f"median floor {statistics.median(cpufloor.floors(sol, ref)):.4g} ms a call): raised to the "
+                      "CPU-time floor")
         return out
 
     def run(self) -> dict:
@@ -351,6 +372,14 @@ class WorkloadRun:
         if w.atol is not None:
             record.update(atol=w.atol, rtol=w.rtol)
         return record
+
+
+def _turns(sol, ref) -> Optional[tuple]:
+    """One batch's (solution's, reference's) cpufloor.Turn, or None where either worker's CPU was not counted."""
+    if sol.used is None or ref.used is None or ref.used.calls is None:
+        return None
+    return (cpufloor.Turn(sol.ms, sol.used.cpu, sol.used.serial),
+            cpufloor.Turn(ref.ms, ref.used.cpu, ref.used.serial, ref.used.calls))
 
 
 def _note_charged(notes: list[str], before: list[float], after: list[float], why: str) -> None:

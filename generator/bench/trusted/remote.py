@@ -111,6 +111,8 @@ class Remote:
         answer; else the worker commits to every output by digest and `reveal` shows the chosen ones later. With
         `marks` (the CPU), the worker marks the start and end of each call and this process timestamps each mark as
         it arrives: Batch.marks, ms since the batch was sent."""
+        # The CPU (marks): the sandbox's CPU time before the batch exists for it (the worker waits on its pipe).
+        cpu0 = self.worker.cpu_ms() if marks else None
         t0 = time.perf_counter()
         mode = "ipc" if self.capture else "inline" if inline else "digest"
         if marks:  # each call's seeds sent when the call before it has ended (its end mark), none ahead
@@ -132,10 +134,15 @@ class Remote:
                                         worker_lost=True)
             if len(stamps) % 2 == 0 and len(stamps) // 2 < len(calls):
                 self.send({"op": "call", "call": calls[len(stamps) // 2]}, deadline=deadline, timeout_s=timeout_s)
+        wall = (time.perf_counter() - t0) * 1e3
         if reply["op"] != "done":
             raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
-        wall = (time.perf_counter() - t0) * 1e3
+        # Its answer is in: every output it commits to is computed by now. It goes back to waiting on its pipe, where
+        # the slice it ran last is counted (5 ms at most: a thread that keeps running is counted at the next tick).
+        # After `wall`: the wait is not the batch's (on CUDA, where nothing is read here, the wall ends later).
+        cpu1 = self.worker.cpu_ms(settle_s=0.005) if marks else None
         marked = stamps if marks else None
+        used = _used(cpu0, cpu1, self._call_cpu(reply, len(calls)))
         try:
             self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
         except protocol.ProtocolError:
@@ -147,9 +154,9 @@ class Remote:
                                                                          f"{len(calls)} calls (one before and one "
                                                                          "after each)"}, worker_lost=True)
             if mode == "inline":
-                return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"), marked)
+                return Batch(ms, None, wall, self._tensors(payload, range(len(calls)), "running a batch of calls"), marked, used)
             if self.capture is None:
-                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), wall, None, marked)
+                return Batch(ms, protocol.digests(reply, len(calls), len(self.names)), wall, None, marked, used)
             descs = protocol.rows(reply, "outputs", len(calls), len(self.names))
             opening = self.capture.open_s
             copies = {i: dict(zip(self.names, (self.capture.read(d) for d in descs[i]))) for i in chosen}
@@ -166,7 +173,17 @@ class Remote:
             raise failed from None
         # The comparisons run on the CPU (check.py), after the clock.
         outputs = {i: {"out": {n: t.cpu() for n, t in outs.items()}, "in": {}} for i, outs in copies.items()}
-        return Batch(ms, None, wall, outputs, marked)
+        return Batch(ms, None, wall, outputs, marked, used)
+
+    def _call_cpu(self, reply: dict, n: int) -> Optional[list[float]]:
+        """Each call's CPU time as the reference's worker measured it (trusted code; cpufloor.py subtracts the rest of
+        its batch's CPU as the harness's), or None: a solution's account of its own calls is never read."""
+        if self.who != "reference" or "cpu" not in reply:
+            return None
+        try:
+            return protocol.numbers(reply, "cpu", n)
+        except protocol.ProtocolError:
+            return None
 
     def probe_capture(self, device: str) -> Optional[str]:
         """None if this process can read the worker's device memory (capture.py), else why not."""
@@ -242,3 +259,19 @@ class Batch(NamedTuple):
     wall: float  # ms from sending the batch to its answer (and, with a capture, the copy of the outputs)
     outputs: Optional[dict[int, dict[str, dict]]] = None  # captured: {call: {"out": {name: tensor}, "in": {}}}
     marks: Optional[list[float]] = None  # ms since sending: when each call's start and end mark arrived (the CPU)
+    used: Optional[Used] = None  # the CPU time its sandbox used from sending the batch to its answer (a CPU cgroup)
+
+
+class Used(NamedTuple):
+    """CPU time (ms) of a worker's sandbox over one batch, read from its cgroup by this process."""
+    cpu: float  # every thread of every process of the sandbox, from just before sending the batch to its answer
+    calls: Optional[list[float]]  # the reference's worker only: each call's own CPU, as it measured it
+    serial: float  # the busiest thread's, plus that of threads that ended meanwhile (known only in sum)
+
+
+def _used(before: Optional[tuple], after: Optional[tuple], calls: Optional[list[float]]) -> Optional[Used]:
+    if before is None or after is None:
+        return None
+    cpu = after[0] - before[0]
+    own = [ms - before[1].get(tid, 0.0) for tid, ms in after[1].items()]
+    return Used(cpu, calls, max(own, default=0.0) + max(cpu - sum(own), 0.0))

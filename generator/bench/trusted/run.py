@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 from ...model.errors import KernelTraceError
 from ...model.evaluation import MIN_CALL_MS
 from ...model.status import TraceStatus
+from . import cpufloor
 from .options import DEVICE_TIMING
 from .plan import (
     DEFAULT_CPU_MAX_BYTES,
@@ -150,6 +151,14 @@ def _progress(summary: BenchSummary, progress: bool):
     return bar, on_outcome
 
 
+def _named(ds, definitions: Sequence[str], solutions: Sequence[str]) -> Optional[set[str]]:
+    """The definitions a run limited by --definitions or --solutions can bench (None: any): only theirs are checked."""
+    if not definitions and not solutions:
+        return None
+    named = {ds.solutions[s].definition for s in solutions if s in ds.solutions}
+    return (set(definitions) & named if definitions and solutions else set(definitions) | named)
+
+
 def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = None,
               definitions: Sequence[str] = (), solutions: Sequence[str] = (), authors: Sequence[str] = (),
               shard: Optional[str] = None, resume: bool = False, correctness_only: bool = False,
@@ -166,6 +175,8 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
     # The reference's worker and the first solution's start now (Python and torch, a few seconds each), while
     # this process imports torch and loads the dataset.
     ahead = [Worker(device, mode) for _ in range(2)]
+    if device == "cpu" and ahead[0].cpu_group is None:  # each trace's log says so too (pair.py)
+        print(f"kerneltrace bench: WARNING: {cpufloor.not_applied(ahead[0].cpu_why)}", file=sys.stderr)
     try:
         from ...load import load
         from .runner import Options, run_plan  # torch comes with it: not needed to merge or read traces
@@ -189,7 +200,8 @@ def run_bench(dataset_root: Path, *, device: str = "cpu", out: Optional[Path] = 
         plan = make_plan(ds, device, definitions=definitions, solutions=solutions, authors=authors,
                          shard=parse_shard(shard), max_bytes=max_bytes, max_flops=max_flops,
                          max_sampler_elements=sampler_limit, done=done, hardware=environment["hardware"],
-                         breadth_first=breadth_first, rejected=rejected_definitions(ds), counts_cache=einsum_counts,
+                         breadth_first=breadth_first, rejected=rejected_definitions(ds, _named(ds, definitions, solutions)),
+                         counts_cache=einsum_counts,
                          capability=_capability(device))
         summary = BenchSummary(plan, hardware=environment["hardware"])
         opts = Options(device=device, out=out, timeout_s=timeout_s, correctness_only=correctness_only, sandbox=mode,

@@ -9,7 +9,8 @@ its PID 1 (bwrap itself). A bench running as root hands each worker a host user 
 (WORKER_UIDS, no capabilities): the kernel never enforces the process limit for root, and a worker
 that is root inside could write /dev and the sandbox's root. sandboxed/enter.py sets the limits and drops to
 that user. Where a memory cgroup can be made (cgroup.py), the worker lives in one capped at its share
-of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory). It cannot see the
+of the machine, which counts the pages no rlimit does (tmpfs, System V segments, memfds, pinned memory), and where a
+CPU accounting cgroup can be made, in one that counts the CPU time of all its threads (cpufloor.py). It cannot see the
 dataset, the traces, the home folder or the bench's files, and cannot reach the network. Every
 process it starts lives in its PID namespace, which the kernel tears down when the worker goes
 (--die-with-parent ties that to the bench: a kill -9 of the bench kills the sandbox too).
@@ -364,11 +365,14 @@ class Worker:
         processes = None if self.sandboxed else _user_processes()
         # Where a memory cgroup can be made, it caps every page of the worker, its tmpfs included.
         self.cgroup, self.cgroup_why = cgroup.make(memory_bytes() + TMP_BYTES + SHM_BYTES)
+        # Where a CPU accounting cgroup can be made, it counts the CPU time of every thread of the sandbox (cpufloor.py).
+        self.cpu_group, self.cpu_why = cgroup.make_cpu(self.cgroup)
+        groups = [g for g in (self.cgroup, self.cpu_group) if g is not None]
 
         def setup() -> None:
             _pdeathsig()
-            if self.cgroup is not None:
-                cgroup.join(self.cgroup)
+            for group in dict.fromkeys(groups):
+                cgroup.join(group)
             if processes is not None:
                 _limits(device, processes)
             for target, source in fds.items():
@@ -383,7 +387,7 @@ class Worker:
                                          cwd=self.tmp or "/", start_new_session=True, preexec_fn=setup,
                                          pass_fds=(3, 4), close_fds=True)  # nothing else of ours leaks in
         except BaseException:
-            cgroup.remove(self.cgroup)
+            self._remove_cgroups()
             for fd in (to_child_r, self.to_child, self.from_child, from_child_w, log_r, log_w):
                 os.close(fd)
             raise
@@ -409,11 +413,21 @@ class Worker:
             except OSError:
                 pass
         self.log.thread.join(timeout=5)
-        cgroup.remove(self.cgroup)
-        self.cgroup = None
+        self._remove_cgroups()
         if self.tmp:
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp = None
+
+    def _remove_cgroups(self) -> None:
+        for group in dict.fromkeys(g for g in (self.cgroup, self.cpu_group) if g is not None):
+            cgroup.remove(group)
+        self.cgroup = self.cpu_group = None
+
+    def cpu_ms(self, settle_s: float = 0.0) -> Optional[tuple[float, dict[str, float]]]:
+        """(the CPU time in ms every thread of this worker's sandbox has used so far, {thread id: its own}), or None
+        without a CPU cgroup; `settle_s`: cgroup.usage_ms's wait for its threads to stop first."""
+        total = cgroup.usage_ms(self.cpu_group, settle_s)
+        return None if total is None else (total, cgroup.threads_ms(self.cpu_group))
 
     def how_it_ended(self) -> str:
         code = self.proc.poll()
