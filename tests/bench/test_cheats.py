@@ -20,8 +20,16 @@ from generator.bench.trusted.store import append_line, read_traces
 from generator.validate import validate_path
 
 from dataset_factory import write_dataset
-from planted import (CHEATS_DIR, FAST, HONEST_DIR, add_solution, copy_definition, kt_temp_folders, private_tempdir,
-                     workloads)
+from planted import (
+    CHEATS_DIR,
+    FAST,
+    HONEST_DIR,
+    add_solution,
+    copy_definition,
+    kt_temp_folders,
+    private_tempdir,
+    workloads,
+)
 
 PASSES = ("PASSED",)  # a sniffing cheat that finds nothing to sniff computes honestly every call
 # A cached answer is wrong in its values, or, when the address was last used by another workload's input, in
