@@ -23,12 +23,14 @@ COMPUTE = (
     "    return (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(input.dtype)\n\n"
     "def work(ms):  # a kernel's time, spent on the CPU (a sleep would yield it)\n"
     "    end = time.perf_counter() + ms / 1e3\n    while time.perf_counter() < end:\n        pass\n\n"
+    "def burn(ms):  # a kernel's CPU time: as much whatever the host takes away meanwhile\n"
+    "    end = time.thread_time() + ms / 1e3\n    while time.thread_time() < end:\n        pass\n\n"
 )
 WORK_MS = 0.3  # under the 0.15 ms a call the batch bound forgave at 33 calls a batch, plus its share of the harness
 HONEST = COMPUTE + f"def run(input, weight, eps):\n    work({WORK_MS})\n    return compute(input, weight, eps)\n"
 # The attack of issue 38: honest work, then the worker's clock patched for the one read that ends the call.
 STOPS_THE_CLOCK = (COMPUTE + "import generator.bench.sandboxed.clock as _t\n_real = _t._perf_counter\n\n"
-                   f"def run(input, weight, eps):\n    start = _real()\n    work({WORK_MS})\n"
+                   f"def run(input, weight, eps):\n    start = _real()\n    burn({WORK_MS})\n"
                    "    out = compute(input, weight, eps)\n\n"
                    "    def _once():\n        _t._perf_counter = _real\n        return start + 5e-7\n"
                    "    _t._perf_counter = _once\n    return out\n")
@@ -76,9 +78,13 @@ def test_a_stopped_clock_is_charged_call_by_call(tmp_path):
     summary = run_bench(root, device="cpu", timeout_s=60, progress=False, solutions=["honest", "stops_the_clock"])
     got = {o.pair.solution.name: o for o in summary.outcomes}
     assert {o.status for o in got.values()} == {"PASSED"}, {n: o.log[-300:] for n, o in got.items()}
-    honest, cheat = (got[n].record["evaluation"]["performance"]["latency_ms"] for n in ("honest", "stops_the_clock"))
-    assert honest >= WORK_MS and cheat >= 0.7 * honest, (honest, cheat, got["stops_the_clock"].log[-600:])
-    assert "charged" in got["stops_the_clock"].log  # by this bound or, where it charged more, by the batch bound
+    honest = got["honest"].record["evaluation"]["performance"]
+    cheat = got["stops_the_clock"].record["evaluation"]["performance"]["latency_ms"]
+    # Against the twin's fastest call: on a busy host its median holds time the host took away (1.55 ms for its
+    # 0.3 ms at a load of 6 on 2 cores), which the CPU-time floor does not charge; the cheat burns CPU time.
+    assert honest["min_ms"] >= WORK_MS and cheat >= 0.7 * honest["min_ms"], (honest, cheat, got["stops_the_clock"].log[-600:])
+    # charged by this bound, by the CPU-time floor (where a CPU cgroup can be made) or by the batch bound
+    assert "charged" in got["stops_the_clock"].log
 
 
 @pytest.mark.parametrize("name, source, why", [
