@@ -17,7 +17,7 @@ from typing import Callable, Optional, Sequence
 from .steps import ARCHIVE, MAX_OUT_FILES, git
 
 # What the bench imports (cli -> bench -> load -> model.schemas) that the GPU image lacks: jsonschema and
-# its own dependencies. The image has (TOOLCHAIN.md, "The GPU machine we measured on"): torch, triton,
+# its own dependencies, and orjson (load reads JSON with it). The image has (TOOLCHAIN.md, "The GPU machine we measured on"): torch, triton,
 # numpy, safetensors, jinja2, pyyaml, tqdm, pandas, pyarrow, pytest, hypothesis, setuptools,
 # huggingface_hub. mkdocs, mkdocs-material, pygments and datasets
 # are missing there too, but only `build`, `serve` and `export` import them, never the bench.
@@ -26,8 +26,10 @@ from .steps import ARCHIVE, MAX_OUT_FILES, git
 # The pure-Python kernel libraries the library contenders call (generator/contenders/libraries/): liger-kernel
 # and fla-core (py3-none-any wheels; they need torch and triton, which the image has, and fla-core einops).
 KERNEL_LIBRARIES = ("liger-kernel", "fla-core", "einops")
+# orjson by a floor, not this machine's version: 3.8 has no wheel for CPython 3.12 (3.9.3 is the first); load reads
+# alike with any version (load/reading.py gives json whatever orjson might read otherwise).
 KIT_PACKAGES = ("jsonschema", "referencing", "rpds-py", "jsonschema-specifications", "attrs", "typing-extensions",
-                *KERNEL_LIBRARIES)
+                "orjson>=3.9.3", *KERNEL_LIBRARIES)
 ON_THE_IMAGE = frozenset({"torch", "triton", "numpy", "safetensors", "jinja2", "markupsafe", "pyyaml", "tqdm",
                           "pandas", "pyarrow", "pytest", "hypothesis", "setuptools", "huggingface-hub"})
 # pip matches manylinux_2_N exactly: offer the common ones (rpds-py ships manylinux_2_17 wheels).

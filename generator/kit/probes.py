@@ -1,7 +1,7 @@
 """Scripts the kit runs with the machine's Python: the test selection plugin and the environment probes."""
 
 # Modules the bench path imports, checked on the machine (env.txt says which copy is used).
-CHECKED_IMPORTS = ("jsonschema", "referencing", "rpds", "jsonschema_specifications", "attrs", "typing_extensions",
+CHECKED_IMPORTS = ("jsonschema", "referencing", "rpds", "jsonschema_specifications", "attrs", "typing_extensions", "orjson",
                    "jinja2", "yaml", "tqdm", "numpy", "safetensors", "torch", "triton", "pytest",
                    "liger_kernel", "fla", "einops")
 DISTRIBUTIONS = {"rpds": "rpds-py", "jsonschema_specifications": "jsonschema-specifications", "yaml": "pyyaml",

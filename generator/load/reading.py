@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+import orjson
+
 from ..formats import dialects
 from ..model.diagnostics import ERROR, Diagnostic
 from ..model.records import Source
@@ -25,6 +27,19 @@ def _reject_constant(name: str) -> Any:
 
 # One decoder for every value (json.loads with a keyword argument builds a new one per call: a tenth of loading).
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+# orjson reads a value about twice as fast as json and gives the same value wherever it reads one, with two
+# exceptions: an integer past 64 bits comes back as a float, and it reads values nested past json's recursion limit.
+# So it reads text with no run of 19 digits and fewer than NESTED_FEW brackets; json reads the rest, and whatever
+# orjson refuses (json says precisely what is wrong, or reads what orjson will not: 1e400, a lone surrogate).
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_NUMBER = b"0" * 19
+NESTED_FEW = 200  # brackets: far from json's recursion limit (about 1,000 deep)
+
+
+def _orjson_reads_alike(text: str) -> bool:
+    """Whether orjson reads `text` as json would (no run of 19 digits: no integer past 64 bits)."""
+    return _LONG_NUMBER not in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZERO)
 
 
 def _line_of_constant(text: str, name: str) -> int:
@@ -88,7 +103,14 @@ class FileReader:
             self.report(rel, 0, "", ERROR, f"cannot read file: {e.strerror}", "check the file's permissions")
         return None
 
-    def parse(self, rel: str, text: str, line: int = 1) -> tuple[bool, Any]:
+    def parse(self, rel: str, text: str, line: int = 1, fast: bool = False) -> tuple[bool, Any]:
+        """`text`'s JSON value (True, value), or (False, None) with the error reported. `fast`: orjson may read it
+        (_orjson_reads_alike)."""
+        if fast and text.count("[") + text.count("{") < NESTED_FEW:
+            try:
+                return True, orjson.loads(text)
+            except orjson.JSONDecodeError:
+                pass  # json's own message below (or its value)
         try:
             if text.startswith("\ufeff"):  # json.loads says what is wrong with a byte-order mark
                 return True, json.loads(text, parse_constant=_reject_constant)
@@ -109,7 +131,7 @@ class FileReader:
         text = self.read_text(rel)
         if text is None:
             return
-        ok, data = self.parse(rel, text)
+        ok, data = self.parse(rel, text, fast=_orjson_reads_alike(text))
         if ok:
             yield data, Source(rel, 1, text)
 
@@ -118,10 +140,11 @@ class FileReader:
         text = self.read_text(rel)
         if text is None:
             return
+        fast = _orjson_reads_alike(text)  # once for the file: its lines are read alike when it is
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
                 continue
-            ok, data = self.parse(rel, line, number)
+            ok, data = self.parse(rel, line, number, fast)
             if ok:
                 yield data, Source(rel, number), line
 

@@ -87,3 +87,25 @@ def test_a_load_cache_rereads_only_changed_files_and_gives_a_plain_load(tmp_path
                        "traces/alice/norm/rmsnorm_h128.jsonl": (True, True)}
     assert cache.changed["traces/bob/norm/rmsnorm_h128.jsonl"][1].definitions() == {"rmsnorm_h128"}
     assert not any("invalid JSON" in d.message for d in validate(after))
+
+
+def test_lines_read_by_orjson_give_what_json_gives(tmp_path):
+    """load reads JSON with orjson where it reads alike (load/reading.py), json elsewhere: an integer past 64 bits
+    (orjson would give a float; json reads its file), a value nested past json's limit (orjson would read it), a NaN
+    and a bad line (json's messages) come out as json alone gives them."""
+    big, deep = 2**64 + 1, "[" * 1500 + "]" * 1500
+    root = write_dataset(tmp_path / "dataset")
+    good = json.dumps(TRACE)
+    lines = {"long": [good, json.dumps({**TRACE, "evaluation": {**TRACE["evaluation"], "seed": big}})],
+             "odd": [good, good.replace('"log": ""', f'"log": "", "x": {deep}'), good.replace("0.02", "NaN"),
+                     good[:-1]]}
+    for author, rows in lines.items():
+        path = root / f"traces/{author}/norm/rmsnorm_h128.jsonl"
+        path.parent.mkdir(parents=True)
+        path.write_text("\n".join(rows) + "\n")
+    ds = load(root)
+    seeds = [t.evaluation.seed for t in ds.traces if t.source.path.startswith("traces/long/")]
+    assert seeds == [None, big] and type(seeds[1]) is int
+    said = {d.line: d.message for d in ds.load_diagnostics if d.file.startswith("traces/odd/")}
+    assert said == {2: "invalid JSON: nested too deeply", 3: "invalid JSON: NaN is not a JSON value",
+                    4: f"invalid JSON: Expecting ',' delimiter (column {len(good)})"}, said
