@@ -5,9 +5,10 @@ and stops there (the graph is never run, so no input's values matter and no kern
 of three small workloads of the definition (new values of every var axis first: _three_workloads), which must
 need no more graphs than they have patterns of size-1 var axes (one compile serves the definition's workloads,
 but for a size-1 axis's own: TorchDynamo specialises a size of 1). Sizes that happen to be equal are not one
-symbol (DUCK_SHAPE), as in the contender. Inputs are uninitialised tensors of the workload's shapes and dtypes,
-blobs and scalars as the workload gives them. A reference compiles when each traces as one graph; else the
-verdict is why not (the first line of TorchDynamo's reason). Tracing is a few hundred milliseconds to a few
+symbol (DUCK_SHAPE), an op whose output size depends on the data is traced (CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS) and
+the const axes' dims are static (static_dims), as in the contender. Inputs are uninitialised tensors of the
+workload's shapes and dtypes, blobs and scalars as the workload gives them. A reference compiles when each traces
+as one graph; else the verdict is why not (the first line of TorchDynamo's reason). Tracing is a few hundred milliseconds to a few
 seconds a definition on a CPU, so the whole dataset is probed in well under an hour; inductor's own failures (a
 dtype its CPU backend lacks) show in the bench as the solution's compile error.
 """
@@ -18,15 +19,18 @@ import re
 import signal
 import sys
 import time
+import types
 from typing import Iterable
 
-from ..bench.sandboxed.worker import load_reference
 from ..bench.shared.inputs import TORCH_DTYPES, input_recipes, load_blob
 from ..bench.trusted.plan import call_bytes
-from .compiler import DUCK_SHAPE, DYNAMIC
+from .compiler import CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS, DUCK_SHAPE, DYNAMIC, static_call, static_dims
 from .write import COMPILES, read_verdicts, reference_digest, write_verdicts
 
 PROBE_TIMEOUT_S = 15  # per definition: TorchDynamo reasoning for minutes over an unrolled Python loop is not a trace we would time
+# Counted in the probe's CPU time (ITIMER_PROF), not wall time: on a shared 2-CPU host at load 7 a trace of 4 s of CPU
+# took 15 s of wall time, and the verdict must not depend on what else the host runs.
+TOO_SLOW = f"tracing took over {PROBE_TIMEOUT_S} s of CPU time (TorchDynamo reasoning over a Python loop it unrolls)"
 
 
 class _Traced(Exception):
@@ -80,6 +84,15 @@ def _three_workloads(workloads: list) -> list:
     return sorted(picked.values(), key=workloads.index)
 
 
+def _reference_module(d) -> types.ModuleType:
+    """The reference as a module in sys.modules (TorchDynamo inlines its run into static_call's, as it does the
+    contender's main.py, which the bench imports as a module)."""
+    module = types.ModuleType(f"kt_probe_{d.name}")
+    exec(compile(d.data["reference"], f"<reference of {d.name}>", "exec"), module.__dict__)
+    sys.modules[module.__name__] = module
+    return module
+
+
 def probe_one(ds, d) -> str:
     """COMPILES, or why the definition's reference does not trace as one graph serving its workloads."""
     import torch
@@ -97,11 +110,13 @@ def probe_one(ds, d) -> str:
         return stop
 
     torch._dynamo.reset()
-    fn = torch.compile(load_reference(d.data["reference"], d.name), backend=backend, fullgraph=True, dynamic=DYNAMIC)
+    module = _reference_module(d)
+    fn = torch.compile(static_call(module.run, static_dims(d.data)), backend=backend, fullgraph=True, dynamic=DYNAMIC)
     order = _three_workloads(workloads)
     counts = []
-    started = time.monotonic()
-    with torch.fx.experimental._config.patch(use_duck_shape=DUCK_SHAPE):
+    started = time.process_time()
+    with torch.fx.experimental._config.patch(use_duck_shape=DUCK_SHAPE), \
+            torch._dynamo.config.patch(capture_dynamic_output_shape_ops=CAPTURE_DYNAMIC_OUTPUT_SHAPE_OPS):
         for w in order:
             try:
                 fn(*_inputs(d, w, ds.root))
@@ -109,10 +124,10 @@ def probe_one(ds, d) -> str:
             except _Traced:
                 counts.append(len(graphs))
             except _TooSlow:
-                return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
+                return TOO_SLOW
             except Exception as exc:  # noqa: BLE001 - the reason is the verdict
-                if time.monotonic() - started >= PROBE_TIMEOUT_S - 1:  # the alarm, wrapped by TorchDynamo
-                    return f"tracing took over {PROBE_TIMEOUT_S} s (TorchDynamo reasoning over a Python loop it unrolls)"
+                if time.process_time() - started >= PROBE_TIMEOUT_S - 1:  # the alarm, wrapped by TorchDynamo
+                    return TOO_SLOW
                 return reason_of(exc)
     # One graph per pattern of size-1 var axes among them, at most.
     size_one = {frozenset(axis for axis, size in w.axes.items() if size == 1) for w in order}
@@ -142,18 +157,19 @@ def probe(ds, definitions: Iterable[str] = (), progress: bool = True) -> dict:
     data = read_verdicts(ds.root)
     verdicts = data["verdicts"]
     found: dict[str, str] = {}
-    previous = signal.signal(signal.SIGALRM, _alarm)
+    previous = signal.signal(signal.SIGPROF, _alarm)
     started = time.monotonic()
     try:
         for k, name in enumerate(wanted):
             d = ds.definitions[name]
             # Again every second after the first: TorchDynamo can catch the first alarm's exception and trace on
             # (gqa_cascade_decode_h24_kv8_d128_ps16 held the probe for minutes with a one-shot alarm).
-            signal.setitimer(signal.ITIMER_REAL, PROBE_TIMEOUT_S, 1.0)
+            signal.setitimer(signal.ITIMER_PROF, PROBE_TIMEOUT_S, 1.0)
             try:
                 found[name] = probe_one(ds, d)
             finally:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
+                sys.modules.pop(f"kt_probe_{name}", None)  # _reference_module's
             verdicts[name] = {"reference": reference_digest(d.data["reference"]), "verdict": found[name]}
             if (k + 1) % 25 == 0:  # kept as it goes: an interrupted probe loses at most 25 definitions' work
                 _save(ds.root, data)
@@ -161,7 +177,7 @@ def probe(ds, definitions: Iterable[str] = (), progress: bool = True) -> dict:
                 print(f"[{k + 1}/{len(wanted)} {time.monotonic() - started:.0f} s] {name}: {found[name]}",
                       file=sys.stderr)
     finally:
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous)
     _save(ds.root, data)
     return found
 

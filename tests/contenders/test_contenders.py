@@ -10,7 +10,7 @@ import pytest
 
 from generator.cli import main
 from generator.contenders import contenders
-from generator.contenders.compiler import compiled_source, solution_name
+from generator.contenders.compiler import compiled_source, solution_name, static_dims
 from generator.contenders.write import COMPILES, probe_path, reference_digest, write_verdicts
 from generator.model.contender_kinds import LIBRARY_AUTHORS
 from generator.model.layout import CANONICAL
@@ -54,8 +54,12 @@ def test_writer_gives_a_compiling_definition_its_contender_and_a_failing_one_a_r
     assert s["spec"]["target_hardware"] == baseline["spec"]["target_hardware"]
     assert s["spec"]["language"] == "python" and s["spec"]["dependencies"] == ["torch>=2.6"]
     main_py = s["sources"][0]["content"]
-    assert DEFINITION["reference"].rstrip("\n") in main_py and main_py == compiled_source(DEFINITION["reference"])
-    assert main_py.rstrip().splitlines()[-1].startswith("run = _kerneltrace_torch.compile(run, ")
+    assert DEFINITION["reference"].rstrip("\n") in main_py
+    # The const axis (hidden_size) is static: dim 1 of input 0 and dim 0 of input 1, marked in the compiled call.
+    assert static_dims(DEFINITION) == {0: (1,), 1: (0,)}
+    assert main_py == compiled_source(DEFINITION["reference"], {0: (1,), 1: (0,)})
+    assert "_KERNELTRACE_STATIC = {0: (1,), 1: (0,)}\n" in main_py
+    assert main_py.rstrip().splitlines()[-1].startswith("run = _kerneltrace_torch.compile(_kerneltrace_static_call, ")
     assert "torch.compile of the definition's reference" in s["description"]
     assert main(["contenders", "--check", "--dataset", str(root)]) == 0
 

@@ -268,16 +268,18 @@ PLANTED = [
     ("ep_combine_ep4_topk8_h2048", " * recv_topk_weights.to(torch.float32)[:, :, None]", "", [0, 1, 2]),
     # Speculative decoding (reference_cases/specdec.py). The verify tokens aligned top-left, as if they were the
     # sequence's first tokens: set 0's one sequence has no context (kv_len == num_verify_tokens), where that is right.
-    ("gqa_paged_verify_causal_h32_kv8_d128_ps16", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    ("gqa_paged_verify_causal_h32_kv8_d128_ps16", "kv_len[seq][:, None] - num_verify_tokens + ",
+     "0 * kv_len[seq][:, None] + ", [1, 2]),
     # No causal order among the verify tokens (each sees every draft): wrong for every token but the last.
-    ("gqa_paged_verify_causal_h32_kv8_d128_ps16", "visible = k_pos[None, :] <= q_pos[:, None]",
-     "visible = k_pos[None, :] < kv_len + 0 * q_pos[:, None]", [0, 1, 2]),
+    ("gqa_paged_verify_causal_h32_kv8_d128_ps16", "visible = (pos[:, None, :] <= q_pos[:, :, None])",
+     "visible = (pos[:, None, :] < kv_len[seq][:, None, None] + 0 * q_pos[:, :, None])", [0, 1, 2]),
     # The tree mask transposed (a token sees its descendants instead of its ancestors): wrong in every set.
-    ("gqa_paged_verify_tree_h32_kv8_d128_ps1", "visible[:, prefix_len:] = tree_mask[b]",
-     "visible[:, prefix_len:] = tree_mask[b].transpose(0, 1)", [0, 1, 2]),
+    ("gqa_paged_verify_tree_h32_kv8_d128_ps1", "in_tree = tree_mask[seq",
+     "in_tree = tree_mask.transpose(1, 2)[seq", [0, 1, 2]),
     # The mask ignored for the causal one: right only for chains (set 2, top-1 drafting), wrong for branching trees.
-    ("gqa_paged_verify_tree_h32_kv8_d128_ps1", "visible[:, prefix_len:] = tree_mask[b]",
-     "visible[:, prefix_len:] = torch.ones_like(tree_mask[b]).tril()", [0, 1]),
+    ("gqa_paged_verify_tree_h32_kv8_d128_ps1",
+     "in_tree = tree_mask[seq[:, None, None], verify_token[None, :, None], node_in[:, None, :]]",
+     "in_tree = node_in[:, None, :] <= verify_token[None, :, None]", [0, 1]),
     # FlashInfer's strict test (u * p_d < p_t) for vLLM's >=: set 2 has a ratio exactly u and a u = 0 with p_t = 0.
     ("chain_speculative_sampling_v128256", "(p_target / p_draft >= u)", "(p_target / p_draft > u)", [2]),
     # The draft probability 0 not rejected (p_t / 0 = inf accepts): set 2 has such a draft.
@@ -367,15 +369,16 @@ PLANTED = [
      "h[:, :intermediate_size] * output1_scales_gate_scalar[e]", [0, 1, 2]),
     # Speculative decoding's MLA verify (reference_cases/specdec_mla.py). The verify tokens aligned top-left, as if
     # they were the sequence's first tokens: right only where a sequence has no context (set 0's one sequence).
-    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", " + (kv_len - num_verify_tokens)", "", [1, 2]),
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "kv_len[seq][:, None] - num_verify_tokens + ",
+     "0 * kv_len[seq][:, None] + ", [1, 2]),
     # The mask off by one: a verify token does not see itself (set 0's first token then sees nothing at all).
-    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
-     "visible = k_pos[None, :] < q_pos[:, None]", [0, 1, 2]),
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = (pos[:, None, :] <= q_pos[:, :, None])",
+     "visible = (pos[:, None, :] < q_pos[:, :, None])", [0, 1, 2]),
     # ... or sees the next verify token too.
-    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = k_pos[None, :] <= q_pos[:, None]",
-     "visible = k_pos[None, :] <= q_pos[:, None] + 1", [0, 1, 2]),
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", "visible = (pos[:, None, :] <= q_pos[:, :, None])",
+     "visible = (pos[:, None, :] <= q_pos[:, :, None] + 1)", [0, 1, 2]),
     # The rotary part of the logit dropped (q_pe . k_pe).
-    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", ' + torch.einsum("qhr,tr->hqt", qp, kpe)', "", [0, 1, 2]),
+    ("mla_paged_verify_causal_h16_ckv512_kpe64_ps1", " + qp @ kpe.transpose(1, 2)", "", [0, 1, 2]),
     # FP4 MoE on Blackwell (reference_cases/fp4_moe.py). The NVFP4 MoE: w1 and w3 swapped (gate read from the
     # up rows), the SwiGLU output passed to GEMM 2 without its NVFP4 re-quantisation, DeepSeek's routed scale
     # 2.5 applied in the kernel (vLLM applies it after: twice in all), the routing weight applied twice, the

@@ -47,14 +47,14 @@ def test_an_fp8kv_variant_is_its_template_with_other_heads():
 
 PLANTED = [
     # The prefill's value scale dropped: every set has v_scale != 1.
-    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * v_scale", "[:kv_len].to(torch.float32)", [0, 1, 2]),
+    (fp8kv.PREFILL_TEMPLATE, "page_size].to(torch.float32) * v_scale", "page_size].to(torch.float32)", [0, 1, 2]),
     # The prefill's key scale dropped: set 2 has k_scale = 1.0, where it is moot.
-    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32)", [0, 1]),
+    (fp8kv.PREFILL_TEMPLATE, "page_size].to(torch.float32) * k_scale", "page_size].to(torch.float32)", [0, 1]),
     # The value dequantised twice (scaled again after the weighted sum).
-    (fp8kv.PREFILL_TEMPLATE, "output[q_start:q_end] = out.to(torch.bfloat16)",
-     "output[q_start:q_end] = (out * v_scale).to(torch.bfloat16)", [0, 1, 2]),
+    (fp8kv.PREFILL_TEMPLATE, '"output": output.to(torch.bfloat16)', '"output": (output * v_scale).to(torch.bfloat16)',
+     [0, 1, 2]),
     # The keys dequantised with the value's scale: every set has k_scale != v_scale.
-    (fp8kv.PREFILL_TEMPLATE, "[:kv_len].to(torch.float32) * k_scale", "[:kv_len].to(torch.float32) * v_scale",
+    (fp8kv.PREFILL_TEMPLATE, "page_size].to(torch.float32) * k_scale", "page_size].to(torch.float32) * v_scale",
      [0, 1, 2]),
     # The rotary key not dequantised: sets 0 and 1 have k_scale < 1; set 2 has k_scale = 1.0 (SGLang's), where it is moot.
     (fp8kv.MLA_TEMPLATE, "to(torch.float32) * k_scale  # [blocks, BLOCK, 64]", "to(torch.float32)  # [blocks, BLOCK, 64]",
