@@ -35,6 +35,22 @@ _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
 _LONG_NUMBER = b"0" * 19
 NESTED_FEW = 200  # brackets: far from json's recursion limit (about 1,000 deep)
+# Deeper than this is refused whatever reads it: json's own limit moves with the process's recursion limit (inductor
+# raises it to 2,000), and whether a dataset loads must not depend on what ran before in the process.
+MAX_DEPTH = 500
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+def _nesting(text: str) -> int:
+    """How deep `text`'s brackets nest, outside string literals (read only for text with NESTED_FEW or more)."""
+    depth = deepest = 0
+    for ch in _STRING.sub("", text):
+        if ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
 
 
 def _orjson_reads_alike(text: str) -> bool:
@@ -106,11 +122,15 @@ class FileReader:
     def parse(self, rel: str, text: str, line: int = 1, fast: bool = False) -> tuple[bool, Any]:
         """`text`'s JSON value (True, value), or (False, None) with the error reported. `fast`: orjson may read it
         (_orjson_reads_alike)."""
-        if fast and text.count("[") + text.count("{") < NESTED_FEW:
+        few = text.count("[") + text.count("{") < NESTED_FEW
+        if fast and few:
             try:
                 return True, orjson.loads(text)
             except orjson.JSONDecodeError:
                 pass  # json's own message below (or its value)
+        if not few and _nesting(text) > MAX_DEPTH:
+            self.report(rel, line, "", ERROR, "invalid JSON: nested too deeply", "flatten the structure")
+            return False, None
         try:
             if text.startswith("\ufeff"):  # json.loads says what is wrong with a byte-order mark
                 return True, json.loads(text, parse_constant=_reject_constant)
