@@ -56,12 +56,9 @@ def make(limit: int) -> tuple[Optional[Path], str]:
     parent, version = _own_memory_cgroup()
     if parent is None:
         return None, version
-    _sweep(parent)
-    group = parent / f"kt-worker-{os.getpid()}-{next(_SERIAL)}"
-    try:
-        group.mkdir()
-    except OSError as exc:
-        return None, f"cannot make a cgroup under {parent} ({exc.strerror})"
+    group, why = _child(parent, "a cgroup")
+    if group is None:
+        return None, why
     files = ([("memory.limit_in_bytes", limit), ("memory.memsw.limit_in_bytes", limit)] if version == "v1"
              else [("memory.max", limit), ("memory.swap.max", 0)])
     for name, value in files:
@@ -72,6 +69,18 @@ def make(limit: int) -> tuple[Optional[Path], str]:
         except OSError as exc:
             remove(group)
             return None, f"cannot set {group / name} ({exc.strerror})"
+    return group, ""
+
+
+def _child(parent: Path, what: str) -> tuple[Optional[Path], str]:
+    """A fresh child cgroup of `parent` named for this process (the empty ones of killed benches swept first), or
+    (None, why not)."""
+    _sweep(parent)
+    group = parent / f"kt-worker-{os.getpid()}-{next(_SERIAL)}"
+    try:
+        group.mkdir()
+    except OSError as exc:
+        return None, f"cannot make {what} under {parent} ({exc.strerror})"
     return group, ""
 
 
@@ -115,12 +124,9 @@ def make_cpu(memory: Optional[Path]) -> tuple[Optional[Path], str]:
     parent, version = _own_cpu_cgroup()
     if parent is None:
         return None, version
-    _sweep(parent)
-    group = parent / f"kt-worker-{os.getpid()}-{next(_SERIAL)}"
-    try:
-        group.mkdir()
-    except OSError as exc:
-        return None, f"cannot make a CPU accounting cgroup under {parent} ({exc.strerror})"
+    group, why = _child(parent, "a CPU accounting cgroup")
+    if group is None:
+        return None, why
     if usage_ms(group) is None:
         remove(group)
         return None, f"the cgroup made under {parent} does not report its CPU time"
