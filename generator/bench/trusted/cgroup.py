@@ -26,20 +26,31 @@ ROOT = Path("/sys/fs/cgroup")
 _SERIAL = itertools.count()
 
 
-def _own_memory_cgroup() -> tuple[Optional[Path], str]:
-    """(the folder of this process's memory cgroup where children can be limited, its version) or (None, why)."""
+def _own_cgroups() -> tuple[list[tuple[list[str], str]], str]:
+    """This process's cgroups, one per line of /proc/self/cgroup: (its controllers, [] for v2; its path under the
+    mount), or ([], why not)."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError as exc:
-        return None, f"/proc/self/cgroup unreadable ({exc})"
+        return [], f"/proc/self/cgroup unreadable ({exc})"
+    entries = []
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if "memory" in controllers.split(",") and (ROOT / "memory" / path.lstrip("/")).is_dir():
-            return ROOT / "memory" / path.lstrip("/"), "v1"
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        own = ROOT / path.lstrip("/")
-        if controllers == "" and (own / "cgroup.subtree_control").exists():
+        entries.append((controllers.split(",") if controllers else [], path.lstrip("/")))
+    return entries, ""
+
+
+def _own_memory_cgroup() -> tuple[Optional[Path], str]:
+    """(the folder of this process's memory cgroup where children can be limited, its version) or (None, why)."""
+    entries, why = _own_cgroups()
+    if why:
+        return None, why
+    for controllers, path in entries:
+        if "memory" in controllers and (ROOT / "memory" / path).is_dir():
+            return ROOT / "memory" / path, "v1"
+    for controllers, path in entries:
+        own = ROOT / path
+        if not controllers and (own / "cgroup.subtree_control").exists():
             try:
                 delegated = "memory" in (own / "cgroup.subtree_control").read_text().split()
             except OSError:
@@ -98,21 +109,18 @@ def _sweep(parent: Path) -> None:
 
 def _own_cpu_cgroup() -> tuple[Optional[Path], str]:
     """(the folder of this process's CPU accounting cgroup, its version) or (None, why)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError as exc:
-        return None, f"/proc/self/cgroup unreadable ({exc})"
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "cpuacct" in controllers.split(","):
+    entries, why = _own_cgroups()
+    if why:
+        return None, why
+    for controllers, path in entries:
+        if "cpuacct" in controllers:
             for mount in ("cpuacct", "cpu,cpuacct", "cpuacct,cpu"):
-                if (ROOT / mount / path.lstrip("/") / "cpuacct.usage").exists():
-                    return ROOT / mount / path.lstrip("/"), "v1"
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
+                if (ROOT / mount / path / "cpuacct.usage").exists():
+                    return ROOT / mount / path, "v1"
+    for controllers, path in entries:
         for mount in (ROOT, ROOT / "unified"):
-            if controllers == "" and (mount / path.lstrip("/") / "cgroup.procs").exists():
-                return mount / path.lstrip("/"), "v2"
+            if not controllers and (mount / path / "cgroup.procs").exists():
+                return mount / path, "v2"
     return None, "no cpuacct (v1) or v2 cgroup mounted"
 
 
