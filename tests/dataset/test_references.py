@@ -75,6 +75,16 @@ ROUNDING_SENSITIVE = {"allreduce_fused_add_rmsnorm_tp2_h4096"}
 COMPILED_SAMPLE = _compiled_sample()
 
 
+def compiled_indices(d: dict, sizes: list[dict]) -> list[int]:
+    """The one input set a compiled contender runs on: the last with no var axis of size 1. The test sets shrink
+    const axes differently and start at a batch of 1, which TorchDynamo specialises, so each set of a definition
+    was a compile of its own (up to three inductor compiles a contender, ~60 % of the sample's time); one graph
+    traced with symbolic sizes on one set checks the compiled numerics, and the bench runs every workload."""
+    var = {name for name, axis in d["axes"].items() if axis["type"] == "var"}
+    plain = [i for i, s in enumerate(sizes) if all(v != 1 for name, v in s.items() if name in var)]
+    return [(plain or list(range(len(sizes))))[-1]]
+
+
 def python_sources(name: str) -> list[str]:
     """The sources of a definition's Python solutions, as comparable text."""
     return sorted(json.dumps(json.loads(p.read_text(encoding="utf-8"))["sources"], sort_keys=True)
@@ -466,12 +476,15 @@ def test_python_solutions_match_reference(sets):
     same_code = python_sources(d["name"]) == python_sources(SIBLING_OF[d["name"]])
     for path in solutions:
         sol = json.loads(path.read_text(encoding="utf-8"))
+        indices = sets.indices if same_code else range(len(case.sizes))
+        if path.parts[-4] == COMPILER_AUTHOR:
+            indices = compiled_indices(d, case.sizes)
         assert not sol["spec"].get("destination_passing_style", False), "only value-returning solutions are run here"
         file, function = sol["spec"]["entry_point"].split("::")
         sources = {s["path"]: s["content"] for s in sol["sources"]}
         assert file in sources, f"{sol['name']}: entry point file {file} is not among the sources"
         run = exec_function(sources[file], f"{sol['name']}/{file}", function)
-        for index in sets.indices if same_code else range(len(case.sizes)):
+        for index in indices:
             axes, inputs, expected = sets[index]
             if case.check is not None:
                 check_statistically(run, d, axes, inputs, case, f"{sol['name']} (set {index})")
