@@ -38,7 +38,8 @@ class Structure:
 
     before: tuple[Problem, ...]
     after: tuple[Problem, ...]
-    einsums: Optional[tuple[tuple[Einsum, Mapping[str, int]], ...]]  # each with its own rank_sizes
+    einsums: Optional[tuple[tuple[Einsum, Mapping[str, int], tuple], ...]]  # each with its own rank_sizes and
+    # what its bounds are made of (_bounds_plan)
     global_shape: Mapping[str, str] = field(default_factory=dict)
     bits: tuple[tuple[str, int], ...] = ()
     n_instances: int = 1
@@ -62,11 +63,10 @@ def sized(s: Structure, data: Mapping[str, Any]) -> tuple[Optional[Cascade], lis
         return None, list(s.before)
     rank_sizes = dict(data["workload"].get("rank_sizes") or {})
     einsums = []
-    for e, own in s.einsums:
+    for e, own, plan in s.einsums:
         sizes = {**rank_sizes, **own}
         # Bounds need no check again: whether a variable has each bound does not depend on the sizes.
-        einsums.append(e if sizes == e.rank_sizes else
-                       replace(e, rank_sizes=sizes, bounds=_bounds(e.accesses, sizes, e.constraints)))
+        einsums.append(e if sizes == e.rank_sizes else replace(e, rank_sizes=sizes, bounds=_bounds(plan, sizes)))
     shapes = _Builder(data)
     shapes.check_shapes(einsums)
     problems = [*s.before, *shapes.problems, *s.after]
@@ -99,7 +99,7 @@ class _Builder:
         global_shape = dict(w.get("iteration_space_shape") or {})
         global_constraints = self.global_constraints(global_shape)
         einsums = self.einsums(w["einsums"], rank_sizes, global_constraints)
-        used_vars = {v for e, _ in einsums for v in e.rank_variables}
+        used_vars = {v for e, *_ in einsums for v in e.rank_variables}
         for var in global_shape:
             if var not in used_vars and einsums:
                 self.problem(ptr("workload", "iteration_space_shape", var),
@@ -107,7 +107,7 @@ class _Builder:
                              "remove it, or fix the rank variable's name", "warning")
         before = tuple(self.problems)
         bits = self.bits_per_value(w.get("bits_per_value") or {})
-        blocks = self.rename_blocks(w, list(dict.fromkeys(e.name for e, _ in einsums)))
+        blocks = self.rename_blocks(w, list(dict.fromkeys(e.name for e, *_ in einsums)))
         return Structure(before, tuple(self.problems[len(before):]), tuple(einsums), global_shape, tuple(bits),
                          int(w.get("n_instances", 1)), tuple(blocks))
 
@@ -128,8 +128,8 @@ class _Builder:
         return out
 
     def einsums(self, docs: list, rank_sizes: Mapping[str, int],
-                global_constraints: GlobalConstraints) -> list[tuple[Einsum, Mapping[str, int]]]:
-        einsums: list[tuple[Einsum, Mapping[str, int]]] = []
+                global_constraints: GlobalConstraints) -> list[tuple[Einsum, Mapping[str, int], tuple]]:
+        einsums: list[tuple[Einsum, Mapping[str, int], tuple]] = []
         names: dict[str, int] = {}
         for i, e in enumerate(docs):
             built = self.einsum(i, e, rank_sizes, global_constraints)
@@ -140,7 +140,7 @@ class _Builder:
                              f"Einsum name '{built.name}' is used twice (first at einsums[{names[built.name]}])",
                              "give every Einsum a unique name")
             names.setdefault(built.name, i)
-            einsums.append((built, dict(e.get("rank_sizes") or {})))
+            einsums.append((built, dict(e.get("rank_sizes") or {}), _bounds_plan(built.accesses, built.constraints)))
         return einsums
 
     def bits_per_value(self, entries: Mapping[str, int]) -> list[tuple[str, int]]:
@@ -258,7 +258,7 @@ class _Builder:
     def bounds(self, p: str, name: str, accesses: list[Access], sizes: Mapping[str, int],
                constraints: list[Constraint]) -> Optional[dict[str, tuple[int, int]]]:
         """Inclusive range of every rank variable; None (reported) when a variable has no lower or upper bound."""
-        b2 = _bounds(accesses, sizes, constraints)
+        b2 = _bounds(_bounds_plan(accesses, constraints), sizes)
         for v, (lo, hi) in b2.items():
             if lo is None or hi is None:
                 where = [a.tensor for a in accesses if v in a.variables]
@@ -329,19 +329,24 @@ class _Builder:
                                  "a tensor has one shape: give the rank one size")
 
 
-def _bounds(accesses, sizes: Mapping[str, int], constraints) -> dict[str, tuple[Optional[int], Optional[int]]]:
+def _bounds_plan(accesses, constraints) -> tuple:
+    """What an Einsum's bounds are made of, apart from the sizes: its rank variables, the (variable, rank) of
+    every rank a variable indexes directly, in order, and its one-variable constraints."""
+    variables = tuple(dict.fromkeys(v for a in accesses for v in a.variables))
+    direct = tuple((idx.text, rank) for a in accesses for rank, idx in zip(a.ranks, a.indices) if idx.is_variable)
+    return variables, direct, tuple(c for c in constraints if len(c.coefs) == 1)
+
+
+def _bounds(plan: tuple, sizes: Mapping[str, int]) -> dict[str, tuple[Optional[int], Optional[int]]]:
     """Inclusive range of every rank variable: the ranks it indexes directly, then its one-variable constraints
     (None where neither bounds it: that depends on which ranks and constraints there are, not on the sizes)."""
-    variables = list(dict.fromkeys(v for a in accesses for v in a.variables))
+    variables, direct, single = plan
     bounds: dict[str, list] = {v: [None, None] for v in variables}
-    for a in accesses:
-        for rank, idx in zip(a.ranks, a.indices):
-            if idx.is_variable:
-                lo, hi = bounds[idx.text]
-                size = sizes[rank]
-                bounds[idx.text] = [0 if lo is None else max(lo, 0), size - 1 if hi is None else min(hi, size - 1)]
+    for var, rank in direct:
+        lo, hi = bounds[var]
+        size = sizes[rank]
+        bounds[var] = [0 if lo is None else max(lo, 0), size - 1 if hi is None else min(hi, size - 1)]
     b2 = {v: (lo, hi) for v, (lo, hi) in bounds.items()}
-    for c in constraints:
-        if len(c.coefs) == 1:
-            tighten(b2, c)
+    for c in single:
+        tighten(b2, c)
     return b2

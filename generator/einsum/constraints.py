@@ -111,6 +111,9 @@ def countable_points(variables: Iterable[str], bounds: Mapping[str, tuple[int, i
                      constraints: Iterable[Constraint]) -> None:
     """Raise the ExprError that count_points would, without counting (validate needs no counts). A coupled
     group is counted only when a later one is too large: count_points stops at a group that leaves no points."""
+    constraints = tuple(constraints)
+    if all(len(c.coefs) < 2 for c in constraints):
+        return  # nothing is enumerated, so nothing is too large
     empty, counted = False, []
     for vs, ranges, cs in _groups(variables, bounds, constraints):
         if not cs:
