@@ -6,6 +6,8 @@ is checked: it parses as YAML, matches schema/einsum.json, its projections use r
 sizes, every input and output of the definition appears with the shape the definition gives it
 for that workload, the renames give their expected counts, its iteration spaces can be
 counted, and no contraction counts its FLOPs at a rate wider than the data it multiplies. A problem found with several workloads is reported once, naming the first.
+Renderings that differ in their rank sizes alone (one skeleton) are parsed from one structure, and the checks
+that do not depend on those sizes run once for them: what they find is the same for each.
 """
 
 from __future__ import annotations
@@ -122,19 +124,15 @@ class _Reporter:
 def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
     reporter = _Reporter(e.source.path)
     parsed: dict[str, tuple] = {}  # rendered text -> (cascade, skeleton); the same text is checked once
-    texts: dict[tuple, str] = {}  # axis values -> rendered text: workloads often share them
     # Skeletons (renderings that differ in their rank sizes alone) whose size-independent checks are done: what
     # they find is the same for every such rendering, so once adds every diagnostic (the reporter keeps one).
     done: set[str] = set()
     for label, values in _renderings(d, workloads):
-        key = tuple(values.items())
-        if key not in texts:
-            try:
-                texts[key] = render_template(e.template, values)
-            except Exception as exc:  # noqa: BLE001 - a syntax error, an unknown name, anything the template does (1/0, the sandbox)
-                yield _render_failure(e, d, label, values, exc)
-                return
-        text = texts[key]
+        try:
+            text = render_template(e.template, values)
+        except Exception as exc:  # noqa: BLE001 - a syntax error, an unknown name, anything the template does (1/0, the sandbox)
+            yield _render_failure(e, d, label, values, exc)
+            return
         if text not in parsed:
             try:
                 read = read_rendered(text)
