@@ -34,12 +34,12 @@ class Structure:
     """What a cascade document gives whatever the values of its workload rank_sizes (their names count):
     the renderings of one template mostly differ in those alone, so a reader may build this once and size it
     per rendering (`sized`). `before` and `after` are the problems found before and after the one size check
-    (a tensor's one shape, `check_shapes`); `einsums` is None when building stopped at an error."""
+    (a tensor's one shape, `check_shapes`); `einsums` holds each Einsum with its own rank_sizes and what its
+    bounds are made of (`_bounds_plan`), or None when building stopped at an error."""
 
     before: tuple[Problem, ...]
     after: tuple[Problem, ...]
-    einsums: Optional[tuple[tuple[Einsum, Mapping[str, int], tuple], ...]]  # each with its own rank_sizes and
-    # what its bounds are made of (_bounds_plan)
+    einsums: Optional[tuple[tuple[Einsum, Mapping[str, int], tuple], ...]]
     global_shape: Mapping[str, str] = field(default_factory=dict)
     bits: tuple[tuple[str, int], ...] = ()
     n_instances: int = 1
