@@ -22,7 +22,7 @@ and minimum bytes. Other stages import from here, not from the modules:
 from .bits import BITS_DTYPE, DEFAULT_BITS, DTYPE_BITS, access_bits, bits_problems, plain_document
 from .builder import parse_cascade
 from .constraints import Constraint, count_points, parse_constraints
-from .counting import Counts, EinsumCount, TensorBytes, count, workload_counts
+from .counting import Counts, EinsumCount, TensorBytes, check_countable, count, workload_counts
 from .expressions import Expr, ExprError, parse_expr
 from .model import Access, Cascade, Einsum, Rename, RenameBlock
 from .precision import contraction_dtype, precision_problems
@@ -35,7 +35,7 @@ __all__ = [
     "BITS_DTYPE", "DEFAULT_BITS", "DTYPE_BITS", "KEYWORDS",
     "Access", "Cascade", "CascadeProblem", "Constraint", "Counts", "Einsum", "EinsumCount", "Expr", "ExprError",
     "Problem", "Rename", "RenameBlock", "RenameResult", "SetError", "TensorBytes",
-    "access_bits", "axis_values", "bits_problems", "contraction_dtype", "count", "count_points", "load_cascade", "parse_cascade", "read_rendered",
+    "access_bits", "axis_values", "bits_problems", "check_countable", "contraction_dtype", "count", "count_points", "load_cascade", "parse_cascade", "read_rendered",
     "parse_constraints", "parse_expr", "parse_set_expression", "plain_document", "precision_problems", "render_template",
     "resolve_renames", "template_error_location", "tensor_dtypes", "workload_counts",
 ]

@@ -11,6 +11,7 @@ Problems are collected in document order, never raised: the validator reports th
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
 from .constraints import Constraint, parse_constraints, tighten
@@ -25,13 +26,53 @@ GlobalConstraints = list[tuple[str, Constraint]]  # (key variable, constraint)
 
 def parse_cascade(data: Mapping[str, Any]) -> tuple[Optional[Cascade], list[Problem]]:
     """A cascade from its rendered, schema-valid YAML; None when it has errors."""
+    return sized(cascade_structure(data), data)
+
+
+@dataclass(frozen=True)
+class Structure:
+    """What a cascade document gives whatever the values of its workload rank_sizes (their names count):
+    the renderings of one template mostly differ in those alone, so a reader may build this once and size it
+    per rendering (`sized`). `before` and `after` are the problems found before and after the one size check
+    (a tensor's one shape, `check_shapes`); `einsums` holds each Einsum with its own rank_sizes and what its
+    bounds are made of (`_bounds_plan`), or None when building stopped at an error."""
+
+    before: tuple[Problem, ...]
+    after: tuple[Problem, ...]
+    einsums: Optional[tuple[tuple[Einsum, Mapping[str, int], tuple], ...]]
+    global_shape: Mapping[str, str] = field(default_factory=dict)
+    bits: tuple[tuple[str, int], ...] = ()
+    n_instances: int = 1
+    blocks: tuple[RenameBlock, ...] = ()
+
+
+def cascade_structure(data: Mapping[str, Any]) -> Structure:
+    """The size-independent part of parsing a rendered, schema-valid cascade."""
     b = _Builder(data)
     try:
-        cascade = b.build()
+        return b.structure()
     except ExprError as e:  # counting-time limits surface while building bounds
         b.problem("", f"iteration space {e}", "simplify the iteration_space_shape constraints")
-        cascade = None
-    return cascade, b.problems
+        return Structure(tuple(b.problems), (), None)
+
+
+def sized(s: Structure, data: Mapping[str, Any]) -> tuple[Optional[Cascade], list[Problem]]:
+    """The cascade of `s` with the workload rank sizes of `data`: the document `s` was built from, or one that
+    differs from it in those sizes' values alone; None when it has errors."""
+    if s.einsums is None:
+        return None, list(s.before)
+    rank_sizes = dict(data["workload"].get("rank_sizes") or {})
+    einsums = []
+    for e, own, plan in s.einsums:
+        sizes = {**rank_sizes, **own}
+        # Bounds need no check again: whether a variable has each bound does not depend on the sizes.
+        einsums.append(e if sizes == e.rank_sizes else replace(e, rank_sizes=sizes, bounds=_bounds(plan, sizes)))
+    shapes = _Builder(data)
+    shapes.check_shapes(einsums)
+    problems = [*s.before, *shapes.problems, *s.after]
+    if any(p.severity == "error" for p in problems):
+        return None, problems
+    return Cascade(tuple(einsums), rank_sizes, s.global_shape, s.bits, s.n_instances, s.blocks, data), problems
 
 
 def _renames(value: Any, pointer: str) -> tuple[Rename, ...]:
@@ -52,25 +93,23 @@ class _Builder:
         self.problems.append(Problem(pointer, message, hint, severity))
 
     # -- the document ----------------------------------------------------------------------------
-    def build(self) -> Optional[Cascade]:
+    def structure(self) -> Structure:
         w = self.data["workload"]
         rank_sizes = dict(w.get("rank_sizes") or {})
         global_shape = dict(w.get("iteration_space_shape") or {})
         global_constraints = self.global_constraints(global_shape)
         einsums = self.einsums(w["einsums"], rank_sizes, global_constraints)
-        used_vars = {v for e in einsums for v in e.rank_variables}
+        used_vars = {v for e, *_ in einsums for v in e.rank_variables}
         for var in global_shape:
             if var not in used_vars and einsums:
                 self.problem(ptr("workload", "iteration_space_shape", var),
                              f"iteration_space_shape names '{var}', which no projection uses",
                              "remove it, or fix the rank variable's name", "warning")
-        self.check_shapes(einsums)
+        before = tuple(self.problems)
         bits = self.bits_per_value(w.get("bits_per_value") or {})
-        blocks = self.rename_blocks(w, list(dict.fromkeys(e.name for e in einsums)))
-        if any(p.severity == "error" for p in self.problems):
-            return None
-        return Cascade(tuple(einsums), rank_sizes, global_shape, tuple(bits), int(w.get("n_instances", 1)),
-                       tuple(blocks), self.data)
+        blocks = self.rename_blocks(w, list(dict.fromkeys(e.name for e, *_ in einsums)))
+        return Structure(before, tuple(self.problems[len(before):]), tuple(einsums), global_shape, tuple(bits),
+                         int(w.get("n_instances", 1)), tuple(blocks))
 
     def global_constraints(self, global_shape: Mapping[str, str]) -> GlobalConstraints:
         out: GlobalConstraints = []
@@ -89,8 +128,8 @@ class _Builder:
         return out
 
     def einsums(self, docs: list, rank_sizes: Mapping[str, int],
-                global_constraints: GlobalConstraints) -> list[Einsum]:
-        einsums: list[Einsum] = []
+                global_constraints: GlobalConstraints) -> list[tuple[Einsum, Mapping[str, int], tuple]]:
+        einsums: list[tuple[Einsum, Mapping[str, int], tuple]] = []
         names: dict[str, int] = {}
         for i, e in enumerate(docs):
             built = self.einsum(i, e, rank_sizes, global_constraints)
@@ -101,7 +140,7 @@ class _Builder:
                              f"Einsum name '{built.name}' is used twice (first at einsums[{names[built.name]}])",
                              "give every Einsum a unique name")
             names.setdefault(built.name, i)
-            einsums.append(built)
+            einsums.append((built, dict(e.get("rank_sizes") or {}), _bounds_plan(built.accesses, built.constraints)))
         return einsums
 
     def bits_per_value(self, entries: Mapping[str, int]) -> list[tuple[str, int]]:
@@ -218,20 +257,8 @@ class _Builder:
 
     def bounds(self, p: str, name: str, accesses: list[Access], sizes: Mapping[str, int],
                constraints: list[Constraint]) -> Optional[dict[str, tuple[int, int]]]:
-        """Inclusive range of every rank variable: the ranks it indexes directly, then its one-variable
-        constraints; None (reported) when a variable has no lower or upper bound."""
-        variables = list(dict.fromkeys(v for a in accesses for v in a.variables))
-        bounds: dict[str, list] = {v: [None, None] for v in variables}
-        for a in accesses:
-            for rank, idx in zip(a.ranks, a.indices):
-                if idx.is_variable:
-                    lo, hi = bounds[idx.text]
-                    size = sizes[rank]
-                    bounds[idx.text] = [0 if lo is None else max(lo, 0), size - 1 if hi is None else min(hi, size - 1)]
-        b2 = {v: (lo, hi) for v, (lo, hi) in bounds.items()}
-        for c in constraints:
-            if len(c.coefs) == 1:
-                tighten(b2, c)
+        """Inclusive range of every rank variable; None (reported) when a variable has no lower or upper bound."""
+        b2 = _bounds(_bounds_plan(accesses, constraints), sizes)
         for v, (lo, hi) in b2.items():
             if lo is None or hi is None:
                 where = [a.tensor for a in accesses if v in a.variables]
@@ -300,3 +327,26 @@ class _Builder:
                                  f"rank '{r}' of tensor '{a.tensor}' has size {e.rank_sizes[r]} in Einsum "
                                  f"'{e.name}' but {e0.rank_sizes[r]} in Einsum '{e0.name}'",
                                  "a tensor has one shape: give the rank one size")
+
+
+def _bounds_plan(accesses, constraints) -> tuple:
+    """What an Einsum's bounds are made of, apart from the sizes: its rank variables, the (variable, rank) of
+    every rank a variable indexes directly, in order, and its one-variable constraints."""
+    variables = tuple(dict.fromkeys(v for a in accesses for v in a.variables))
+    direct = tuple((idx.text, rank) for a in accesses for rank, idx in zip(a.ranks, a.indices) if idx.is_variable)
+    return variables, direct, tuple(c for c in constraints if len(c.coefs) == 1)
+
+
+def _bounds(plan: tuple, sizes: Mapping[str, int]) -> dict[str, tuple[Optional[int], Optional[int]]]:
+    """Inclusive range of every rank variable: the ranks it indexes directly, then its one-variable constraints
+    (None where neither bounds it: that depends on which ranks and constraints there are, not on the sizes)."""
+    variables, direct, single = plan
+    bounds: dict[str, list] = {v: [None, None] for v in variables}
+    for var, rank in direct:
+        lo, hi = bounds[var]
+        size = sizes[rank]
+        bounds[var] = [0 if lo is None else max(lo, 0), size - 1 if hi is None else min(hi, size - 1)]
+    b2 = {v: (lo, hi) for v, (lo, hi) in bounds.items()}
+    for c in single:
+        tighten(b2, c)
+    return b2

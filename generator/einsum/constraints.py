@@ -95,6 +95,43 @@ def count_points(variables: Iterable[str], bounds: Mapping[str, tuple[int, int]]
     constraints are enumerated (all but the last of each group, smallest range first) up to
     MAX_ENUMERATION points; ExprError beyond that.
     """
+    total = 1
+    for vs, ranges, cs in _groups(variables, bounds, constraints):
+        if not cs:
+            for lo, hi in ranges:
+                total *= max(0, hi - lo + 1)
+            continue
+        total *= _count_group(vs, ranges, cs)
+        if total == 0:
+            return 0
+    return total
+
+
+def countable_points(variables: Iterable[str], bounds: Mapping[str, tuple[int, int]],
+                     constraints: Iterable[Constraint]) -> None:
+    """Raise the ExprError that count_points would, without counting (validate needs no counts). A coupled
+    group is counted only when a later one is too large: count_points stops at a group that leaves no points."""
+    constraints = tuple(constraints)
+    if all(len(c.coefs) < 2 for c in constraints):
+        return  # nothing is enumerated, so nothing is too large
+    empty, counted = False, []
+    for vs, ranges, cs in _groups(variables, bounds, constraints):
+        if not cs:
+            empty = empty or any(hi < lo for lo, hi in ranges)
+            continue
+        if _work(ranges) > MAX_ENUMERATION:
+            if any(_count_group(*group) == 0 for group in counted):
+                return
+            _count_group(vs, ranges, cs)  # raises, with count_points' message
+        if empty:
+            return
+        counted.append((vs, ranges, cs))
+
+
+def _groups(variables: Iterable[str], bounds: Mapping[str, tuple[int, int]], constraints: Iterable[Constraint]):
+    """(variables, their ranges, the constraints coupling them) of each group of variables linked by
+    constraints, in the order of their first variable; a variable no constraint couples is a group of its
+    own, with no constraints; a coupled group's variables sorted by their range's size."""
     variables = list(dict.fromkeys(variables))
     size = {v: max(0, bounds[v][1] - bounds[v][0] + 1) for v in variables}
     coupled = [c for c in constraints if len(c.coefs) > 1]
@@ -110,21 +147,22 @@ def count_points(variables: Iterable[str], bounds: Mapping[str, tuple[int, int]]
         first = find(c.variables[0])
         for v in c.variables[1:]:
             group[find(v)] = first
-    total = 1
     members: dict[str, list[str]] = {}
     for v in variables:
         members.setdefault(find(v), []).append(v)
     for root, vs in members.items():
         cs = [c for c in coupled if find(c.variables[0]) == root]
-        if not cs:
-            for v in vs:
-                total *= size[v]
-            continue
-        vs = sorted(vs, key=lambda v: size[v])
-        total *= _count_group(tuple(vs), tuple(tuple(bounds[v]) for v in vs), tuple(cs))
-        if total == 0:
-            return 0
-    return total
+        if cs:
+            vs = sorted(vs, key=lambda v: size[v])
+        yield tuple(vs), tuple(tuple(bounds[v]) for v in vs), tuple(cs)
+
+
+def _work(ranges: tuple[tuple[int, int], ...]) -> int:
+    """Points enumerated to count a coupled group: those of every variable but the last."""
+    work = 1
+    for lo, hi in ranges[:-1]:
+        work *= max(0, hi - lo + 1)
+    return work
 
 
 @functools.lru_cache(maxsize=4096)
@@ -132,9 +170,7 @@ def _count_group(vs: tuple[str, ...], ranges: tuple[tuple[int, int], ...], cs: t
     """Points of one coupled group: enumerate all but the last variable, count the last in closed form.
     Cached: the Einsums of one cascade (QK, softmax, PV) share their masked iteration space."""
     outer, last = vs[:-1], len(vs) - 1
-    work = 1
-    for lo, hi in ranges[:-1]:
-        work *= max(0, hi - lo + 1)
+    work = _work(ranges)
     if work > MAX_ENUMERATION:
         raise ExprError(f"couples rank variables {', '.join(vs)} over {work} points; at most "
                         f"{MAX_ENUMERATION} can be counted")

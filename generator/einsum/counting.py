@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from .bits import access_bits
-from .constraints import count_points
+from .constraints import count_points, countable_points
 from .expressions import ExprError
 from .model import Cascade
 from .precision import VECTOR_DTYPE, contraction_dtype
@@ -104,12 +104,7 @@ def count(cascade: Cascade, dtypes: Optional[Mapping[str, str]] = None) -> Count
         if e.is_copy:
             einsums.append(EinsumCount(e.name, "copy", 0, 0, VECTOR_DTYPE))
             continue
-        try:
-            points = count_points(e.rank_variables, e.bounds, e.constraints)
-        except ExprError as ex:
-            raise CascadeProblem([Problem(e.pointer, f"iteration space of Einsum '{e.name}' {ex}",
-                                          "split the Einsum or loosen its iteration_space_shape")]) from None
-        macs = points * instances
+        macs = _points(e, count_points) * instances
         sums = bool(e.reduced_variables)
         if e.is_contraction:
             kind, dtype = "contraction", contraction_dtype(cascade, e, bits, dtypes)
@@ -117,6 +112,22 @@ def count(cascade: Cascade, dtypes: Optional[Mapping[str, str]] = None) -> Count
             kind, dtype = ("reduction" if sums else "elementwise"), VECTOR_DTYPE
         einsums.append(EinsumCount(e.name, kind, macs, 2 * macs if sums else macs, dtype))
     return Counts(tuple(einsums), _tensor_bytes(cascade, bits))
+
+
+def check_countable(cascade: Cascade) -> None:
+    """Raise the CascadeProblem that count(cascade) would, without counting."""
+    for e in cascade.einsums:
+        if not e.is_copy:
+            _points(e, countable_points)
+
+
+def _points(e, how):
+    """`how` (count_points, or countable_points) over Einsum `e`'s iteration space; CascadeProblem if it is too large."""
+    try:
+        return how(e.rank_variables, e.bounds, e.constraints)
+    except ExprError as ex:
+        raise CascadeProblem([Problem(e.pointer, f"iteration space of Einsum '{e.name}' {ex}",
+                                      "split the Einsum or loosen its iteration_space_shape")]) from None
 
 
 def _tensor_bytes(cascade: Cascade, bits) -> tuple[TensorBytes, ...]:

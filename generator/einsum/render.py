@@ -13,7 +13,7 @@ import jinja2.sandbox
 import yaml
 
 from ..model.fileio import SAFE_YAML_LOADER
-from .builder import parse_cascade
+from .builder import Structure, cascade_structure, sized
 from .model import Cascade
 from .problems import CascadeProblem, Problem, ptr
 
@@ -47,12 +47,16 @@ def tensor_dtypes(definition) -> dict[str, str]:
 @dataclass(frozen=True)
 class Rendered:
     """A rendered cascade read once: its YAML data (never mutate it), the schema's findings (file "cascade": the
-    caller names its own), and what the parser made of it (None where the schema or the parser failed)."""
+    caller names its own), what the parser made of it (None where the schema or the parser failed), and its
+    skeleton: the text with every workload rank size at 1 where those sizes alone may set it apart from other
+    renderings (else the text itself). Renderings with one skeleton differ in their rank sizes alone, so
+    whatever does not depend on those sizes (renames, bits, precision) is the same for all of them."""
 
     data: Any
     schema: tuple
     cascade: Optional[Cascade]
     problems: tuple
+    skeleton: str = ""
 
 
 @functools.lru_cache(maxsize=16384)
@@ -63,12 +67,15 @@ def read_rendered(text: str) -> Rendered:
     from ..model import schema_check
     from ..model.records import Source
 
-    data = yaml_data(text)
+    data, skeleton = _read(text)
     schema = tuple(schema_check.schema_diagnostics("einsum", data, Source("cascade", 1)))
     if schema:  # the parser assumes the shape the schema promises
-        return Rendered(data, schema, None, ())
-    cascade, problems = parse_cascade(data)
-    return Rendered(data, (), cascade, tuple(problems))
+        return Rendered(data, schema, None, (), skeleton or text)
+    # The skeleton passes the schema too (its sizes, 1, are valid wherever the rendering's are), so its
+    # structure is built once and sized per rendering.
+    structure = _skeleton_structure(skeleton) if skeleton else cascade_structure(data)
+    cascade, problems = sized(structure, data)
+    return Rendered(data, (), cascade, tuple(problems), skeleton or text)
 
 
 # The renderings of one template mostly differ in their rank sizes alone, each a line `    NAME: INT` of the
@@ -82,22 +89,33 @@ _SIZE_LINE = re.compile(r"    ([A-Za-z_][A-Za-z0-9_]*): (-?(?:0|[1-9][0-9]*))\n"
 def yaml_data(text: str) -> Any:
     """The YAML data of a rendered cascade (a YAML error raises): what yaml.safe_load gives, key order
     included. Shared between renderings: never mutate it."""
+    return _read(text)[0]
+
+
+def _read(text: str) -> tuple[Any, Optional[str]]:
+    """(yaml_data(text), the skeleton it was read from: the text with every rank size 1; None when read whole)."""
     m = _SIZES_BLOCK.match(text)
     if m is None:
-        return yaml.load(text, Loader=_LOADER)  # safe: CSafeLoader or SafeLoader
+        return yaml.load(text, Loader=_LOADER), None  # safe: CSafeLoader or SafeLoader
     sizes = {name: int(value) for name, value in _SIZE_LINE.findall(m.group(2))}
-    skeleton = _read_skeleton(m.group(1) + _SIZE_LINE.sub(r"    \1: 1\n", m.group(2)) + text[m.end():])
+    skeleton_text = m.group(1) + _SIZE_LINE.sub(r"    \1: 1\n", m.group(2)) + text[m.end():]
+    skeleton = _read_skeleton(skeleton_text)
     try:
         if list(skeleton["workload"]["rank_sizes"]) == list(sizes):
-            return {**skeleton, "workload": {**skeleton["workload"], "rank_sizes": sizes}}
+            return {**skeleton, "workload": {**skeleton["workload"], "rank_sizes": sizes}}, skeleton_text
     except (TypeError, KeyError):
         pass
-    return yaml.load(text, Loader=_LOADER)
+    return yaml.load(text, Loader=_LOADER), None
 
 
 @functools.lru_cache(maxsize=4096)
 def _read_skeleton(text: str) -> Any:
     return yaml.load(text, Loader=_LOADER)
+
+
+@functools.lru_cache(maxsize=4096)
+def _skeleton_structure(text: str) -> Structure:
+    return cascade_structure(_read_skeleton(text))
 
 
 def load_cascade(text: str, values: Mapping[str, int]) -> Cascade:

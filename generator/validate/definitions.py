@@ -13,7 +13,7 @@ from ..model.diagnostics import make_pointer as ptr
 from ..model.records import Definition
 from ..model.schemas import TAG_NAMESPACES
 from .common import error, path_parts, warning
-from .pycode import find_function, parse_constraint, parse_module, uses_torch_functional
+from .pycode import module_facts, parse_constraint
 
 NAME_RE = re.compile(r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$")
 # Tags in the namespaces KernelTrace gives meaning to; other namespaces (fi_api:, gpu:, ...) are kept as written.
@@ -128,12 +128,12 @@ def check_constraints(d: Definition) -> Iterator[Diagnostic]:
 
 
 def check_reference(d: Definition) -> Iterator[Diagnostic]:
-    tree, problem, line = parse_module(d.reference)
-    if tree is None:
-        yield error(d, "/reference", f"reference {problem} (line {line} of the reference)",
+    facts = module_facts(d.reference, "run", torch_functional=True)
+    if facts.problem:
+        yield error(d, "/reference", f"reference {facts.problem} (line {facts.line} of the reference)",
                     "fix the Python syntax of the reference")
         return
-    fn = find_function(tree, "run")
+    fn = facts.function
     inputs = tuple(d.inputs)
     if fn is None:
         yield error(d, "/reference", "reference defines no top-level function 'run'",
@@ -150,7 +150,7 @@ def check_reference(d: Definition) -> Iterator[Diagnostic]:
                                          f"unknown {', '.join(extra)}" if extra else "") if x)
             yield error(d, "/reference", f"reference run returns a dict that does not hold exactly the outputs ({what})",
                         f"return {{{', '.join(repr(o) for o in d.outputs)}}} with every output")
-    line = uses_torch_functional(tree)
+    line = facts.torch_functional
     if line:
         yield warning(d, "/reference", f"reference uses torch.nn.functional (line {line} of the reference)",
                       "write the computation step by step in plain PyTorch: the reference is the specification")

@@ -6,6 +6,8 @@ is checked: it parses as YAML, matches schema/einsum.json, its projections use r
 sizes, every input and output of the definition appears with the shape the definition gives it
 for that workload, the renames give their expected counts, its iteration spaces can be
 counted, and no contraction counts its FLOPs at a rate wider than the data it multiplies. A problem found with several workloads is reported once, naming the first.
+Renderings that differ in their rank sizes alone (one skeleton) are parsed from one structure, and the checks
+that do not depend on those sizes run once for them: what they find is the same for each.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from ..einsum import (
     access_bits,
     axis_values,
     bits_problems,
-    count,
+    check_countable,
     precision_problems,
     read_rendered,
     render_template,
@@ -121,7 +123,10 @@ class _Reporter:
 
 def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
     reporter = _Reporter(e.source.path)
-    parsed: dict[str, Optional[Cascade]] = {}  # rendered text -> cascade; the same text is checked once
+    parsed: dict[str, tuple] = {}  # rendered text -> (cascade, skeleton); the same text is checked once
+    # Skeletons (renderings that differ in their rank sizes alone) whose size-independent checks are done: what
+    # they find is the same for every such rendering, so once adds every diagnostic (the reporter keeps one).
+    done: set[str] = set()
     for label, values in _renderings(d, workloads):
         try:
             text = render_template(e.template, values)
@@ -141,27 +146,35 @@ def _check_cascade(e, d: Definition, workloads) -> Iterator[Diagnostic]:
                 for diag in read.schema:
                     yield dataclasses.replace(diag, file=e.source.path, line=yaml_line(text, diag.pointer))
                 return  # the rest assumes the shape the schema promises
-            cascade = read.cascade
             for p in read.problems:
                 reporter.add(text, label, p)
-            if cascade is not None:
-                for p in resolve_renames(cascade)[1] + bits_problems(cascade):
-                    reporter.add(text, label, p)
-                try:
-                    count(cascade, tensor_dtypes(d))
-                except CascadeProblem as exc:
-                    for p in exc.problems:
-                        reporter.add(text, label, p)
-                for p in precision_problems(cascade, tensor_dtypes(d)):
-                    reporter.add(text, label, p)
-            parsed[text] = cascade
-        cascade = parsed[text]
+            if read.cascade is not None:
+                _check_parsed(read.cascade, d, text, label, reporter, first=read.skeleton not in done)
+            parsed[text] = read.cascade, read.skeleton
+        cascade, skeleton = parsed[text]
         if cascade is None:
             break  # structural problems are the same in every rendering
         # Against the definition for every workload: the same text can be right for one and wrong for another.
-        for p, key in _against_definition(cascade, d, values):
-            reporter.add(text, label, p, key)
+        for p, key_message in _against_definition(cascade, d, values, structural=skeleton not in done):
+            reporter.add(text, label, p, key_message)
+        done.add(skeleton)
     yield from reporter.diagnostics()
+
+
+def _check_parsed(cascade: Cascade, d: Definition, text: str, label: str, reporter: _Reporter, first: bool) -> None:
+    """The checks of a parsed rendering; those that do not depend on its rank sizes only for the `first` of its
+    skeleton."""
+    if first:
+        for p in resolve_renames(cascade)[1] + bits_problems(cascade):
+            reporter.add(text, label, p)
+    try:
+        check_countable(cascade)
+    except CascadeProblem as exc:
+        for p in exc.problems:
+            reporter.add(text, label, p)
+    if first:
+        for p in precision_problems(cascade, tensor_dtypes(d)):
+            reporter.add(text, label, p)
 
 
 def _render_failure(e, d: Definition, label: str, values: dict[str, int], exc: Exception) -> Diagnostic:
@@ -185,17 +198,21 @@ def _undefined_name(message: str) -> str:
     return m.group(1) if m else ""
 
 
-def _against_definition(c: Cascade, d: Definition, values: dict[str, int]) -> Iterator[tuple[Problem, str]]:
-    """Problems of a cascade against its definition, each with a key that ignores workload numbers."""
+def _against_definition(c: Cascade, d: Definition, values: dict[str, int],
+                        structural: bool = True) -> Iterator[tuple[Problem, str]]:
+    """Problems of a cascade against its definition, each with a key that ignores workload numbers; those that
+    do not depend on its rank sizes only when `structural`."""
     first_access = {}
     for e in c.einsums:
         for a in e.accesses:
             first_access.setdefault(a.tensor, (e, a))
-    yield from _missing_tensors(c, d)
-    yield from _wrong_direction(c, d)
-    yield from _unknown_tensors(c, d, first_access)
+    if structural:
+        yield from _missing_tensors(c, d)
+        yield from _wrong_direction(c, d)
+        yield from _unknown_tensors(c, d, first_access)
     yield from _wrong_shapes(d, values, first_access)
-    yield from _bits_against_dtypes(c, d)
+    if structural:
+        yield from _bits_against_dtypes(c, d)
 
 
 def _missing_tensors(c: Cascade, d: Definition) -> Iterator[tuple[Problem, str]]:

@@ -104,6 +104,29 @@ def parse_module(text: str) -> tuple[Optional[ast.Module], str, int]:
         return None, "does not parse: nested too deeply", 0
 
 
+@dataclass(frozen=True)
+class ModuleFacts:
+    """What the checks read from a module's text: why it does not parse and where (problem '' when it does),
+    the top-level function asked for (None if absent), and the line of its first use of torch.nn.functional
+    (0 if none, or not asked)."""
+
+    problem: str
+    line: int
+    function: Optional[FunctionInfo]
+    torch_functional: int = 0
+
+
+# Solutions and references repeat their texts (the bundled dataset: 1,366 entry files are 403 texts, 653
+# references 211), and parsing and walking them is most of what their checks cost: once per text. The facts
+# are kept, not the trees, which are large.
+@lru_cache(maxsize=4096)
+def module_facts(text: str, function: str, torch_functional: bool = False) -> ModuleFacts:
+    tree, problem, line = parse_module(text)
+    if tree is None:
+        return ModuleFacts(problem, line, None)
+    return ModuleFacts("", 0, find_function(tree, function), uses_torch_functional(tree) if torch_functional else 0)
+
+
 def find_function(tree: ast.Module, name: str) -> Optional[FunctionInfo]:
     """The top-level function `name` (the last definition wins, as in Python)."""
     found = None

@@ -12,7 +12,7 @@ from ..model.diagnostics import make_pointer as ptr
 from ..model.layout import CANONICAL
 from ..model.records import Definition, Solution
 from .common import bad_relative_path, error, orphan_error, path_parts, warning
-from .pycode import find_function, parse_module
+from .pycode import module_facts
 
 
 def check_solutions(ds: Dataset) -> Iterator[Diagnostic]:
@@ -86,11 +86,12 @@ def check_entry_point(s: Solution, d: Definition) -> Iterator[Diagnostic]:
             yield error(s, ptr("sources", index, "content"), f"entry function '{s.entry_function}' is not found in {s.entry_file}",
                         "define the function named in spec.entry_point")
         return
-    tree, problem, line = parse_module(text)
-    if tree is None:
-        yield error(s, ptr("sources", index, "content"), f"{s.entry_file} {problem} (line {line})", "fix the Python syntax")
+    facts = module_facts(text, s.entry_function)
+    if facts.problem:
+        yield error(s, ptr("sources", index, "content"), f"{s.entry_file} {facts.problem} (line {facts.line})",
+                    "fix the Python syntax")
         return
-    fn = find_function(tree, s.entry_function)
+    fn = facts.function
     if fn is None:
         yield error(s, "/spec/entry_point", f"{s.entry_file} defines no top-level function '{s.entry_function}'",
                     "define it, or fix spec.entry_point")

@@ -5,7 +5,11 @@ and validated in a fresh process (so memory from one run does not slow the next)
 script prints records per second and the time ratio 100% / 10%: linear cost means a ratio
 near 10 (the bar is <= 11).
 
-    python tests/benchmarks/bench_load_validate.py [--workdir DIR] [--repeat N]
+With --bundled it times `kerneltrace validate`'s work on the bundled dataset instead (what CI, the
+site build and both exports run): load, then each record kind's checks, wall and CPU seconds, the
+median of --repeat fresh processes. Run it with another checkout on PYTHONPATH to compare.
+
+    python tests/benchmarks/bench_load_validate.py [--workdir DIR] [--repeat N] [--bundled]
 """
 
 from __future__ import annotations
@@ -39,6 +43,44 @@ print(json.dumps({"load_s": t1 - t0, "validate_s": t2 - t1, "total_s": t2 - t0,
 """
 
 
+BUNDLED_CHILD = r"""
+import json, time
+clock = lambda: (time.perf_counter(), time.process_time())
+t = clock()
+from generator.load import DEFAULT_DATASET, load
+from generator.validate import CHECKS, validate
+ds = load(DEFAULT_DATASET)
+out = {}
+for name, check in [("load", None), *CHECKS.items()]:
+    if check is not None:
+        t = clock()
+        list(check(ds))
+    now = clock()
+    out[name] = (now[0] - t[0], now[1] - t[1])
+out["diagnostics"] = (len(validate(ds)), 0)
+print(json.dumps(out))
+"""
+
+
+def bundled(repeat: int) -> None:
+    """Median wall and CPU seconds of loading the bundled dataset and of each kind's checks."""
+    runs = []
+    for _ in range(repeat):
+        out = subprocess.run([sys.executable, "-c", BUNDLED_CHILD], capture_output=True, text=True, check=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    def median(values):
+        return sorted(values)[len(values) // 2]
+    total_wall = total_cpu = 0.0
+    for name in runs[0]:
+        if name == "diagnostics":
+            continue
+        wall, cpu = median([r[name][0] for r in runs]), median([r[name][1] for r in runs])
+        total_wall, total_cpu = total_wall + wall, total_cpu + cpu
+        print(f"{name:>24}: {wall:6.2f} s wall {cpu:6.2f} s CPU")
+    print(f"{'load + checks':>24}: {total_wall:6.2f} s wall {total_cpu:6.2f} s CPU "
+          f"(median of {repeat} run(s) each; {runs[0]['diagnostics'][0]} diagnostic(s))")
+
+
 def measure(root: Path) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD, str(root)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -48,7 +90,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", type=Path, help="where to write the synthetic datasets (default: a temp dir)")
     parser.add_argument("--repeat", type=int, default=1, help="runs per size; the median is reported")
+    parser.add_argument("--bundled", action="store_true", help="time validate's checks on the bundled dataset")
     args = parser.parse_args()
+    if args.bundled:
+        bundled(args.repeat)
+        return
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         results = {}
         for scale in (0.1, 1.0):

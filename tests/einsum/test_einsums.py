@@ -193,6 +193,65 @@ def test_renderings_read_as_yaml_reads_them(ds):
     assert _read_skeleton.cache_info().hits > before  # the second one's rest was read once, for both
 
 
+def test_renderings_that_differ_in_sizes_parse_as_their_own_text():
+    """read_rendered builds a template's structure once (with every rank size 1) and sizes it per rendering: each
+    rendering's cascade (sizes, bounds) and problems are those parse_cascade finds in its own text. A local rank
+    size that agrees with the workload's in one rendering and not in another (a tensor has one shape) tells
+    them apart, as it does the skeleton (M: 1), which has the problem."""
+    from generator.einsum.render import _skeleton_structure, read_rendered, render_template
+
+    template = ("workload:\n  rank_sizes:\n    M: {{ m }}\n    K: 8\n  einsums:\n"
+                "  - name: A\n    rank_sizes: {M: 4}\n    tensor_accesses:\n    - {name: x, projection: [m, k]}\n"
+                "    - {name: t, projection: [m], output: true}\n"
+                "  - name: B\n    tensor_accesses:\n    - {name: t, projection: [m]}\n"
+                "    - {name: y, projection: [m], output: true}\n")
+    before = _skeleton_structure.cache_info().misses
+    for m in (4, 6, 3):
+        text = render_template(template, {"m": m})
+        r = read_rendered(text)
+        cascade, problems = parse_cascade(yaml.safe_load(text))
+        assert r.problems == tuple(problems), m
+        assert [p.message for p in problems] == ([] if m == 4 else [
+            f"rank 'M' of tensor 't' has size {m} in Einsum 'B' but 4 in Einsum 'A'"]), m
+        assert (r.cascade is None) == (cascade is None) == (m != 4)
+    ok = read_rendered(render_template(template, {"m": 4})).cascade
+    assert [(dict(e.rank_sizes), dict(e.bounds)) for e in ok.einsums] == [
+        ({"M": 4, "K": 8}, {"m": (0, 3), "k": (0, 7)}), ({"M": 4, "K": 8}, {"m": (0, 3)})]
+    assert _skeleton_structure.cache_info().misses == before + 1  # one structure for the three renderings
+
+
+def test_checking_an_iteration_space_raises_where_counting_does():
+    """validate checks that every iteration space can be counted without counting it (countable_points): it
+    raises exactly where count_points does, which stops at a coupled group with no points before reaching a
+    later one too large to count, but not at an empty uncoupled variable."""
+    from generator.einsum.constraints import MAX_ENUMERATION, countable_points
+
+    def coupled(text):
+        return [c for c in parse_constraints(text) if len(c.coefs) > 1]
+
+    big = (0, MAX_ENUMERATION)  # two such variables coupled: too many points to enumerate
+    cases = [  # (variables in order, bounds, constraints, whether counting raises)
+        ("cd", {"c": big, "d": big}, coupled("c <= d"), True),
+        ("abcd", {"a": (5, 9), "b": (0, 3), "c": big, "d": big}, coupled("a <= b") + coupled("c <= d"), False),
+        ("abcd", {"a": (0, 3), "b": (0, 3), "c": big, "d": big}, coupled("a <= b") + coupled("c <= d"), True),
+        ("ecd", {"e": (0, -1), "c": big, "d": big}, coupled("c <= d"), True),
+        ("eabcd", {"e": (0, -1), "a": (0, 3), "b": (0, 3), "c": big, "d": big},
+         coupled("a <= b") + coupled("c <= d"), False),
+        ("cdab", {"a": (5, 9), "b": (0, 3), "c": big, "d": big}, coupled("a <= b") + coupled("c <= d"), True),
+    ]
+    for variables, bounds, constraints, raises in cases:
+        outcomes = []
+        for how in (count_points, countable_points):
+            try:
+                how(list(variables), bounds, constraints)
+                outcomes.append(None)
+            except ExprError as e:
+                outcomes.append(str(e))
+        assert outcomes[0] == outcomes[1], variables
+        assert (outcomes[1] is not None) == raises, variables
+        assert outcomes[1] is None or "at most 4000000 can be counted" in outcomes[1]
+
+
 def test_export_reads_back_to_the_same_counts(ds, tmp_path: Path):
     # Every definition's cascade, at its workload with the largest sizes (the numbers a text round trip
     # could spoil): the template and its constructs are the definition's, the other workloads only change
