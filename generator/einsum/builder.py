@@ -333,7 +333,7 @@ def _bounds_plan(accesses, constraints) -> tuple:
     """What an Einsum's bounds are made of, apart from the sizes: its rank variables, the (variable, rank) of
     every rank a variable indexes directly, in order, and its one-variable constraints."""
     variables = tuple(dict.fromkeys(v for a in accesses for v in a.variables))
-    direct = tuple((idx.text, rank) for a in accesses for rank, idx in zip(a.ranks, a.indices) if idx.is_variable)
+    direct = tuple((idx.node.id, rank) for a in accesses for rank, idx in zip(a.ranks, a.indices) if idx.is_variable)
     return variables, direct, tuple(c for c in constraints if len(c.coefs) == 1)
 
 

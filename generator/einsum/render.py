@@ -68,7 +68,8 @@ def read_rendered(text: str) -> Rendered:
     from ..model.records import Source
 
     data, skeleton = _read(text)
-    schema = tuple(schema_check.schema_diagnostics("einsum", data, Source("cascade", 1)))
+    source = Source("cascade", 1)
+    schema = tuple(schema_check.yaml_key_diagnostics(data, source) or schema_check.schema_diagnostics("einsum", data, source))
     if schema:  # the parser assumes the shape the schema promises
         return Rendered(data, schema, None, (), skeleton or text)
     # The skeleton passes the schema too (its sizes, 1, are valid wherever the rendering's are), so its

@@ -179,3 +179,23 @@ def _explained(kind: str, data: Any, source: Source, pointer_prefix: str) -> lis
             out.append(Diagnostic(source.path, source.line_of(pointer), pointer, ERROR, message, hint,
                                   "/".join(map(str, leaf.absolute_schema_path))))
     return out
+
+
+def yaml_key_diagnostics(data: Any, source: Source, path: tuple = ()) -> list[Diagnostic]:
+    """Mapping keys that YAML read as something other than a string (ON, off, yes, no are booleans in YAML 1.1;
+    1 is a number): a schema sees names only, and code that takes keys for names fails on them."""
+    out: list[Diagnostic] = []
+    if isinstance(data, dict):
+        for key, value in data.items():
+            if not isinstance(key, str):
+                what = f"the boolean {str(key).lower()}" if isinstance(key, bool) else f"the {type(key).__name__} {key!r}"
+                out.append(Diagnostic(source.path, source.line_of(make_pointer(*path)), make_pointer(*path), ERROR,
+                                      f"a key of this mapping is read by YAML as {what}, not as a name (YAML reads "
+                                      "on, off, yes, no, true and false, in any case, as booleans)",
+                                      "quote the key (\"ON\": ...) or choose another name"))
+            else:
+                out += yaml_key_diagnostics(value, source, (*path, key))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            out += yaml_key_diagnostics(value, source, (*path, i))
+    return out

@@ -127,6 +127,16 @@ def test_list_and_map_projections_are_the_same():
     assert count(ca).macs == count(cb).macs == 15
 
 
+def test_a_parenthesised_variable_is_the_variable():
+    """An expression `(m)` in a map projection indexes as `m` does: its bounds come from the rank it indexes (it once crashed validate: KeyError)."""
+    text = ("workload: {rank_sizes: {M: 3, K: 5}, einsums: [{name: E, tensor_accesses: ["
+            "{name: X, projection: {M: %s, K: k}}, {name: Y, projection: [m], output: true}]}]}")
+    plain, wrapped = (parse_cascade(yaml.safe_load(text % v)) for v in ("m", "'(m)'"))
+    assert plain[1] == wrapped[1] == []
+    assert plain[0].einsums[0].bounds == wrapped[0].einsums[0].bounds == {"m": (0, 2), "k": (0, 4)}
+    assert count(plain[0]).macs == count(wrapped[0]).macs == 15
+
+
 def test_renames_expected_count_fails_with_a_clear_message():
     text = (SEED / "three_matmuls.yaml").read_text().replace("    renames: {input: T0}\n", "")
     _, problems = resolve_renames(load_cascade(text, {}))
