@@ -379,10 +379,12 @@ def test_work_after_forged_marks_is_charged_by_the_cpu_time_floor(benched):
 
 def test_work_on_a_helper_thread_is_charged_by_the_cpu_time_floor(benched):
     """works_on_a_helper_thread returns each call at once and does HELPER_WORK_MS of CPU on a thread it started when
-    loaded, beside the main thread's harness work. The floor used to take the harness's CPU (~1 ms a call here) from
-    the busiest thread, the main one, and hid the helper behind it: the forger reported its bare computation (0.02 to
-    0.05 ms). Its next busiest thread's CPU bounds its calls too, less only what the reference's worker spends beside
-    its main thread (nothing here), and with no harness noise to allow for: at least 0.6 of the hidden work."""
+    loaded (in torch ops, which release the GIL), beside the main thread's harness work. The floor took the harness's
+    CPU (~0.5 ms a call here) from the busiest thread, the main one, and hid the helper behind it: where a core is
+    free for the helper, the forger reported its bare computation (~0.03 ms). Its next busiest thread's CPU bounds
+    its calls too, less only what the reference's worker spends beside its main thread (nothing here), with no
+    harness noise to allow for: at least 0.6 of the hidden work. (On a saturated host the helper also slows the main
+    thread's calls, which then report more without any floor: tests/bench/test_outside_bound.py has the numbers.)"""
     _, summary, _, _ = benched
     [cheat] = statuses(summary, "works_on_a_helper_thread")
     log = cheat.record["evaluation"]["log"] or ""
@@ -391,7 +393,7 @@ def test_work_on_a_helper_thread_is_charged_by_the_cpu_time_floor(benched):
     assert cheat.status == "PASSED", log
     forged = cheat.record["evaluation"]["performance"]["latency_ms"]
     print(f"helper-thread forger {forged:.4g} ms for {HELPER_WORK_MS} ms of hidden work")  # pytest -s: for the record
-    assert forged >= 0.6 * HELPER_WORK_MS and "CPU-time floor" in log, (forged, log)
+    assert forged >= 0.6 * HELPER_WORK_MS, (forged, log)
 
 
 def test_no_trace_holds_the_bench_environment_or_host_secrets(benched):
