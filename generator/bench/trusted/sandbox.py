@@ -425,13 +425,12 @@ class Worker:
 
     def cpu_ms(self, settle_s: float = 0.0) -> Optional[tuple[float, dict[str, float], Optional[float]]]:
         """(the CPU time in ms every thread of this worker's sandbox has used so far, {thread id: its own}, that of
-        the cgroup it was made in, which holds the bench and, where that is the root, every process of the host:
-        None where unreadable), or None without a CPU cgroup; `settle_s`: cgroup.usage_ms's wait for its threads to
-        stop first."""
+        every process of the host: None where unknown, cgroup.host_usage_ms), or None without a CPU cgroup;
+        `settle_s`: cgroup.usage_ms's wait for its threads to stop first."""
         total = cgroup.usage_ms(self.cpu_group, settle_s)
         if total is None:
             return None
-        return total, cgroup.threads_ms(self.cpu_group), cgroup.usage_ms(self.cpu_group.parent)
+        return total, cgroup.threads_ms(self.cpu_group), cgroup.host_usage_ms(self.cpu_group)
 
     def how_it_ended(self) -> str:
         code = self.proc.poll()
