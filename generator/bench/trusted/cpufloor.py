@@ -48,7 +48,7 @@ from .outside import CALL_SHARE, CALL_SLACK_MS
 # slack per batch (its last slice counted late, its messages). Measured (tests/benchmarks/bench_stopped_clock.py
 # --forge) on the shared 2-core host, saturated (others 1.3-1.7 CPUs): an honest solution's batches used up to 0.27 x
 # the harness's CPU a call more than the reference's worker measured (rmsnorm_h4096, batch 1 and 8, 33 calls a batch).
-QUIET_SHARE, LOADED_SHARE, BATCH_CPU_SLACK_MS = 0.05, 0.3, 0.1
+QUIET_SHARE, LOADED_SHARE, BATCH_CPU_SLACK_MS = 0.05, 0.3, 0.4
 
 
 class Turn(NamedTuple):
@@ -96,8 +96,8 @@ def load(sol: list[Turn]) -> float:
 def tolerance(sol: list[Turn], ref: list[Turn], per_batch: list[float], noisy: bool = True) -> float:
     """ms a call below a floor (`per_batch`) that is not charged: CALL_SHARE of it and CALL_SLACK_MS, the slack per
     batch, and where the floor subtracts the harness's CPU (`noisy`) its share of that (the module's docstring)."""
-    n = statistics.median(len(t.ms) for t in sol)
-    share = (QUIET_SHARE + LOADED_SHARE * load(sol)) * harness(ref) if noisy else 0.0
+    n, busy = statistics.median(len(t.ms) for t in sol), load(sol)
+    share = (QUIET_SHARE + LOADED_SHARE * busy) * harness(ref) if noisy else 0.0
     return CALL_SHARE * statistics.median(per_batch) + CALL_SLACK_MS + share + BATCH_CPU_SLACK_MS / n
 
 
