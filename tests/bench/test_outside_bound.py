@@ -192,8 +192,7 @@ def test_the_cpu_time_floor_bounds_a_helper_thread_without_the_harness_noise():
     helper = [cpufloor.Turn([0.01] * 33, (0.30 + 0.15) * 33, 0.30 * 33, None, 0.15 * 33, 1.0) for _ in range(3)]
     assert cpufloor.floors(helper, ref) == pytest.approx([0.05] * 3)  # the main thread's bound alone: 0.01 + 0.04
     charged = cpufloor.charged([[0.01] * 32] * 3, helper, ref)
-    assert charged[0] == pytest.approx(0.15 - outside.CALL_SHARE * 0.15 - outside.CALL_SLACK_MS
-                                       - cpufloor.BATCH_CPU_SLACK_MS / 33)
+    assert charged[0] == pytest.approx(0.15 - outside.CALL_SHARE * 0.15 - outside.CALL_SLACK_MS)
     two_threads = [cpufloor.Turn([0.05] * 33, (0.25 + 0.10) * 33, 0.30 * 33, None, 0.05 * 33, 1.0) for _ in range(3)]
     assert cpufloor.charged([[0.05] * 32] * 3, two_threads, ref) == [0.05] * 96
     hashing = [t._replace(second=0.4 * 33) for t in ref]

@@ -23,8 +23,8 @@ wall time per call, measured on the reference's worker, varied by 0.45 to 0.88 m
 
 A batch whose reported calls sit below a floor (the median over batches of their median call, allowing the
 reference's spread of calls around their median) beyond the tolerance has its calls raised by the difference, and
-the log says so. The tolerance: CALL_SHARE of the floor, CALL_SLACK_MS, BATCH_CPU_SLACK_MS a batch, and for the first
-floor the harness's noise between the two workers, a share of its CPU a call that grows with the host's other work
+the log says so. The tolerance: CALL_SHARE of the floor and CALL_SLACK_MS, and for the first floor BATCH_CPU_SLACK_MS
+a batch and the harness's noise between the two workers, a share of its CPU a call that grows with the host's other work
 during the solution's batches (load(): the same code costs more CPU time beside other work; on a quiet host the
 bound is tight, on a saturated one it allows what was measured there). A single-threaded call's CPU time never
 exceeds its wall time, so an honest one is not charged however busy the host.
@@ -47,8 +47,10 @@ from .outside import CALL_SHARE, CALL_SLACK_MS
 # growing by LOADED_SHARE as the host's other work during the solution's batches reaches a CPU's worth beside it; and a
 # slack per batch (its last slice counted late, its messages). Measured (tests/benchmarks/bench_stopped_clock.py
 # --forge) on the shared 2-core host, saturated (others 1.3-1.7 CPUs): an honest solution's batches used up to 0.27 x
-# the harness's CPU a call more than the reference's worker measured (rmsnorm_h4096, batch 1 and 8, 33 calls a batch).
-QUIET_SHARE, LOADED_SHARE, BATCH_CPU_SLACK_MS = 0.05, 0.3, 0.4
+# the harness's CPU a call more than the reference's worker measured (rmsnorm_h4096, batch 1 and 8, 33 calls a batch;
+# replayed on 30 honest pairs' batches, 0.3 charged one by 3 us, 0.25 by ~15 us, a fixed 0.1 by 70 us). The floor by
+# the next busiest thread subtracts no harness: its tolerance is CALL_SHARE and CALL_SLACK_MS alone.
+QUIET_SHARE, LOADED_SHARE, BATCH_CPU_SLACK_MS = 0.05, 0.25, 0.4
 
 
 class Turn(NamedTuple):
@@ -94,11 +96,13 @@ def load(sol: list[Turn]) -> float:
 
 
 def tolerance(sol: list[Turn], ref: list[Turn], per_batch: list[float], noisy: bool = True) -> float:
-    """ms a call below a floor (`per_batch`) that is not charged: CALL_SHARE of it and CALL_SLACK_MS, the slack per
-    batch, and where the floor subtracts the harness's CPU (`noisy`) its share of that (the module's docstring)."""
-    n, busy = statistics.median(len(t.ms) for t in sol), load(sol)
-    share = (QUIET_SHARE + LOADED_SHARE * busy) * harness(ref) if noisy else 0.0
-    return CALL_SHARE * statistics.median(per_batch) + CALL_SLACK_MS + share + BATCH_CPU_SLACK_MS / n
+    """ms a call below a floor (`per_batch`) that is not charged: CALL_SHARE of it and CALL_SLACK_MS, and where the
+    floor subtracts the harness's CPU (`noisy`) the slack per batch and a share of that CPU (the module's docstring)."""
+    allowed = CALL_SHARE * statistics.median(per_batch) + CALL_SLACK_MS
+    if not noisy:
+        return allowed
+    n = statistics.median(len(t.ms) for t in sol)
+    return allowed + (QUIET_SHARE + LOADED_SHARE * load(sol)) * harness(ref) + BATCH_CPU_SLACK_MS / n
 
 
 def charged(samples: list[list[float]], sol: list[Turn], ref: list[Turn]) -> list[float]:
