@@ -48,7 +48,7 @@ from .outside import CALL_SHARE, CALL_SLACK_MS
 # slack per batch (its last slice counted late, its messages). Measured (tests/benchmarks/bench_stopped_clock.py
 # --forge) on the shared 2-core host, saturated (others 1.3-1.7 CPUs): an honest solution's batches used up to 0.27 x
 # the harness's CPU a call more than the reference's worker measured (rmsnorm_h4096, batch 1 and 8, 33 calls a batch;
-# replayed on 30 honest pairs' batches, 0.3 charged one by 3 us, 0.25 by ~15 us, a fixed 0.1 by 70 us). The floor by
+# replayed on 30 honest pairs' batches, 0.3 charged one by 3 us, 0.25 by 16 us, a fixed 0.1 by 70 us). The floor by
 # the next busiest thread subtracts no harness: its tolerance is CALL_SHARE and CALL_SLACK_MS alone.
 QUIET_SHARE, LOADED_SHARE, BATCH_CPU_SLACK_MS = 0.05, 0.25, 0.4
 
