@@ -24,9 +24,8 @@ wall time per call, measured on the reference's worker, varied by 0.45 to 0.88 m
 A batch whose reported calls sit below a floor (the median over batches of their median call, allowing the
 reference's spread of calls around their median) beyond the tolerance has its calls raised by the difference, and
 the log says so. The tolerance: CALL_SHARE of the floor and CALL_SLACK_MS, and for the first floor BATCH_CPU_SLACK_MS
-a batch and the harness's noise between the two workers, a share of its CPU a call that grows with the host's other work
-during the solution's batches (load(): the same code costs more CPU time beside other work; on a quiet host the
-bound is tight, on a saturated one it allows what was measured there). A single-threaded call's CPU time never
+a batch and the harness's noise between the two workers, HARNESS_SHARE of its CPU a call (as measured; the host's
+other work, load(), is in the log's note but did not predict that noise). A single-threaded call's CPU time never
 exceeds its wall time, so an honest one is not charged however busy the host.
 
 It does not bound work off the CPU: on a GPU the device's time is the CUDA events' and the outside wall clock's
@@ -42,15 +41,16 @@ from typing import NamedTuple, Optional
 
 from .outside import CALL_SHARE, CALL_SLACK_MS
 
-# Allowed for the noise of the harness's CPU between the two workers (the same code costs more CPU time when the host
-# runs other work beside it: shared caches, a busy sibling core): a share of it per call, QUIET_SHARE on a quiet host
-# growing by LOADED_SHARE as the host's other work during the solution's batches reaches a CPU's worth beside it; and a
-# slack per batch (its last slice counted late, its messages). Measured (tests/benchmarks/bench_stopped_clock.py
-# --forge) on the shared 2-core host, saturated (others 1.3-1.7 CPUs): an honest solution's batches used up to 0.27 x
-# the harness's CPU a call more than the reference's worker measured (rmsnorm_h4096, batch 1 and 8, 33 calls a batch;
-# replayed on 30 honest pairs' batches, 0.3 charged one by 3 us, 0.25 by 16 us, a fixed 0.1 by 70 us). The floor by
-# the next busiest thread subtracts no harness: its tolerance is CALL_SHARE and CALL_SLACK_MS alone.
-QUIET_SHARE, LOADED_SHARE, BATCH_CPU_SLACK_MS = 0.05, 0.25, 0.4
+# Allowed for the noise of the harness's CPU between the two workers: HARNESS_SHARE of it a call, and a slack per batch
+# (its last slice counted late, its messages). Measured (tests/benchmarks/bench_stopped_clock.py --forge, rmsnorm_h4096
+# at batch 1 and 8, 33 calls a batch, 30 honest pairs replayed) on the shared 2-core host: saturated (others 1.3-1.7
+# CPUs), an honest solution's batches used up to 0.27 x the harness's CPU a call more than the reference's worker
+# measured; quiet (others under 0.25 CPUs) the same work varied by up to 25 % between one worker's batches (a core left
+# idle between messages wakes slowly), and an honest pair's median batch reached 0.1 x, once past 0.05 x plus the
+# slacks: the host's load does not predict the noise, so the share is fixed. A fixed 0.1 charged one honest pair by
+# 70 us, 0.25 by 16 us, 0.3 by 3 us. The floor by the next busiest thread subtracts no harness: its tolerance is
+# CALL_SHARE and CALL_SLACK_MS alone.
+HARNESS_SHARE, BATCH_CPU_SLACK_MS = 0.3, 0.4
 
 
 class Turn(NamedTuple):
@@ -88,7 +88,7 @@ def helper_floors(sol: list[Turn], ref: list[Turn]) -> list[float]:
 
 def load(sol: list[Turn]) -> float:
     """The host's other work during the solution's batches (the median), as a share of the CPUs beside the worker's,
-    at most 1; 1 where unknown. Its own sandbox is not in it, so a solution cannot raise it during its batches."""
+    at most 1; 1 where unknown (the log's note says it: the tolerance does not follow it, HARNESS_SHARE)."""
     seen = [t.others for t in sol if t.others is not None]
     if not seen:
         return 1.0
@@ -102,7 +102,7 @@ def tolerance(sol: list[Turn], ref: list[Turn], per_batch: list[float], noisy: b
     if not noisy:
         return allowed
     n = statistics.median(len(t.ms) for t in sol)
-    return allowed + (QUIET_SHARE + LOADED_SHARE * load(sol)) * harness(ref) + BATCH_CPU_SLACK_MS / n
+    return allowed + HARNESS_SHARE * harness(ref) + BATCH_CPU_SLACK_MS / n
 
 
 def charged(samples: list[list[float]], sol: list[Turn], ref: list[Turn]) -> list[float]:
