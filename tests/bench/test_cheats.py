@@ -161,9 +161,10 @@ BLOB_ONCE = {"stops_reading_its_pipe"}
 # whose noise between two workers (up to 0.15 ms a call here) the floor's tolerance allows for.
 FORGED_WORK_MS = 1.0
 TWIN = "works_on_the_cpu"  # cheats/honest/works_on_the_cpu.py, in the plain cheats' worker (it patches nothing)
-# The helper thread's work a call: a small kernel's (the issue's bar is 5 % or 10 us a call on the CPU), where the
-# harness's CPU a call at this run's 4 calls a batch is ~1 ms and its noise under load a third of that.
-HELPER_WORK_MS = 0.15
+# The helper thread's work a call: a small kernel's, under the harness's CPU a call at this run's 4 calls a batch
+# (~0.3 to 0.5 ms), behind which it hid. (At 0.15 ms the forger's own calls, slowed by its helper in some batches,
+# sat near the floor there: 0.075 to 0.14 ms charged, too near the test's line.)
+HELPER_WORK_MS = 0.3
 # Cheats that share a worker (one author) with another: each leaves only inert residue (an idle thread, a patched
 # send that does nothing for another solution's calls), and a worker start is ~1.5 s of this module's time.
 SHARED_AUTHOR = {"works_on_a_helper_thread": "cheat-works_between_its_marks"}

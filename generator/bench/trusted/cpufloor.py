@@ -107,14 +107,20 @@ def tolerance(sol: list[Turn], ref: list[Turn], per_batch: list[float], noisy: b
 
 def charged(samples: list[list[float]], sol: list[Turn], ref: list[Turn]) -> list[float]:
     """Every sample (a batch's calls but the first) raised by how far the batches' calls reported less than the
-    CPU-time floors allow: for each floor, the median over batches of (floor - the batch's median call, allowing the
-    reference's spread of calls around their median), beyond its tolerance (see the module's docstring)."""
+    CPU-time floors allow (floor - the batch's median call, allowing the reference's spread of calls around their
+    median), beyond its tolerance (see the module's docstring): for the first floor, whose harness noise varies between
+    batches, the median over batches, on every batch; for the next busiest thread's, which has none, each batch's own
+    (a helper that slowed some of its batches' calls is charged in the others)."""
     spread = statistics.median(max(statistics.fmean(t.ms) / max(statistics.median(t.ms), 1e-9) - 1, 0.0) for t in ref)
-    owed = 0.0
-    for per_batch, noisy in ((floors(sol, ref), True), (helper_floors(sol, ref), False)):
-        beyond = statistics.median(f - statistics.median(t.ms) * (1 + spread) for t, f in zip(sol, per_batch))
-        owed = max(owed, beyond - tolerance(sol, ref, per_batch, noisy))
-    return [x + owed for calls in samples for x in calls]
+    first, helper = floors(sol, ref), helper_floors(sol, ref)
+    owed = statistics.median(f - statistics.median(t.ms) * (1 + spread) for t, f in zip(sol, first))
+    owed -= tolerance(sol, ref, first)
+    helper_allowed = tolerance(sol, ref, helper, noisy=False)
+    out = []
+    for calls, t, f in zip(samples, sol, helper):
+        raised = max(owed, f - statistics.median(t.ms) * (1 + spread) - helper_allowed, 0.0)
+        out += [x + raised for x in calls]
+    return out
 
 
 def not_applied(why: str) -> str:
