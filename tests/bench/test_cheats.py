@@ -104,6 +104,9 @@ CHEATS = {
     # -- forged marks: each call's work (FORGED_WORK_MS of CPU) moved after its end mark, where no clock and no mark
     # sees it; the CPU-time floor charges it (test_work_after_forged_marks_is_charged_by_the_cpu_time_floor) --
     "works_between_its_marks": (PASSES, ""),
+    # -- the same work on a helper thread started when it loaded, beside the main thread's harness work: the floor's
+    # bound by the next busiest thread charges it (test_work_on_a_helper_thread_is_charged_by_the_cpu_time_floor) --
+    "works_on_a_helper_thread": (PASSES, ""),
     # -- precomputation from the public seeds: a table of every input set the workload's seed makes --
     "precomputes_from_public_seeds": (("INCORRECT_NUMERICAL",), "within atol"),
     # -- statistics: wrong answers on every call after the first batch --
@@ -149,7 +152,7 @@ ONCE_DEFINITION = "rmsnorm_h128_once"
 ONCE = {"forges_messages", "forges_inline_outputs", "writes_fake_results_and_exits", "segfaults", "setsid_grandchild",
         "message_nested_deep", "message_huge_float", "message_huge_integer", "message_lone_surrogate",
         "reads_the_bench_environment", "fills_tmp", "fills_dev_shm", "allocates_too_much", "computes_after_done_when_revealed",
-        "works_between_its_marks"}
+        "works_between_its_marks", "works_on_a_helper_thread"}
 # These run on a definition whose one workload has a 256 KiB blob input (more than a pipe holds).
 BLOB_ONCE = {"stops_reading_its_pipe"}
 # Each sleeps 10 ms per call where it does its work, outside the calls' reported time.
@@ -158,6 +161,13 @@ BLOB_ONCE = {"stops_reading_its_pipe"}
 # whose noise between two workers (up to 0.15 ms a call here) the floor's tolerance allows for.
 FORGED_WORK_MS = 1.0
 TWIN = "works_on_the_cpu"  # cheats/honest/works_on_the_cpu.py, in the plain cheats' worker (it patches nothing)
+# The helper thread's work a call: a small kernel's, under the harness's CPU a call at this run's 4 calls a batch
+# (~0.3 to 0.5 ms), behind which it hid. (At 0.15 ms the forger's own calls, slowed by its helper in some batches,
+# sat near the floor there: 0.075 to 0.14 ms charged, too near the test's line.)
+HELPER_WORK_MS = 0.3
+# Cheats that share a worker (one author) with another: each leaves only inert residue (an idle thread, a patched
+# send that does nothing for another solution's calls), and a worker start is ~1.5 s of this module's time.
+SHARED_AUTHOR = {"works_on_a_helper_thread": "cheat-works_between_its_marks"}
 OUTSIDE_THE_CLOCK = ("patches_comparison_and_timing", "stops_the_clock_for_one_read", "computes_before_the_calls",
                      "lazy_mapping_computes_on_read", "lazy_list_computes_on_read", "finishes_on_a_thread_before_digest")
 
@@ -224,10 +234,11 @@ def benched(tmp_path_factory):
     add_blob_definition(root)
     values = {"definition_path": str(root / "definitions/norm/rmsnorm_h128.json"),
               "workloads_path": str(root / "workloads/norm/rmsnorm_h128.jsonl"),
-              "orphan_marker": ORPHAN_MARKER, "work_s": 0.01, "work_ms": FORGED_WORK_MS}
+              "orphan_marker": ORPHAN_MARKER, "work_s": 0.01, "work_ms": FORGED_WORK_MS,
+              "helper_work_ms": HELPER_WORK_MS}
     for name in CHEATS:
         # One worker serves an author's solutions in turn: a cheat that could reach the next stands for an attacker.
-        author = "cheat-plain" if name in PLAIN_CHEATS else f"cheat-{name}"
+        author = "cheat-plain" if name in PLAIN_CHEATS else SHARED_AUTHOR.get(name, f"cheat-{name}")
         add_solution(root, name, author=author, dps=name in DPS_CHEATS, definition=definition_of(name), **values)
     add_solution(root, TWIN, f"honest/{TWIN}", author="cheat-plain", definition=ONCE_DEFINITION, **values)
     assert not ALONGSIDE & {*OUTSIDE_THE_CLOCK, "slows_reference_via_torch_op"}  # timed ones run alone
@@ -365,6 +376,25 @@ def test_work_after_forged_marks_is_charged_by_the_cpu_time_floor(benched):
     assert fastest >= FORGED_WORK_MS and forged >= 0.7 * fastest, (forged, honest, fastest, logs)
     assert "CPU-time floor" in logs["works_between_its_marks"]
     assert "CPU-time floor" not in logs[TWIN], logs[TWIN]  # its median was not moved by 2 % or more
+
+
+def test_work_on_a_helper_thread_is_charged_by_the_cpu_time_floor(benched):
+    """works_on_a_helper_thread returns each call at once and does HELPER_WORK_MS of CPU on a thread it started when
+    loaded (in torch ops, which release the GIL), beside the main thread's harness work. The floor took the harness's
+    CPU (~0.5 ms a call here) from the busiest thread, the main one, and hid the helper behind it: where a core is
+    free for the helper, the forger reported its bare computation (~0.03 ms). Its next busiest thread's CPU bounds
+    its calls too, less only what the reference's worker spends beside its main thread (nothing here), with no
+    harness noise to allow for: at least 0.6 of the hidden work. (On a saturated host the helper also slows the main
+    thread's calls, which then report more without any floor: tests/bench/test_outside_bound.py has the numbers.)"""
+    _, summary, _, _ = benched
+    [cheat] = statuses(summary, "works_on_a_helper_thread")
+    log = cheat.record["evaluation"]["log"] or ""
+    if "CPU-time floor was not applied" in log:
+        pytest.skip(f"no CPU cgroup here: {log[-300:]}")
+    assert cheat.status == "PASSED", log
+    forged = cheat.record["evaluation"]["performance"]["latency_ms"]
+    print(f"helper-thread forger {forged:.4g} ms for {HELPER_WORK_MS} ms of hidden work")  # pytest -s: for the record
+    assert forged >= 0.6 * HELPER_WORK_MS, (forged, log)
 
 
 def test_no_trace_holds_the_bench_environment_or_host_secrets(benched):

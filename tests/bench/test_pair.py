@@ -36,7 +36,7 @@ def test_the_runner_compares_captured_outputs_without_asking_the_solution_to_rev
     seen = {}
 
     def fake(who, value):
-        def batch(calls, deadline, timeout_s, chosen=(), inline=0, marks=False):
+        def batch(calls, deadline, timeout_s, chosen=(), inline=0, marks=False, drawn=()):
             seen[who] = list(chosen)
             return Batch([0.01] * len(calls), None, 0.1 * len(calls),
                          {i: {"out": {"output": value.clone()}, "in": {}} for i in chosen})

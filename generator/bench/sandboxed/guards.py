@@ -77,6 +77,12 @@ def mutated_input(sets: list[list], before: list[list]) -> Optional[str]:
              if isinstance(a, torch.Tensor)]
     if not pairs:
         return None
+    if all(b.device.type == "cpu" for _, _, b in pairs):
+        for i, a, b in pairs:
+            bits = _bits(a)
+            if not (bits.shape == b.shape and bits.dtype == b.dtype and bits.device == b.device and _same_bytes(bits, b)):
+                return f"the solution modified its input number {i + 1} in place"
+        return None
     flags = []
     for _, a, b in pairs:
         bits = _bits(a)
@@ -88,6 +94,15 @@ def mutated_input(sets: list[list], before: list[list]) -> Optional[str]:
         if bad:
             return f"the solution modified its input number {i + 1} in place"
     return None
+
+
+def _same_bytes(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Two CPU tensors of one shape and dtype hold the same bytes: a copy and a memcmp, where torch's comparison and
+    reduction took 3 to 5 times the CPU on small inputs (harness work the CPU-time floor subtracts, with its noise)."""
+    try:
+        return a.numpy().tobytes() == b.numpy().tobytes()
+    except (TypeError, RuntimeError):  # a dtype numpy lacks
+        return torch.equal(a, b)
 
 
 def check_output_types(outputs: Mapping[str, Any], device: str) -> Optional[str]:

@@ -9,14 +9,16 @@ from fd 3 and writes to fd 4 (protocol.py) and knows only what each message says
     workload {order, scalars, blobs, outs} + blobs     -> ready
     batch {calls: [{recipes}], capture}                -> done {ms, cpu, digests | outputs} [+ tensors] | error | cheat
     batch {n, capture, marks: true}, then per call:
-      call {call: {recipes}}                          -> mark (before the call), mark (after it)
+      call {call, drawn | same} [+ tensors]           -> mark (before the call), mark (after it)
     reveal {calls, inputs}                             -> revealed + tensors (outputs; inputs of the calls in `inputs`)
     probe                                              -> probed {desc | error} (can the trusted side read our memory)
     exit
 
 A batch is a list of calls, each with the generator seeds of its own fresh input set (secret seeds
 drawn by the trusted process for this run). The worker draws each set on the device just before its
-call (no later set exists while a call runs), and times the calls back to back as triton.testing.do_bench does (CUDA: the L2 flush and the start event are
+call (no later set exists while a call runs); on the CPU (marked batches) the trusted process draws it
+and sends its tensors when the call before has ended (its CPU is then not the sandbox's, which the
+CPU-time floor subtracts, trusted/cpufloor.py), and times the calls back to back as triton.testing.do_bench does (CUDA: the L2 flush and the start event are
 queued ahead of each call, one synchronisation at the end; CPU: the host clock), turning each
 result into plain tensors inside the timed interval. On CUDA (capture "ipc") it answers with a CUDA
 IPC handle per output, and the trusted process copies the outputs of the calls it chose out of this
@@ -127,8 +129,10 @@ class Session:
         self.kept = []
         protocol.send(OUT_FD, {"op": "ready"})
 
-    def inputs(self, call: dict) -> list:
-        recipes, fixed = call["recipes"], self.fixed
+    def inputs(self, call: dict, drawn: Mapping[str, torch.Tensor] | None = None) -> list:
+        """Call's input set: its random tensors `drawn` by the trusted process (the CPU: marked batches) or else drawn
+        here from its recipes, with the fixed inputs."""
+        recipes, fixed = call.get("recipes", {}), self.fixed
         rows = call.get("rows")
         if rows:  # blob-only definitions: this call's secret order of the blobs' rows (trusted/pair.py, secret_call)
             names = [n for n in rows["inputs"] if isinstance(fixed.get(n), torch.Tensor)]
@@ -137,6 +141,8 @@ class Session:
                 order = torch.randperm(fixed[names[0]].shape[0], generator=g).to(self.device)
                 fixed = {**fixed, **{n: fixed[n].index_select(0, order) for n in names}}
         # Each random tensor from the call's own seeds: nothing of another call's inputs (no shared stream).
+        if drawn is not None:
+            return [fixed[n] if n in fixed else drawn[n] for n in self.order]
         return [fixed[n] if n in fixed else draw(recipes[n], self.device) for n in self.order]
 
     def buffers(self) -> list:
@@ -150,18 +156,25 @@ class Session:
     def batch(self, header: dict) -> None:
         t0 = clock.now()
         marked = bool(header.get("marks"))
-        # Marked batches (the CPU) get each call's seeds only after the call before it ended (a "call" message the
-        # trusted process sends when the end mark arrives): no later call's seeds are here while a call runs.
+        # Marked batches (the CPU) get each call's input set only after the call before it ended (a "call" message the
+        # trusted process sends when the end mark arrives, its random tensors drawn there: drawing them here was most
+        # of the harness's CPU time in the sandbox, whose noise the CPU-time floor must allow for): no later call's
+        # inputs are here while a call runs.
         calls = [None] * int(header["n"]) if marked else header["calls"]
         sets, before, buffers = [], [], []
         drawn: dict = {"call": None}
 
         def make(i: int) -> tuple[list, list]:
-            """Call i's input set, drawn just before the call (a sampler's untimed first batch repeats one set: drawn
+            """Call i's input set, made just before the call (a sampler's untimed first batch repeats one set: made
             once)."""
             if marked:
-                calls[i] = protocol.recv(IN_FD, ("call",))[0]["call"]
-            if calls[i] != drawn["call"]:
+                message, payload = protocol.recv(IN_FD, ("call",))
+                calls[i] = drawn["call"] if message.get("same") and i else message["call"]
+                if calls[i] is not drawn["call"]:
+                    drawn["args"] = self.inputs(calls[i], protocol.unpack(payload) if message.get("drawn") else None)
+                    drawn["snapshot"] = inputs_snapshot(drawn["args"])
+                    drawn["call"] = calls[i]
+            elif calls[i] != drawn["call"]:
                 drawn["call"] = calls[i]
                 drawn["args"] = self.inputs(calls[i])
                 drawn["snapshot"] = inputs_snapshot(drawn["args"])

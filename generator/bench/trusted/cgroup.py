@@ -162,6 +162,14 @@ def usage_ms(group: Optional[Path], settle_s: float = 0.0) -> Optional[float]:
     return None
 
 
+def host_usage_ms(group: Optional[Path]) -> Optional[float]:
+    """CPU time (ms) of every process of the host, where `group` (a worker's CPU cgroup) was made in the root cgroup,
+    which counts them all; else None (a nested cgroup counts only its own part of the host)."""
+    if group is None or usage_ms(group.parent.parent) is not None:
+        return None
+    return usage_ms(group.parent)
+
+
 def _tids(group: Path) -> list[str]:
     try:
         return (group / ("tasks" if (group / "tasks").exists() else "cgroup.threads")).read_text().split()

@@ -43,7 +43,7 @@ import torch
 from ...model.stability import batches_jump
 from ...model.status import TraceStatus
 from ..shared import protocol
-from ..shared.inputs import TORCH_DTYPES, count_elements, input_recipes, load_blob, shape_of
+from ..shared.inputs import TORCH_DTYPES, count_elements, draw, input_recipes, load_blob, shape_of
 from . import cpufloor, outside, samples
 from .check import Verdict
 from .evaluate import evaluator_for
@@ -132,6 +132,18 @@ class WorkloadRun:
             return [self.secret_call()] * n
         return [self.secret_call() for _ in range(n)]
 
+    @staticmethod
+    def drawn(calls: list[dict]) -> list[bytes]:
+        """Each call's random tensors, drawn here before the batch and packed (the CPU: each is sent to a worker when
+        the call before has ended, remote.py), once per input set: drawing them in the workers was most of the
+        harness's CPU time there, which the CPU-time floor subtracts as measured on the reference's, so most of
+        the noise it must allow for."""
+        out: list[bytes] = []
+        for i, call in enumerate(calls):
+            repeated = i and call is calls[i - 1]
+            out.append(out[-1] if repeated else protocol.pack({n: draw(r) for n, r in call["recipes"].items()}))
+        return out
+
     # -- one batch on both sides ----------------------------------------------------------------------
     def batch(self, n: int, reveal_all: bool, solution_first: bool) -> tuple[list[float], list[float], float, float]:
         """(solution's ms per call, reference's ms per call, solution's batch wall ms, reference's) of n calls."""
@@ -146,11 +158,13 @@ class WorkloadRun:
         chosen = list(range(n)) if every else sorted(self.rng.sample(range(n), MIN_CHECKED))
         with_inputs = judge.shown_inputs(chosen, reveal_all)
         limit = len(chosen) * (2 * self.out_bytes + 4096) + (1 << 20)
+        marks = self.opts.device == "cpu"
+        drawn = self.drawn(calls) if marks else ()
         runs = {}
         for remote in ((self.solution, self.ref) if solution_first else (self.ref, self.solution)):
             # Every call compared: no choice to hide, so the outputs come with the answer (no digests, no reveal).
             runs[remote.who] = remote.batch(calls, self.deadline, t, chosen, inline=limit if every else 0,
-                                            marks=self.opts.device == "cpu")
+                                            marks=marks, drawn=drawn)
         self.batches += 1
         sol, ref = runs["solution"], runs["reference"]
         self.marked = (sol, ref)
@@ -313,8 +327,9 @@ class WorkloadRun:
         cpu = cpufloor.harness(ref)
         _note_charged(self.notes, charged, out, f"the solution's sandbox used more CPU time in its batches than its "
                       f"calls reported (beyond the harness's own, {cpu:.4g} ms a call on the reference's worker; "
-                      f"median floor {statistics.median(cpufloor.floors(sol, ref)):.4g} ms a call): raised to the "
-                      "CPU-time floor")
+                      f"median floor {statistics.median(cpufloor.floors(sol, ref)):.4g} ms a call, by its second "
+                      f"thread {statistics.median(cpufloor.helper_floors(sol, ref)):.4g}; host load "
+                      f"{cpufloor.load(sol):.2f}): raised to the CPU-time floor")
         return out
 
     def run(self) -> dict:
@@ -378,8 +393,8 @@ def _turns(sol, ref) -> Optional[tuple]:
     """One batch's (solution's, reference's) cpufloor.Turn, or None where either worker's CPU was not counted."""
     if sol.used is None or ref.used is None or ref.used.calls is None:
         return None
-    return (cpufloor.Turn(sol.ms, sol.used.cpu, sol.used.serial),
-            cpufloor.Turn(ref.ms, ref.used.cpu, ref.used.serial, ref.used.calls))
+    return (cpufloor.Turn(sol.ms, sol.used.cpu, sol.used.serial, None, sol.used.second, sol.used.others),
+            cpufloor.Turn(ref.ms, ref.used.cpu, ref.used.serial, ref.used.calls, ref.used.second, ref.used.others))
 
 
 def _note_charged(notes: list[str], before: list[float], after: list[float], why: str) -> None:

@@ -5,7 +5,7 @@ deadline, and every way a worker can fail becomes a Failed (the pair's status) o
 from __future__ import annotations
 
 import time
-from typing import NamedTuple, Optional
+from typing import NamedTuple, Optional, Sequence
 
 import torch
 
@@ -104,21 +104,23 @@ class Remote:
         self.recv(("ready",), deadline, "receiving the workload", timeout_s=timeout_s)
 
     def batch(self, calls: list, deadline: float, timeout_s: float, chosen: list[int] = (), inline: int = 0,
-              marks: bool = False) -> Batch:
+              marks: bool = False, drawn: Sequence[bytes] = ()) -> Batch:
         """Run a batch. With a capture (CUDA IPC), the outputs of the `chosen` calls are copied out of the
         worker's memory as soon as it answers, and the wall clock ends when that copy has; else, when `inline`
         (every call is compared; its value: the most bytes the answer may carry), every output comes with the
         answer; else the worker commits to every output by digest and `reveal` shows the chosen ones later. With
         `marks` (the CPU), the worker marks the start and end of each call and this process timestamps each mark as
-        it arrives: Batch.marks, ms since the batch was sent."""
+        it arrives: Batch.marks, ms since the batch was sent; then each call's random tensors are `drawn` here (packed,
+        one per call: made before the batch, so both workers wait alike) and sent with it."""
         # The CPU (marks): the sandbox's CPU time before the batch exists for it (the worker waits on its pipe).
         cpu0 = self.worker.cpu_ms() if marks else None
+        own0 = time.process_time()
         t0 = time.perf_counter()
         mode = "ipc" if self.capture else "inline" if inline else "digest"
-        if marks:  # each call's seeds sent when the call before it has ended (its end mark), none ahead
+        if marks:  # each call's inputs sent when the call before it has ended (its end mark), none ahead
             self.send({"op": "batch", "n": len(calls), "capture": mode, "marks": True}, deadline=deadline,
                       timeout_s=timeout_s)
-            self.send({"op": "call", "call": calls[0]}, deadline=deadline, timeout_s=timeout_s)
+            self._call(calls, drawn, 0, deadline, timeout_s)
         else:
             self.send({"op": "batch", "calls": calls, "capture": mode}, deadline=deadline, timeout_s=timeout_s)
         stamps: list[float] = []
@@ -133,7 +135,7 @@ class Remote:
                                                                          f"{2 * len(calls) if marks else 0} its calls make"},
                                         worker_lost=True)
             if len(stamps) % 2 == 0 and len(stamps) // 2 < len(calls):
-                self.send({"op": "call", "call": calls[len(stamps) // 2]}, deadline=deadline, timeout_s=timeout_s)
+                self._call(calls, drawn, len(stamps) // 2, deadline, timeout_s)
         wall = (time.perf_counter() - t0) * 1e3
         if reply["op"] != "done":
             raise self._call_failed(TraceStatus.REWARD_HACK if reply["op"] == "cheat" else TraceStatus.RUNTIME_ERROR, reply)
@@ -142,7 +144,8 @@ class Remote:
         # After `wall`: the wait is not the batch's (on CUDA, where nothing is read here, the wall ends later).
         cpu1 = self.worker.cpu_ms(settle_s=0.005) if marks else None
         marked = stamps if marks else None
-        used = _used(cpu0, cpu1, self._call_cpu(reply, len(calls)))
+        own = ((time.process_time() - own0) * 1e3, (time.perf_counter() - t0) * 1e3)
+        used = _used(cpu0, cpu1, self._call_cpu(reply, len(calls)), own)
         try:
             self.phases = protocol.numbers(reply, "phases", 4) if "phases" in reply else []  # diagnostics only
         except protocol.ProtocolError:
@@ -174,6 +177,17 @@ class Remote:
         # The comparisons run on the CPU (check.py), after the clock.
         outputs = {i: {"out": {n: t.cpu() for n, t in outs.items()}, "in": {}} for i, outs in copies.items()}
         return Batch(ms, None, wall, outputs, marked, used)
+
+    def _call(self, calls: list, drawn: Sequence[bytes], i: int, deadline: float, timeout_s: float) -> None:
+        """Send call i of a marked batch: its blob rows, and its random tensors (`drawn`; none where it repeats the
+        call before, a sampler's one input set: "same")."""
+        if i and calls[i] is calls[i - 1]:
+            self.send({"op": "call", "call": {}, "same": True}, deadline=deadline, timeout_s=timeout_s)
+        elif drawn:
+            call = {k: v for k, v in calls[i].items() if k != "recipes"}
+            self.send({"op": "call", "call": call, "drawn": True}, drawn[i], deadline=deadline, timeout_s=timeout_s)
+        else:  # its seeds: the worker draws them
+            self.send({"op": "call", "call": calls[i]}, deadline=deadline, timeout_s=timeout_s)
 
     def _call_cpu(self, reply: dict, n: int) -> Optional[list[float]]:
         """Each call's CPU time as the reference's worker measured it (trusted code; cpufloor.py subtracts the rest of
@@ -267,11 +281,21 @@ class Used(NamedTuple):
     cpu: float  # every thread of every process of the sandbox, from just before sending the batch to its answer
     calls: Optional[list[float]]  # the reference's worker only: each call's own CPU, as it measured it
     serial: float  # the busiest thread's, plus that of threads that ended meanwhile (known only in sum)
+    second: float = 0.0  # the next busiest thread's (of those still running at its end)
+    # CPUs' worth of other work on the host meanwhile (the cgroup the worker's was made in, less the sandbox and this
+    # process): what makes the same work cost more CPU time (shared caches, a busy sibling core). None: unknown.
+    others: Optional[float] = None
 
 
-def _used(before: Optional[tuple], after: Optional[tuple], calls: Optional[list[float]]) -> Optional[Used]:
+def _used(before: Optional[tuple], after: Optional[tuple], calls: Optional[list[float]],
+          own: tuple[float, float] = (0.0, 0.0)) -> Optional[Used]:
+    """`own`: this process's CPU ms over the batch, and the batch's wall ms."""
     if before is None or after is None:
         return None
     cpu = after[0] - before[0]
-    own = [ms - before[1].get(tid, 0.0) for tid, ms in after[1].items()]
-    return Used(cpu, calls, max(own, default=0.0) + max(cpu - sum(own), 0.0))
+    threads = sorted((ms - before[1].get(tid, 0.0) for tid, ms in after[1].items()), reverse=True) + [0.0, 0.0]
+    ended = max(cpu - sum(threads), 0.0)
+    others = None
+    if len(before) > 2 and before[2] is not None and after[2] is not None and own[1] > 0:
+        others = max(after[2] - before[2] - cpu - own[0], 0.0) / own[1]
+    return Used(cpu, calls, threads[0] + ended, threads[1], others)

@@ -423,11 +423,14 @@ class Worker:
             cgroup.remove(group)
         self.cgroup = self.cpu_group = None
 
-    def cpu_ms(self, settle_s: float = 0.0) -> Optional[tuple[float, dict[str, float]]]:
-        """(the CPU time in ms every thread of this worker's sandbox has used so far, {thread id: its own}), or None
-        without a CPU cgroup; `settle_s`: cgroup.usage_ms's wait for its threads to stop first."""
+    def cpu_ms(self, settle_s: float = 0.0) -> Optional[tuple[float, dict[str, float], Optional[float]]]:
+        """(the CPU time in ms every thread of this worker's sandbox has used so far, {thread id: its own}, that of
+        every process of the host: None where unknown, cgroup.host_usage_ms), or None without a CPU cgroup;
+        `settle_s`: cgroup.usage_ms's wait for its threads to stop first."""
         total = cgroup.usage_ms(self.cpu_group, settle_s)
-        return None if total is None else (total, cgroup.threads_ms(self.cpu_group))
+        if total is None:
+            return None
+        return total, cgroup.threads_ms(self.cpu_group), cgroup.host_usage_ms(self.cpu_group)
 
     def how_it_ended(self) -> str:
         code = self.proc.poll()
