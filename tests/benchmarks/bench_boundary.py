@@ -82,6 +82,10 @@ class TreeCPU:
         return sum(self.seen.values()), len(self.workers)
 
 
+def definitions_in(dataset: Path) -> set[str]:
+    return {path.parent.name for path in (dataset / "solutions").glob("*/*/*/*.json")}
+
+
 def solution_names(dataset: Path, definitions: list[str]) -> set[str]:
     names = set()
     for path in (dataset / "solutions").glob("*/*/*/*.json"):
@@ -110,12 +114,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--old", type=Path, required=True, help="package root of the other version")
     parser.add_argument("--definitions", nargs="+", default=["rmsnorm_h4096", "silu_and_mul_i768"])
+    parser.add_argument("--every", type=int, default=0, metavar="K",
+                        help="instead of --definitions: every K-th (sorted by name, from the first) of the definitions "
+                             "both datasets hold solutions of, each with all its common solutions and workloads: a "
+                             "whole-definition sample like a real run's, where worker starts amortise")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--correctness-only", action="store_true")
     args = parser.parse_args()
     totals = {"old": [0.0, 0, 0.0, 0], "new": [0.0, 0, 0.0, 0]}
     # The same pairs on both sides: the solutions both datasets hold for these definitions (contenders added since
     # would make the newer bench's pairs other pairs: a compile contender's first call alone costs seconds).
+    if args.every:
+        both = sorted(definitions_in(args.old.resolve() / "dataset") & definitions_in(HERE / "dataset"))
+        args.definitions = both[::args.every]
+        print(f"definitions (every {args.every}th of {len(both)}): {' '.join(args.definitions)}")
     common = sorted(solution_names(args.old.resolve() / "dataset", args.definitions)
                     & solution_names(HERE / "dataset", args.definitions))
     print(f"solutions in both: {', '.join(common)}")
