@@ -3,6 +3,7 @@ against another version of it, on the same pairs, in one run, alternating.
 
     git archive <old commit> | tar -x -C /tmp/oldbench
     python tests/benchmarks/bench_boundary.py --old /tmp/oldbench --definitions rmsnorm_h4096 silu_and_mul_i768
+    python tests/benchmarks/bench_boundary.py --old /tmp/oldbench --every 30 --rounds 1   # whole definitions
 
 Each bench runs in a fresh subprocess (`run_bench` imported from that version's package root) over
 that version's bundled dataset (the solutions both versions hold for the chosen definitions: the same pairs where they did not change), writing traces to a temporary folder; the script prints seconds per pair for
@@ -36,7 +37,8 @@ from generator.bench import run_bench
 s = run_bench(Path(sys.argv[2]), device="cpu", out=Path(sys.argv[3]), definitions=json.loads(sys.argv[4]),
               correctness_only=sys.argv[5] == "1", progress=False, solutions=json.loads(sys.argv[6]))
 import generator
-print(json.dumps({"pairs": len(s.outcomes), "counts": s.counts(), "package": generator.__file__}))
+print(json.dumps({"pairs": len(s.outcomes), "counts": s.counts(), "package": generator.__file__,
+                  "keys": sorted(o.pair.solution.name + "/" + o.pair.workload.uuid for o in s.outcomes)}))
 """
 
 
@@ -71,7 +73,9 @@ class TreeCPU:
                 if pid in stats:
                     cpu, cmd = stats[pid]
                     self.seen[pid] = max(self.seen.get(pid, 0.0), cpu)
-                    if b"generator.bench.sandboxed.worker" in cmd and not cmd.startswith(b"bwrap"):
+                    # generator.bench.worker in the older layout (7678699), generator.bench.sandboxed.worker now
+                    if (b"generator.bench.sandboxed.worker" in cmd or b"generator.bench.worker" in cmd) \
+                            and not cmd.startswith(b"bwrap"):
                         self.workers.add(pid)
                 stack += kids.get(pid, [])
             time.sleep(0.1)
@@ -122,6 +126,7 @@ def main() -> int:
     parser.add_argument("--correctness-only", action="store_true")
     args = parser.parse_args()
     totals = {"old": [0.0, 0, 0.0, 0], "new": [0.0, 0, 0.0, 0]}
+    keys: dict[str, set] = {"old": set(), "new": set()}
     # The same pairs on both sides: the solutions both datasets hold for these definitions (contenders added since
     # would make the newer bench's pairs other pairs: a compile contender's first call alone costs seconds).
     if args.every:
@@ -139,10 +144,14 @@ def main() -> int:
             totals[label][1] += info["pairs"]
             totals[label][2] += info["cpu"]
             totals[label][3] += info["workers"]
+            keys[label] |= set(info["keys"])
             pairs = max(info["pairs"], 1)
             print(f"round {r + 1} {label}: {info['pairs']} pairs in {wall:.1f} s = {wall / pairs:.2f} s/pair, "
                   f"CPU {info['cpu']:.1f} s = {info['cpu'] / pairs:.2f} CPU-s/pair, {info['workers']} workers started "
                   f"{info['counts']} ({info['package']})", flush=True)
+    if keys["old"] != keys["new"]:  # each side's plan (its CPU limits) chose its pairs: per pair is then a mean over others
+        print(f"NOTE: the pairs differ: {len(keys['old'] - keys['new'])} only in old, {len(keys['new'] - keys['old'])} "
+              f"only in new: {sorted(keys['old'] ^ keys['new'])[:20]}")
     per = {k: v[0] / max(v[1], 1) for k, v in totals.items()}
     cpu = {k: v[2] / max(v[1], 1) for k, v in totals.items()}
     print(f"total: old {per['old']:.2f} s/pair, new {per['new']:.2f} s/pair, new/old = {per['new'] / per['old']:.2f}; "
