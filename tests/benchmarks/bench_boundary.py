@@ -13,6 +13,12 @@ Besides wall time it prints the CPU seconds of the bench's whole process tree (t
 sandboxed worker: killed workers are never reaped into the bench's rusage, so their /proc times are
 sampled every 0.1 s, the last sample of each process kept) and how many worker processes it started:
 on a shared 2-core host wall time follows the load, CPU time follows the work.
+
+Measured against 7678699 (2026-11-29, the shared 2-core host, one round, CPU-s per pair old -> new): the default 15
+pairs 2.53 -> 1.27 (2.0x; a third of the new side is its start: torch, dataset, two workers); --every 30 (10 whole
+definitions, 36 pairs old, 34 new) 19.97 -> 3.50 (5.7x; wall 29.5 -> 4.4 s a pair), but the sampler definition in it
+is 406 of the old side's 719 CPU-s (4 pairs, one a 300 s TIMEOUT; the new plan runs 2 of them, both NOT_MEASURED):
+without it, from a run of that definition alone, about 9.8 -> 2.1 (4.7x).
 """
 
 from __future__ import annotations
