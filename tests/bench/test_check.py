@@ -41,6 +41,30 @@ def test_nan_where_reference_is_finite_fails_and_matched_ratio_is_recorded():
     assert v.status == "INCORRECT_NUMERICAL" and "NaN" in v.message and v.matched_ratio == pytest.approx(0.9)
 
 
+def test_a_large_output_is_compared_whole_a_chunk_at_a_time(monkeypatch):
+    """check.compare takes a large output in chunks: a wrong element, a NaN or the magnitude in the last chunk counts as
+    in the first, and the caller's tensors are left as they were (float32 ones are the compare's own input)."""
+    from generator.bench.trusted import check
+
+    monkeypatch.setattr(check, "CHUNK", 64)
+    d = {"name": "t", "outputs": {"o": {"shape": ["n"], "dtype": "float32"}}}
+    e = torch.linspace(1, 2, 200)
+    assert compare(d, {"o": e.clone()}, {"o": e}, {"n": 200}).ok
+    wrong = e.clone()
+    wrong[199] = 3.0
+    v = compare(d, {"o": wrong}, {"o": e}, {"n": 200})
+    assert v.status == "INCORRECT_NUMERICAL" and v.matched_ratio == pytest.approx(199 / 200)
+    assert v.max_absolute_error == pytest.approx(1.0) and v.max_relative_error == pytest.approx(0.5)
+    nan = e.clone()
+    nan[150] = float("nan")
+    assert "NaN" in compare(d, {"o": nan}, {"o": e}, {"n": 200}).message
+    big = e.clone()
+    big[190:] = 1e4  # the reference's magnitude comes from every chunk: its atol with it
+    assert compare(d, {"o": big + 0.05}, {"o": big}, {"n": 200}).ok
+    assert not compare(d, {"o": big + 0.05}, {"o": big.clone().fill_(1.5)}, {"n": 200}).ok
+    assert wrong[199] == 3.0 and e[199] == 2.0 and torch.isnan(nan[150])
+
+
 def test_sampling_is_checked_statistically():
     g = torch.Generator().manual_seed(0)
     probs = torch.softmax(torch.randn(4, 20, generator=g) * 2, -1)

@@ -221,3 +221,23 @@ def test_a_blob_only_definition_gives_every_call_fresh_rows(bench_root):
     got = {o.pair.solution.name: o for o in summary.outcomes}
     assert got["honest_rows"].status == "PASSED", got["honest_rows"].log[-400:]
     assert got["computes_once"].status == "INCORRECT_NUMERICAL", (got["computes_once"].status, got["computes_once"].log[-400:])
+
+
+def test_a_seedless_input_is_drawn_once_per_workload_and_each_call_gets_its_own_copy(monkeypatch):
+    """A rope cos/sin cache is the same for every seed (SEEDLESS): the worker draws it once per workload (a 32k-row
+    cache cost 90 ms of every call) and hands each call a copy of the documented values; seeded inputs stay per call."""
+    from generator.bench.sandboxed import worker
+
+    drawn: list[str] = []
+    monkeypatch.setattr(worker, "draw", lambda recipe, device: drawn.append(recipe["distribution"]) or draw(recipe, device))
+    session = worker.Session({"device": "cpu", "output_names": ["o"]})
+    session.order, session.fixed = ["cache", "x"], {}
+    cache = {"distribution": "rope_cos_sin", **distribution_of("c", {"dtype": "float32", "random": {
+        "distribution": "rope_cos_sin", "theta": 10000.0}}), "dtype": "float32", "shape": [64, 16]}
+    x = {"distribution": "normal", "mean": 0.0, "std": 1.0, "dtype": "float32", "shape": [4]}
+    calls = [session.inputs({"recipes": {"cache": {**cache, "seed": s}, "x": {**x, "seed": s}}}) for s in (1, 2, 3)]
+    assert drawn.count("rope_cos_sin") == 1 and drawn.count("normal") == 3
+    assert all(torch.equal(c[0], draw({**cache, "seed": 9})) for c in calls)
+    assert len({c[0].data_ptr() for c in calls}) == 3 and not torch.equal(calls[0][1], calls[1][1])
+    calls[0][0].zero_()  # a call that writes its copy changes no other call's
+    assert torch.equal(calls[1][0], draw({**cache, "seed": 9}))

@@ -234,6 +234,7 @@ def _scale_source(name: str, recipe: Mapping[str, Any], specs: Mapping[str, Any]
 # Distributions drawn directly on an accelerator by draw(recipe, device) (the others are drawn on the
 # CPU and copied): the bench's workers make every input set where it is used.
 ON_DEVICE = ("normal", "uniform", "softmax_normal", "randint", "bernoulli", "power_law_probs")
+SEEDLESS = ("rope_cos_sin",)  # a function of the recipe's parameters alone: the same values for every seed
 
 
 def draw(recipe: Mapping[str, Any], device: str = "cpu") -> torch.Tensor:

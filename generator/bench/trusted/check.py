@@ -54,6 +54,42 @@ def magnitude(expected: torch.Tensor) -> float:
     return rms if rms > 0 else 1.0
 
 
+CHUNK = 1 << 18  # elements compared at a time: float32 temporaries of 1 MiB stay in cache and in malloc's heap
+
+
+def _errors(a: torch.Tensor, e: torch.Tensor, tol: Tolerance) -> tuple[float, float, float, Tolerance, Optional[torch.Tensor]]:
+    """(share within tolerance, max abs error, max relative error, the tolerance scaled by the reference's magnitude,
+    where `a` is NaN/inf and `e` finite or None) of one output; where all is finite (the rule) a chunk at a time: whole
+    float32 temporaries made a 32 MiB output's compare 0.6 to 0.9 s here, mostly page faults (chunked: 8x less)."""
+    a, e = a.detach().to("cpu").reshape(-1), e.detach().to("cpu").reshape(-1)
+    n = e.numel()
+    squares = 0.0
+    for k in range(0, n, CHUNK):  # the reference's magnitude first: the tolerance depends on it
+        ac, ec = a[k:k + CHUNK].float(), e[k:k + CHUNK].float()
+        if not bool(torch.isfinite(ac.sum() + ec.sum())):  # NaN and inf propagate; an overflow takes the exact path
+            return _errors_nonfinite(a.float(), e.float(), tol)
+        squares += torch.dot(ec, ec).item()
+    rms = math.sqrt(squares / n) if n else 0.0
+    tol = Tolerance(tol.atol * (rms if rms > 0 else 1.0), tol.rtol, tol.matched_ratio)
+    within, max_abs, max_rel = 0, 0.0, 0.0
+    for k in range(0, n, CHUNK):
+        ac, ec = a[k:k + CHUNK].float(), e[k:k + CHUNK].float()
+        diff, abs_e = torch.sub(ac, ec).abs_(), torch.abs(ec)  # new tensors: ac and ec may be the caller's memory
+        within += int(torch.le(diff, torch.mul(abs_e, tol.rtol).add_(tol.atol)).sum())
+        max_abs = max(max_abs, diff.max().item())
+        max_rel = max(max_rel, diff.div_(abs_e.clamp_min_(1e-12)).max().item())
+    return (within / n if n else 1.0), max_abs, max_rel, tol, None
+
+
+def _errors_nonfinite(af: torch.Tensor, ef: torch.Tensor, tol: Tolerance) -> tuple:  # NaN/inf, or a sum overflowed
+    fa, fe = torch.isfinite(af), torch.isfinite(ef)
+    tol = Tolerance(tol.atol * magnitude(ef), tol.rtol, tol.matched_ratio)
+    diff = torch.where(fa & fe, (af - ef).abs_(), torch.where(af == ef, 0.0, math.inf))
+    abs_e = torch.where(fe, ef.abs(), 0.0)  # an infinite expected value (a masked logit) allows no error
+    within, max_abs = int(torch.le(diff, torch.mul(abs_e, tol.rtol).add_(tol.atol)).sum()), diff.max().item()
+    return within / ef.numel(), max_abs, diff.div_(abs_e.clamp_min_(1e-12)).max().item(), tol, ~fa & fe
+
+
 @dataclass
 class Verdict:
     status: str  # PASSED | INCORRECT_SHAPE | INCORRECT_DTYPE | INCORRECT_NUMERICAL | REWARD_HACK
@@ -88,25 +124,7 @@ def compare(definition: Mapping[str, Any], actual: Mapping[str, Any], expected: 
             return Verdict(TraceStatus.INCORRECT_DTYPE, f"output {name!r} has dtype {a.dtype}, expected "
                                               f"{TORCH_DTYPES[spec['dtype']]}")
         tol = tolerance_for(definition["name"], name, spec["dtype"])
-        af = a.detach().to("cpu", torch.float32)
-        ef = e.detach().to("cpu", torch.float32)
-        # The bench compares every call of most batches: one pass per quantity, and the NaN/inf handling only
-        # where there is any (the same numbers as masking every time).
-        fa, fe = torch.isfinite(af), torch.isfinite(ef)
-        finite = bool(fa.all()) and bool(fe.all())
-        rms = (ef.square().mean().sqrt().item() if ef.numel() else 0.0) if finite else magnitude(ef)
-        tol = Tolerance(tol.atol * (rms if rms > 0 else 1.0), tol.rtol, tol.matched_ratio)
-        bad_nonfinite = None if finite else ~fa & fe
-        diff = (af - ef).abs_()
-        if not finite:
-            diff = torch.where(fa & fe, diff, torch.where(af == ef, torch.zeros_like(diff), torch.full_like(diff, math.inf)))
-        abs_e = ef.abs()  # not in place: ef may be the caller's tensor (.to() returns it when it needs no copy)
-        if not finite:  # an infinite expected value (a masked logit) allows no error: its rtol * inf would allow any
-            abs_e = torch.where(fe, abs_e, torch.zeros_like(abs_e))
-        within = int((diff <= abs_e * tol.rtol + tol.atol).sum()) if diff.numel() else 0
-        ratio = within / diff.numel() if diff.numel() else 1.0
-        max_abs = diff.max().item() if diff.numel() else 0.0
-        max_rel = diff.div_(abs_e.clamp_min_(1e-12)).max().item() if diff.numel() else 0.0
+        ratio, max_abs, max_rel, tol, bad_nonfinite = _errors(a, e, tol)
         worst.max_absolute_error = max(worst.max_absolute_error, max_abs)
         worst.max_relative_error = max(worst.max_relative_error, max_rel)
         worst_ratio = min(worst_ratio, ratio)

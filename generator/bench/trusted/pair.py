@@ -43,7 +43,7 @@ import torch
 from ...model.stability import batches_jump
 from ...model.status import TraceStatus
 from ..shared import protocol
-from ..shared.inputs import TORCH_DTYPES, count_elements, draw, input_recipes, load_blob, shape_of
+from ..shared.inputs import SEEDLESS, TORCH_DTYPES, count_elements, draw, input_recipes, load_blob, shape_of
 from . import cpufloor, outside, samples
 from .check import Verdict
 from .evaluate import evaluator_for
@@ -139,9 +139,17 @@ class WorkloadRun:
         harness's CPU time there, which the CPU-time floor subtracts as measured on the reference's, so most of
         the noise it must allow for."""
         out: list[bytes] = []
+        seedless: dict = {}  # the same values for every seed (a rope cos/sin cache): drawn once, sent to every call
+
+        def one(name: str, recipe: dict):
+            if recipe["distribution"] not in SEEDLESS:
+                return draw(recipe)
+            if name not in seedless:
+                seedless[name] = draw(recipe)
+            return seedless[name]
         for i, call in enumerate(calls):
             repeated = i and call is calls[i - 1]
-            out.append(out[-1] if repeated else protocol.pack({n: draw(r) for n, r in call["recipes"].items()}))
+            out.append(out[-1] if repeated else protocol.pack({n: one(n, r) for n, r in call["recipes"].items()}))
         return out
 
     # -- one batch on both sides ----------------------------------------------------------------------

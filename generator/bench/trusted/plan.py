@@ -234,7 +234,7 @@ def rejected_definitions(ds: Dataset, names: Optional[Collection[str]] = None) -
     from ...validate.workloads import check_workloads
 
     out: dict[str, str] = {}
-    for diag in [*check_definitions(ds, names), *check_workloads(ds)]:
+    for diag in [*check_definitions(ds, names), *check_workloads(ds, names)]:
         if diag.is_error:
             name = diag.file.rsplit("/", 1)[-1].split(".", 1)[0]
             out.setdefault(name, diag.format_human())
