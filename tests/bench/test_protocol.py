@@ -33,6 +33,18 @@ def test_untrusted_payloads_are_protocol_errors():
     os.close(r)
 
 
+def test_tensors_that_share_memory_pack_and_unpack():
+    """A sampler's calls share one input set: the inputs revealed for several calls are one tensor (and a view of
+    it), which safetensors refuses to save as such (every pair of the v151936 top-k/top-p sampler ended
+    NOT_MEASURED on it)."""
+    from generator.bench.shared import protocol
+
+    probs = torch.rand(3, 5)
+    back = protocol.unpack(protocol.pack({"0/probs": probs, "1/probs": probs, "row": probs[1]}))
+    assert torch.equal(back["0/probs"], probs) and torch.equal(back["1/probs"], probs)
+    assert torch.equal(back["row"], probs[1])
+
+
 def test_digest_stages_hold_their_values_with_alignment():
     """_stages packs values as _to_host lays them out (each 64-byte aligned), so no stage overflows its
     page-locked buffer; digest_rows equals digest() value by value on the threaded path."""

@@ -48,7 +48,17 @@ class Closed(ProtocolError):
 def pack(tensors: dict[str, torch.Tensor]) -> bytes:
     from safetensors.torch import save
 
-    return save({k: v.detach().to("cpu").contiguous() for k, v in tensors.items()}) if tensors else b""
+    if not tensors:
+        return b""
+    # safetensors refuses tensors that share memory; a sampler's calls share one input set, so its inputs revealed
+    # for several calls are one tensor: each later one a copy.
+    out, storages = {}, set()
+    for k, v in tensors.items():
+        t = v.detach().to("cpu").contiguous()
+        storage = t.untyped_storage().data_ptr()
+        out[k] = t.clone() if storage in storages else t
+        storages.add(storage)
+    return save(out)
 
 
 def unpack(data: bytes) -> dict[str, torch.Tensor]:
