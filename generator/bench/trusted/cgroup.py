@@ -16,6 +16,7 @@ thread of every process of the sandbox whenever it runs, which the trusted side 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import time
@@ -165,9 +166,16 @@ def usage_ms(group: Optional[Path], settle_s: float = 0.0) -> Optional[float]:
 def host_usage_ms(group: Optional[Path]) -> Optional[float]:
     """CPU time (ms) of every process of the host, where `group` (a worker's CPU cgroup) was made in the root cgroup,
     which counts them all; else None (a nested cgroup counts only its own part of the host)."""
-    if group is None or usage_ms(group.parent.parent) is not None:
+    if group is None or not _counts_the_host(group.parent):
         return None
     return usage_ms(group.parent)
+
+
+@functools.lru_cache(maxsize=None)
+def _counts_the_host(parent: Path) -> bool:
+    """Whether `parent` is the root cgroup (none above it reports CPU time): fixed for the process, so asked once, not
+    at every batch's two readings."""
+    return usage_ms(parent.parent) is None
 
 
 def _tids(group: Path) -> list[str]:
